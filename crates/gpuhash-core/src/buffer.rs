@@ -1,0 +1,168 @@
+//! Typed device memory.
+
+use std::marker::PhantomData;
+
+use bytemuck::Pod;
+use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, SyncOnDrop};
+
+use crate::{Error, Result, Stream};
+
+/// `len` values of a plain-old-data type `T` in device memory, freed on drop.
+///
+/// Every copy names the stream it runs on. Copies from host memory return once the host
+/// data has been consumed; copies to host memory return once the data has arrived.
+#[derive(Debug)]
+pub struct DeviceBuffer<T> {
+    bytes: CudaSlice<u8>,
+    len: usize,
+    values: PhantomData<T>,
+}
+
+/// A raw device address of a buffer, with the stream ordering that makes it safe to use:
+/// the stream it was taken on waits for earlier work on the buffer from other streams, and
+/// later work waits for what this stream queues until the guard is dropped.
+#[derive(Debug)]
+pub struct DeviceAddress<'a> {
+    /// The address, to put in a kernel's parameter struct.
+    pub address: u64,
+    _order: SyncOnDrop<'a>,
+}
+
+impl<T: Pod> DeviceBuffer<T> {
+    /// A buffer of `len` zero values.
+    pub fn zeroed(stream: &Stream, len: usize) -> Result<Self> {
+        let bytes = stream
+            .inner
+            .alloc_zeros::<u8>(allocation_bytes::<T>(len)?)?;
+        Ok(Self {
+            bytes,
+            len,
+            values: PhantomData,
+        })
+    }
+
+    /// A buffer holding a copy of `values`.
+    pub fn from_host(stream: &Stream, values: &[T]) -> Result<Self> {
+        let mut buffer = Self::zeroed(stream, values.len())?;
+        buffer.copy_from_host(stream, values)?;
+        Ok(buffer)
+    }
+
+    /// Number of values.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when the buffer holds no values.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Bytes the values take (the allocation may be a little larger).
+    pub fn size_bytes(&self) -> usize {
+        self.len * size_of::<T>()
+    }
+
+    /// Overwrites the buffer with `values`, which must have the buffer's length.
+    pub fn copy_from_host(&mut self, stream: &Stream, values: &[T]) -> Result<()> {
+        self.check_len("copy_from_host: buffer and host slice", values.len())?;
+        if !values.is_empty() {
+            let size = self.size_bytes();
+            let mut view = self.bytes.slice_mut(..size);
+            stream
+                .inner
+                .memcpy_htod(bytemuck::cast_slice(values), &mut view)?;
+        }
+        Ok(())
+    }
+
+    /// Copies the buffer into `out`, which must have the buffer's length, and waits for it.
+    pub fn copy_to_host(&self, stream: &Stream, out: &mut [T]) -> Result<()> {
+        self.check_len("copy_to_host: buffer and host slice", out.len())?;
+        if !out.is_empty() {
+            let view = self.bytes.slice(..self.size_bytes());
+            stream
+                .inner
+                .memcpy_dtoh(&view, bytemuck::cast_slice_mut(out))?;
+        }
+        stream.synchronize()
+    }
+
+    /// The values, copied to a new vector; waits for the copy.
+    pub fn to_host(&self, stream: &Stream) -> Result<Vec<T>> {
+        let mut out = vec![T::zeroed(); self.len];
+        self.copy_to_host(stream, &mut out)?;
+        Ok(out)
+    }
+
+    /// Queues a copy of `source`, which must have this buffer's length, on `stream`.
+    pub fn copy_from(&mut self, stream: &Stream, source: &DeviceBuffer<T>) -> Result<()> {
+        self.check_len("copy_from: destination and source buffers", source.len)?;
+        if !source.is_empty() {
+            let size = self.size_bytes();
+            let mut view = self.bytes.slice_mut(..size);
+            stream
+                .inner
+                .memcpy_dtod(&source.bytes.slice(..size), &mut view)?;
+        }
+        Ok(())
+    }
+
+    /// The buffer's address for a kernel that only reads it.
+    pub fn address<'a>(&'a self, stream: &'a Stream) -> DeviceAddress<'a> {
+        let (address, order) = self.bytes.device_ptr(&stream.inner);
+        DeviceAddress {
+            address,
+            _order: order,
+        }
+    }
+
+    /// The buffer's address for a kernel that writes it.
+    pub fn address_mut<'a>(&'a mut self, stream: &'a Stream) -> DeviceAddress<'a> {
+        let (address, order) = self.bytes.device_ptr_mut(&stream.inner);
+        DeviceAddress {
+            address,
+            _order: order,
+        }
+    }
+
+    fn check_len(&self, what: &'static str, other: usize) -> Result<()> {
+        if self.len == other {
+            Ok(())
+        } else {
+            Err(Error::LengthMismatch {
+                what,
+                left: self.len,
+                right: other,
+            })
+        }
+    }
+}
+
+/// Bytes to allocate for `len` values: never zero, since the driver rejects empty
+/// allocations, and an error rather than an overflow for absurd lengths.
+fn allocation_bytes<T>(len: usize) -> Result<usize> {
+    len.checked_mul(size_of::<T>())
+        .map(|bytes| bytes.max(1))
+        .ok_or_else(|| {
+            Error::InvalidInput(format!(
+                "{len} values of {} bytes overflow usize",
+                size_of::<T>()
+            ))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allocation_is_never_empty_and_never_overflows() {
+        assert_eq!(allocation_bytes::<u32>(0).unwrap(), 1);
+        assert_eq!(allocation_bytes::<u64>(3).unwrap(), 24);
+        assert!(matches!(
+            allocation_bytes::<u64>(usize::MAX / 4),
+            Err(Error::InvalidInput(_))
+        ));
+    }
+}

@@ -1,0 +1,205 @@
+//! The device: one GPU's context, its properties, and the kernel images loaded on it.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use cudarc::driver::sys::{self, CUdevice_attribute, cudaError_enum};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, result};
+use cudarc::nvrtc::Ptx;
+use parking_lot::Mutex;
+
+use crate::launch::KernelImage;
+use crate::{Error, Result, Stream};
+
+/// The oldest driver the kernels are built for (CUDA 13.0, as `cuDriverGetVersion` counts).
+const MIN_DRIVER_VERSION: i32 = 13000;
+/// The oldest GPU architecture the embedded PTX (compute_75) can be compiled for.
+const MIN_COMPUTE_CAPABILITY: (i32, i32) = (7, 5);
+
+/// What gpuhash needs to know of a GPU.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceProperties {
+    /// The ordinal the driver gives the device.
+    pub ordinal: usize,
+    /// The marketing name, `NVIDIA H100 80GB HBM3` say.
+    pub name: String,
+    /// Number of streaming multiprocessors.
+    pub multiprocessors: u32,
+    /// Most resident threads one multiprocessor holds.
+    pub max_threads_per_multiprocessor: u32,
+    /// Total device memory in bytes.
+    pub total_memory: usize,
+    /// Bytes of L2 cache.
+    pub l2_cache_bytes: usize,
+    /// Compute capability as (major, minor), (9, 0) for Hopper.
+    pub compute_capability: (i32, i32),
+}
+
+/// One GPU, ready for work. Cheap to clone; every clone shares the context and the kernel
+/// images loaded so far. `Send + Sync`: several host threads may use one device, each on
+/// its own [`Stream`].
+#[derive(Clone)]
+pub struct Device {
+    inner: Arc<DeviceInner>,
+}
+
+struct DeviceInner {
+    context: Arc<CudaContext>,
+    properties: DeviceProperties,
+    modules: Mutex<HashMap<&'static str, Arc<CudaModule>>>,
+}
+
+impl fmt::Debug for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Device")
+            .field("properties", &self.inner.properties)
+            .finish()
+    }
+}
+
+impl Device {
+    /// Opens the device with this ordinal.
+    ///
+    /// Returns [`Error::NoDriver`] where no CUDA driver is installed, [`Error::DriverTooOld`]
+    /// for a driver before CUDA 13.0, and [`Error::NoDevice`] where the driver sees no such
+    /// device. Never panics.
+    pub fn new(ordinal: usize) -> Result<Self> {
+        let count = Self::count()?;
+        if ordinal >= count {
+            return Err(Error::NoDevice { ordinal, count });
+        }
+        let context = CudaContext::new(ordinal)?;
+        let properties = read_properties(&context)?;
+        Ok(Self {
+            inner: Arc::new(DeviceInner {
+                context,
+                properties,
+                modules: Mutex::new(HashMap::new()),
+            }),
+        })
+    }
+
+    /// Opens device 0, with the errors of [`Device::new`].
+    #[allow(
+        clippy::should_implement_trait,
+        reason = "opening a device can fail; Default cannot"
+    )]
+    pub fn default() -> Result<Self> {
+        Self::new(0)
+    }
+
+    /// How many CUDA devices the driver sees, with the errors of [`Device::new`] when
+    /// there is no usable driver.
+    pub fn count() -> Result<usize> {
+        // SAFETY: loading libcuda runs only the driver's own initialisers; cudarc would
+        // panic on its first call without this check, so it must come first.
+        if !unsafe { sys::is_culib_present() } {
+            return Err(Error::NoDriver);
+        }
+        let mut version = 0;
+        // SAFETY: the library is present (checked above); the call writes one int.
+        let status = unsafe { sys::cuDriverGetVersion(&mut version) };
+        if status != cudaError_enum::CUDA_SUCCESS {
+            return Err(Error::NoDriver);
+        }
+        if version < MIN_DRIVER_VERSION {
+            return Err(Error::DriverTooOld { version });
+        }
+        match result::init() {
+            Ok(()) => Ok(usize::try_from(result::device::get_count()?).unwrap_or(0)),
+            Err(e) if e.0 == cudaError_enum::CUDA_ERROR_NO_DEVICE => Ok(0),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The device's properties, read once when it was opened.
+    pub fn properties(&self) -> &DeviceProperties {
+        &self.inner.properties
+    }
+
+    /// Free device memory in bytes, now.
+    pub fn free_memory(&self) -> Result<usize> {
+        Ok(self.inner.context.mem_get_info()?.0)
+    }
+
+    /// A new stream of its own, for work that may overlap work on other streams.
+    pub fn new_stream(&self) -> Result<Stream> {
+        Ok(Stream::new(self.inner.context.new_stream()?, self.clone()))
+    }
+
+    /// The device's default stream.
+    pub fn default_stream(&self) -> Stream {
+        Stream::new(self.inner.context.default_stream(), self.clone())
+    }
+
+    /// Blocks until all work on every stream of this device has finished.
+    pub fn synchronize(&self) -> Result<()> {
+        Ok(self.inner.context.synchronize()?)
+    }
+
+    /// The kernel `name` of `image`, loading the image on first use. Loading happens once
+    /// per device; later calls only look the function up.
+    pub(crate) fn function(&self, image: &'static KernelImage, name: &str) -> Result<CudaFunction> {
+        let module = {
+            let mut modules = self.inner.modules.lock();
+            match modules.get(image.name) {
+                Some(module) => module.clone(),
+                None => {
+                    let module = self.load(image)?;
+                    modules.insert(image.name, module.clone());
+                    module
+                }
+            }
+        };
+        Ok(module.load_function(name)?)
+    }
+
+    fn load(&self, image: &'static KernelImage) -> Result<Arc<CudaModule>> {
+        let properties = &self.inner.properties;
+        let unsupported = |reason: String| Error::UnsupportedDevice {
+            image: image.name,
+            device: properties.name.clone(),
+            major: properties.compute_capability.0,
+            minor: properties.compute_capability.1,
+            reason,
+        };
+        if properties.compute_capability < MIN_COMPUTE_CAPABILITY {
+            let (major, minor) = MIN_COMPUTE_CAPABILITY;
+            return Err(unsupported(format!(
+                "gpuhash needs compute capability {major}.{minor} or newer"
+            )));
+        }
+        let fatbin = Ptx::from_binary(image.fatbin.to_vec());
+        self.inner
+            .context
+            .load_module(fatbin)
+            .map_err(|e| match e.0 {
+                cudaError_enum::CUDA_ERROR_NO_BINARY_FOR_GPU
+                | cudaError_enum::CUDA_ERROR_UNSUPPORTED_PTX_VERSION
+                | cudaError_enum::CUDA_ERROR_INVALID_PTX
+                | cudaError_enum::CUDA_ERROR_INVALID_IMAGE => unsupported(e.to_string()),
+                _ => e.into(),
+            })
+    }
+}
+
+fn read_properties(context: &Arc<CudaContext>) -> Result<DeviceProperties> {
+    let attribute = |a: CUdevice_attribute| -> Result<i32> { Ok(context.attribute(a)?) };
+    let to_u32 = |v: i32| u32::try_from(v).unwrap_or(0);
+    Ok(DeviceProperties {
+        ordinal: context.ordinal(),
+        name: context.name()?,
+        multiprocessors: to_u32(attribute(
+            CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+        )?),
+        max_threads_per_multiprocessor: to_u32(attribute(
+            CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
+        )?),
+        total_memory: context.total_mem()?,
+        l2_cache_bytes: to_u32(attribute(
+            CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE,
+        )?) as usize,
+        compute_capability: context.compute_capability()?,
+    })
+}

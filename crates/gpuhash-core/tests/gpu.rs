@@ -1,0 +1,293 @@
+//! gpuhash-core on a real GPU, every result held against a host model.
+//! Run on a GPU machine with `--include-ignored` (see docs/gpu-testing.md).
+
+use gpuhash_core::hash::{self, DeviceHash, Hash32, Hash64, Universal32, Universal64};
+use gpuhash_core::layouts::{GH_PRIME32, GH_PRIME61};
+use gpuhash_core::workload::{self, INDEX_LIMIT, KeySet};
+use gpuhash_core::{Device, DeviceBuffer, Error, EventTimer, Stream};
+use quickcheck::{QuickCheck, TestResult};
+use std::sync::OnceLock;
+
+fn gpu() -> (Device, Stream) {
+    let device = Device::default().expect("these tests need a CUDA device");
+    let stream = device.new_stream().expect("new stream");
+    (device, stream)
+}
+
+#[test]
+fn opening_a_device_never_panics() {
+    match Device::default() {
+        Ok(device) => assert!(device.properties().multiprocessors > 0),
+        Err(Error::NoDriver | Error::NoDevice { .. } | Error::DriverTooOld { .. }) => {}
+        Err(other) => panic!("unexpected error opening device 0: {other}"),
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn device_reports_properties_and_rejects_missing_ordinals() {
+    let (device, _) = gpu();
+    let p = device.properties();
+    assert!(!p.name.is_empty());
+    assert!(p.multiprocessors > 0 && p.max_threads_per_multiprocessor >= 1024);
+    assert!(p.compute_capability >= (7, 5));
+    assert!(p.total_memory > (1 << 30) && p.l2_cache_bytes > 0);
+    let free = device.free_memory().unwrap();
+    assert!(free > 0 && free <= p.total_memory);
+    let count = Device::count().unwrap();
+    assert!(matches!(Device::new(count), Err(Error::NoDevice { ordinal, .. }) if ordinal == count));
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn buffers_round_trip_and_check_lengths() {
+    let (_, stream) = gpu();
+    let data: Vec<u64> = (0..100_003u64).map(hash::fmix64).collect();
+    let buffer = DeviceBuffer::from_host(&stream, &data).unwrap();
+    assert_eq!(buffer.len(), data.len());
+    assert_eq!(buffer.to_host(&stream).unwrap(), data);
+
+    let mut copy = DeviceBuffer::<u64>::zeroed(&stream, data.len()).unwrap();
+    assert!(copy.to_host(&stream).unwrap().iter().all(|&v| v == 0));
+    copy.copy_from(&stream, &buffer).unwrap();
+    assert_eq!(copy.to_host(&stream).unwrap(), data);
+
+    let short = DeviceBuffer::<u64>::zeroed(&stream, 10).unwrap();
+    assert!(matches!(
+        copy.copy_from(&stream, &short),
+        Err(Error::LengthMismatch { .. })
+    ));
+    assert!(matches!(
+        copy.copy_from_host(&stream, &data[1..]),
+        Err(Error::LengthMismatch { .. })
+    ));
+    let mut out = vec![0u64; 5];
+    assert!(matches!(
+        buffer.copy_to_host(&stream, &mut out),
+        Err(Error::LengthMismatch { .. })
+    ));
+    assert_eq!(
+        copy.to_host(&stream).unwrap(),
+        data,
+        "a refused copy changed nothing"
+    );
+
+    let empty = DeviceBuffer::<u32>::from_host(&stream, &[]).unwrap();
+    assert!(empty.is_empty());
+    assert_eq!(empty.to_host(&stream).unwrap(), Vec::<u32>::new());
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn allocating_more_than_the_device_holds_is_an_error_value() {
+    let (device, stream) = gpu();
+    let too_many = device.properties().total_memory / 4 * 2;
+    assert!(matches!(
+        DeviceBuffer::<u32>::zeroed(&stream, too_many),
+        Err(Error::OutOfDeviceMemory)
+    ));
+    // The device stays usable afterwards.
+    let after = DeviceBuffer::from_host(&stream, &[1u32, 2, 3]).unwrap();
+    assert_eq!(after.to_host(&stream).unwrap(), vec![1, 2, 3]);
+}
+
+fn generated(stream: &Stream, set: KeySet, first: u32, count: usize) -> (Vec<u32>, Vec<u32>) {
+    let mut keys = DeviceBuffer::from_host(stream, &vec![0xdead_beef; count]).unwrap();
+    let mut values = DeviceBuffer::from_host(stream, &vec![0xdead_beef; count]).unwrap();
+    workload::generate(stream, set, first, &mut keys, Some(&mut values)).unwrap();
+    (
+        keys.to_host(stream).unwrap(),
+        values.to_host(stream).unwrap(),
+    )
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn generator_matches_the_host_model() {
+    let (_, stream) = gpu();
+    let cases = [
+        (0, 1),
+        (0, 3),
+        (7, 5),
+        (0, 1023),
+        (12_345, 1 << 20),
+        (0, (1 << 22) + 3),
+        (INDEX_LIMIT - 9, 9),
+    ];
+    for set in [KeySet::Hits, KeySet::Misses] {
+        for (first, count) in cases {
+            let got = generated(&stream, set, first, count as usize);
+            assert_eq!(
+                got,
+                workload::host_pairs(set, first, count),
+                "{set:?} from {first}, {count} pairs"
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn generator_refuses_bad_input_and_writes_nothing() {
+    let (_, stream) = gpu();
+    let poison = vec![7u32; 16];
+    let mut keys = DeviceBuffer::from_host(&stream, &poison).unwrap();
+    let mut values = DeviceBuffer::from_host(&stream, &poison[..15]).unwrap();
+    let mismatch = workload::generate(&stream, KeySet::Hits, 0, &mut keys, Some(&mut values));
+    assert!(matches!(mismatch, Err(Error::LengthMismatch { .. })));
+    let past_limit = workload::generate(&stream, KeySet::Hits, INDEX_LIMIT - 15, &mut keys, None);
+    assert!(matches!(past_limit, Err(Error::InvalidInput(_))));
+    assert_eq!(keys.to_host(&stream).unwrap(), poison);
+
+    workload::generate(&stream, KeySet::Misses, 4, &mut keys, None).unwrap();
+    assert_eq!(
+        keys.to_host(&stream).unwrap(),
+        workload::host_pairs(KeySet::Misses, 4, 16).0
+    );
+    let mut empty = DeviceBuffer::<u32>::zeroed(&stream, 0).unwrap();
+    workload::generate(&stream, KeySet::Hits, 0, &mut empty, None).unwrap();
+}
+
+fn device_hashes<H: DeviceHash>(stream: &Stream, h: H, keys: &[H::Key]) -> Vec<H::Key> {
+    let input = DeviceBuffer::from_host(stream, keys).unwrap();
+    let mut output = DeviceBuffer::<H::Key>::zeroed(stream, keys.len()).unwrap();
+    hash::hash_on_device(stream, h, &input, &mut output).unwrap();
+    output.to_host(stream).unwrap()
+}
+
+fn agrees<H: DeviceHash>(stream: &Stream, h: H, keys: &[H::Key]) -> bool
+where
+    H::Key: PartialEq,
+{
+    let host: Vec<H::Key> = keys.iter().map(|&k| h.hash(k)).collect();
+    device_hashes(stream, h, keys) == host
+}
+
+const ADVERSARIAL32: [u32; 9] = [
+    0,
+    1,
+    u32::MAX,
+    u32::MAX - 1,
+    GH_PRIME32 - 1,
+    GH_PRIME32,
+    GH_PRIME32 + 1,
+    1 << 31,
+    0xffff_0000,
+];
+const ADVERSARIAL64: [u64; 10] = [
+    0,
+    1,
+    u64::MAX,
+    u64::MAX - 1,
+    GH_PRIME61 - 1,
+    GH_PRIME61,
+    GH_PRIME61 + 1,
+    2 * GH_PRIME61 + 5,
+    1 << 32,
+    u32::MAX as u64,
+];
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn device_hashes_match_host_hashes_on_adversarial_keys() {
+    let (_, stream) = gpu();
+    let extreme32 =
+        Hash32::Universal(Universal32::new(GH_PRIME32 - 1, GH_PRIME32 - 1, u32::MAX).unwrap());
+    for h in [
+        Hash32::Fmix,
+        Hash32::Universal(Universal32::from_seed(1, 1 << 20).unwrap()),
+        extreme32,
+    ] {
+        assert!(agrees(&stream, h, &ADVERSARIAL32), "{h:?}");
+    }
+    let extreme64 =
+        Hash64::Universal(Universal64::new(GH_PRIME61 - 1, GH_PRIME61 - 1, u64::MAX).unwrap());
+    for h in [
+        Hash64::Fmix,
+        Hash64::Universal(Universal64::from_seed(1, 1 << 40).unwrap()),
+        extreme64,
+    ] {
+        assert!(agrees(&stream, h, &ADVERSARIAL64), "{h:?}");
+    }
+    let many: Vec<u32> = (0..(1u32 << 22) + 1).collect();
+    assert!(agrees(&stream, Hash32::Fmix, &many));
+    assert!(agrees(&stream, Hash32::Fmix, &[]));
+}
+
+/// One stream for the quickcheck properties, which must be plain functions.
+fn shared_stream() -> &'static Stream {
+    static STREAM: OnceLock<Stream> = OnceLock::new();
+    STREAM.get_or_init(|| gpu().1)
+}
+
+fn random_keys_agree32(keys: Vec<u32>, seed: u64, buckets: u32) -> TestResult {
+    let Ok(universal) = Universal32::from_seed(seed, buckets) else {
+        return TestResult::discard();
+    };
+    let stream = shared_stream();
+    TestResult::from_bool(
+        agrees(stream, Hash32::Fmix, &keys) && agrees(stream, Hash32::Universal(universal), &keys),
+    )
+}
+
+fn random_keys_agree64(keys: Vec<u64>, seed: u64, buckets: u64) -> TestResult {
+    let Ok(universal) = Universal64::from_seed(seed, buckets) else {
+        return TestResult::discard();
+    };
+    let stream = shared_stream();
+    TestResult::from_bool(
+        agrees(stream, Hash64::Fmix, &keys) && agrees(stream, Hash64::Universal(universal), &keys),
+    )
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn device_hashes_match_host_hashes_on_random_keys() {
+    QuickCheck::new()
+        .tests(200)
+        .quickcheck(random_keys_agree32 as fn(Vec<u32>, u64, u32) -> TestResult);
+    QuickCheck::new()
+        .tests(200)
+        .quickcheck(random_keys_agree64 as fn(Vec<u64>, u64, u64) -> TestResult);
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn hashing_refuses_mismatched_buffers() {
+    let (_, stream) = gpu();
+    let input = DeviceBuffer::from_host(&stream, &[1u32, 2, 3]).unwrap();
+    let mut output = DeviceBuffer::from_host(&stream, &[9u32, 9]).unwrap();
+    let result = hash::hash_on_device(&stream, Hash32::Fmix, &input, &mut output);
+    assert!(matches!(result, Err(Error::LengthMismatch { .. })));
+    assert_eq!(output.to_host(&stream).unwrap(), vec![9, 9]);
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn threads_share_a_device_each_on_its_own_stream() {
+    let (device, _) = gpu();
+    std::thread::scope(|scope| {
+        for t in 0..4u32 {
+            let device = device.clone();
+            scope.spawn(move || {
+                let stream = device.new_stream().unwrap();
+                let first = t * (1 << 20);
+                for _ in 0..5 {
+                    let got = generated(&stream, KeySet::Hits, first, 1 << 18);
+                    assert_eq!(got, workload::host_pairs(KeySet::Hits, first, 1 << 18));
+                }
+            });
+        }
+    });
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn event_timer_measures_device_work() {
+    let (_, stream) = gpu();
+    let mut keys = DeviceBuffer::<u32>::zeroed(&stream, 1 << 24).unwrap();
+    let timer = EventTimer::start(&stream).unwrap();
+    workload::generate(&stream, KeySet::Hits, 0, &mut keys, None).unwrap();
+    let ms = timer.stop().unwrap();
+    assert!(ms > 0.0 && ms < 10_000.0, "{ms} ms");
+}
