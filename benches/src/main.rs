@@ -1,53 +1,70 @@
 //! `gpuhash-bench`: the benchmark command of gpuhash.
 //!
 //! Reports the device, then times each workload with CUDA events after warm-up and prints
-//! the median of the timed runs. For now: the device's copy bandwidth and the standard
-//! workload generator of DESIGN.md, whose write rate is compared with the copy bandwidth
-//! measured in the same run. Table benchmarks join as their crates land.
+//! the median of the timed runs as markdown tables (M items/s; bandwidth where it counts).
 //!
 //! ```text
-//! gpuhash-bench [--log2-n N] [--runs R]     (defaults: N = 26, R = 11)
+//! gpuhash-bench [core] [slab-alloc] [--log2-n N] [--runs R]
 //! ```
 //!
-//! Without a usable GPU it prints one line saying why and exits with status 1.
+//! - `core`: the device's copy bandwidth and DESIGN.md's workload generator (n = 2^N
+//!   pairs, default 2^26), the generator's write rate against the copy bandwidth.
+//! - `slab-alloc`: one slab allocation per thread, 1M and 16M threads, SlabAlloc regular
+//!   and light against device-side malloc.
+//!
+//! With no workload named, all run. Without a usable GPU it prints one line saying why and
+//! exits with status 1.
 
+mod core_bench;
 mod measure;
+mod slab_alloc_bench;
 
+use std::error::Error;
 use std::process::ExitCode;
 
-use gpuhash_core::workload::{self, KeySet};
-use gpuhash_core::{Device, DeviceBuffer, Result, Stream};
-use measure::{Measurement, median_ms};
+use gpuhash_core::Device;
+use gpuhash_slab_alloc::Variant;
+use measure::{Measurement, Runs};
+
+const USAGE: &str = "usage: gpuhash-bench [core] [slab-alloc] [--log2-n N] [--runs R]";
+const WORKLOADS: [&str; 2] = ["core", "slab-alloc"];
 
 /// Command-line options.
 struct Options {
+    workloads: Vec<String>,
     log2_n: u32,
     runs: usize,
 }
 
-fn parse_options() -> std::result::Result<Options, String> {
+fn parse_options() -> Result<Options, String> {
     let mut options = Options {
+        workloads: Vec::new(),
         log2_n: 26,
         runs: 11,
     };
     let mut args = std::env::args().skip(1);
-    while let Some(flag) = args.next() {
-        let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
+    while let Some(arg) = args.next() {
+        if WORKLOADS.contains(&arg.as_str()) {
+            options.workloads.push(arg);
+            continue;
+        }
+        let value = args
+            .next()
+            .ok_or_else(|| format!("{arg} needs a value; {USAGE}"))?;
         let number = |max: u32| match value.parse::<u32>() {
             Ok(v) if (1..=max).contains(&v) => Ok(v),
             _ => Err(format!(
-                "{flag} takes a number from 1 to {max}, not {value:?}"
+                "{arg} takes a number from 1 to {max}, not {value:?}"
             )),
         };
-        match flag.as_str() {
+        match arg.as_str() {
             "--log2-n" => options.log2_n = number(30)?,
             "--runs" => options.runs = number(1000)? as usize,
-            _ => {
-                return Err(format!(
-                    "unknown option {flag}; usage: gpuhash-bench [--log2-n N] [--runs R]"
-                ));
-            }
+            _ => return Err(format!("unknown argument {arg}; {USAGE}")),
         }
+    }
+    if options.workloads.is_empty() {
+        options.workloads = WORKLOADS.iter().map(|w| w.to_string()).collect();
     }
     Ok(options)
 }
@@ -63,77 +80,65 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(options: &Options) -> Result<()> {
+fn run(options: &Options) -> Result<(), Box<dyn Error>> {
     let device = Device::default()?;
     let p = device.properties();
     println!(
-        "device: {} (compute {}.{}, {} SMs, {:.1} GiB)",
+        "device: {} (compute {}.{}, {} SMs, {:.1} GiB); median of {} timed runs after 3 warm-up runs",
         p.name,
         p.compute_capability.0,
         p.compute_capability.1,
         p.multiprocessors,
-        p.total_memory as f64 / f64::from(1 << 30)
+        p.total_memory as f64 / f64::from(1 << 30),
+        options.runs
     );
     let stream = device.new_stream()?;
     let n = 1usize << options.log2_n;
-    println!(
-        "n = 2^{} pairs, u32 keys and values, median of {} timed runs after 3 warm-up runs",
-        options.log2_n, options.runs
-    );
-    println!();
-
-    let copy = device_copy(&stream, n, options.runs)?;
-    let pairs = generator(&stream, n, options.runs, true)?;
-    let keys = generator(&stream, n, options.runs, false)?;
-    println!("{}", Measurement::HEADER);
-    for m in [&copy, &pairs, &keys] {
-        println!("{}", m.row(copy.bytes_per_second()));
+    let runs = Runs {
+        warm_up: 3,
+        timed: options.runs,
+    };
+    // Every bandwidth is compared with the copy bandwidth measured in this same run.
+    let copy = core_bench::device_copy(&stream, n, runs)?;
+    let copy_rate = copy.bytes_per_second().unwrap_or(f64::NAN);
+    let print = |row: Measurement| println!("{}", row.row(copy_rate));
+    for workload in &options.workloads {
+        println!();
+        match workload.as_str() {
+            "core" => {
+                println!(
+                    "## core: n = 2^{} pairs, u32 keys and values",
+                    options.log2_n
+                );
+                println!("{}", Measurement::HEADER);
+                print(core_bench::device_copy(&stream, n, runs)?);
+                print(core_bench::generator(&stream, n, runs, true)?);
+                print(core_bench::generator(&stream, n, runs, false)?);
+            }
+            "slab-alloc" => {
+                println!(
+                    "## slab-alloc: one 128-byte slab per thread; allocators reserve twice the count"
+                );
+                println!("{}", Measurement::HEADER);
+                slab_alloc_bench::reserve_malloc_heap(&device)?;
+                for count in slab_alloc_bench::COUNTS {
+                    for variant in [Variant::Regular, Variant::Light] {
+                        print(slab_alloc_bench::slab_alloc(&stream, variant, count, runs)?);
+                    }
+                    print(slab_alloc_bench::device_malloc(
+                        &stream,
+                        count,
+                        // Device malloc takes over a second for 1M slabs on an H100: one
+                        // timed run each, after one warm-up run that also sets up its heap.
+                        Runs {
+                            warm_up: usize::from(count == slab_alloc_bench::COUNTS[0]),
+                            timed: 1,
+                        },
+                    )?);
+                }
+            }
+            _ => unreachable!("parse_options admits only known workloads"),
+        }
     }
     Ok(())
-}
-
-/// A device-to-device copy of `n` key-value pairs: 8n bytes read and 8n written.
-fn device_copy(stream: &Stream, n: usize, runs: usize) -> Result<Measurement> {
-    let source = DeviceBuffer::<u64>::zeroed(stream, n)?;
-    let mut target = DeviceBuffer::<u64>::zeroed(stream, n)?;
-    let ms = median_ms(stream, runs, || target.copy_from(stream, &source))?;
-    Ok(Measurement {
-        name: "device copy (read + write)",
-        items: n,
-        bytes: 16 * n,
-        ms,
-    })
-}
-
-/// The workload generator writing `n` keys, and their values when `with_values`.
-fn generator(stream: &Stream, n: usize, runs: usize, with_values: bool) -> Result<Measurement> {
-    let mut keys = DeviceBuffer::<u32>::zeroed(stream, n)?;
-    let mut values = DeviceBuffer::<u32>::zeroed(stream, n)?;
-    let ms = median_ms(stream, runs, || {
-        let values = with_values.then_some(&mut values);
-        workload::generate(stream, KeySet::Hits, 0, &mut keys, values)
-    })?;
-    // Check the output once, so a broken kernel cannot post a fast time.
-    let sample = keys.to_host(stream)?;
-    let step = (n / 4096).max(1);
-    if (0..n)
-        .step_by(step)
-        .any(|i| sample[i] != KeySet::Hits.key(i as u32))
-    {
-        return Err(gpuhash_core::Error::InvalidInput(
-            "generator wrote wrong keys".into(),
-        ));
-    }
-    let name = if with_values {
-        "generator keys + values"
-    } else {
-        "generator keys only"
-    };
-    let bytes_per_pair = if with_values { 8 } else { 4 };
-    Ok(Measurement {
-        name,
-        items: n,
-        bytes: bytes_per_pair * n,
-        ms,
-    })
 }

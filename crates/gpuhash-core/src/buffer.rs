@@ -98,14 +98,40 @@ impl<T: Pod> DeviceBuffer<T> {
     /// Queues a copy of `source`, which must have this buffer's length, on `stream`.
     pub fn copy_from(&mut self, stream: &Stream, source: &DeviceBuffer<T>) -> Result<()> {
         self.check_len("copy_from: destination and source buffers", source.len)?;
+        self.copy_from_at(stream, 0, source)
+    }
+
+    /// Queues a copy of all of `source` into this buffer from value `offset` on; the
+    /// values past the copy keep what they held. Lets a larger buffer take over a smaller
+    /// one's contents when a structure grows.
+    pub fn copy_from_at(
+        &mut self,
+        stream: &Stream,
+        offset: usize,
+        source: &DeviceBuffer<T>,
+    ) -> Result<()> {
+        let fits = offset
+            .checked_add(source.len)
+            .is_some_and(|end| end <= self.len);
+        if !fits {
+            return Err(Error::InvalidInput(format!(
+                "copy_from_at: {} values at offset {offset} overrun a buffer of {}",
+                source.len, self.len
+            )));
+        }
         if !source.is_empty() {
-            let size = self.size_bytes();
-            let mut view = self.bytes.slice_mut(..size);
+            let start = offset * size_of::<T>();
+            let mut view = self.bytes.slice_mut(start..start + source.size_bytes());
             stream
                 .inner
-                .memcpy_dtod(&source.bytes.slice(..size), &mut view)?;
+                .memcpy_dtod(&source.bytes.slice(..source.size_bytes()), &mut view)?;
         }
         Ok(())
+    }
+
+    /// Queues setting every byte of the buffer to zero.
+    pub fn fill_zero(&mut self, stream: &Stream) -> Result<()> {
+        Ok(stream.inner.memset_zeros(&mut self.bytes)?)
     }
 
     /// The buffer's address for a kernel that only reads it.

@@ -133,6 +133,15 @@ impl Device {
         Stream::new(self.inner.context.default_stream(), self.clone())
     }
 
+    /// Sets the heap that device-side `malloc` draws from to `bytes`. Takes effect only
+    /// before the first launch of a kernel that calls `malloc`; the driver refuses it after.
+    pub fn set_malloc_heap_bytes(&self, bytes: usize) -> Result<()> {
+        Ok(self
+            .inner
+            .context
+            .set_limit(sys::CUlimit::CU_LIMIT_MALLOC_HEAP_SIZE, bytes)?)
+    }
+
     /// Blocks until all work on every stream of this device has finished.
     pub fn synchronize(&self) -> Result<()> {
         Ok(self.inner.context.synchronize()?)
