@@ -20,6 +20,20 @@ pub fn device_copy(stream: &Stream, n: usize, runs: Runs) -> Result<Measurement>
     })
 }
 
+/// Copies `n` pairs back and forth until `duration` has passed on the host clock.
+pub fn keep_busy(stream: &Stream, n: usize, duration: std::time::Duration) -> Result<()> {
+    let source = DeviceBuffer::<u64>::zeroed(stream, n)?;
+    let mut target = DeviceBuffer::<u64>::zeroed(stream, n)?;
+    let start = std::time::Instant::now();
+    while start.elapsed() < duration {
+        for _ in 0..100 {
+            target.copy_from(stream, &source)?;
+        }
+        stream.synchronize()?;
+    }
+    Ok(())
+}
+
 /// The workload generator writing `n` keys, and their values when `with_values`.
 pub fn generator(stream: &Stream, n: usize, runs: Runs, with_values: bool) -> Result<Measurement> {
     let mut buffers = (

@@ -23,7 +23,7 @@ use std::error::Error;
 use std::process::ExitCode;
 
 use gpuhash_core::Device;
-use gpuhash_slab_alloc::Variant;
+use gpuhash_slab_alloc::{Claim, Variant};
 use measure::{Measurement, Runs};
 
 const USAGE: &str = "usage: gpuhash-bench [core] [slab-alloc] [--log2-n N] [--runs R]";
@@ -98,6 +98,9 @@ fn run(options: &Options) -> Result<(), Box<dyn Error>> {
         warm_up: 3,
         timed: options.runs,
     };
+    // An idle GPU runs at low clocks until it has been busy for a while: keep it busy
+    // for a second before timing anything.
+    core_bench::keep_busy(&stream, n, std::time::Duration::from_secs(1))?;
     // Every bandwidth is compared with the copy bandwidth measured in this same run.
     let copy = core_bench::device_copy(&stream, n, runs)?;
     let copy_rate = copy.bytes_per_second().unwrap_or(f64::NAN);
@@ -123,19 +126,23 @@ fn run(options: &Options) -> Result<(), Box<dyn Error>> {
                 slab_alloc_bench::reserve_malloc_heap(&device)?;
                 for count in slab_alloc_bench::COUNTS {
                     for variant in [Variant::Regular, Variant::Light] {
-                        print(slab_alloc_bench::slab_alloc(&stream, variant, count, runs)?);
+                        for claim in [Claim::One, Claim::Runs] {
+                            print(slab_alloc_bench::slab_alloc(
+                                &stream, variant, claim, count, runs,
+                            )?);
+                        }
                     }
-                    print(slab_alloc_bench::device_malloc(
-                        &stream,
-                        count,
-                        // Device malloc takes over a second for 1M slabs on an H100: one
-                        // timed run each, after one warm-up run that also sets up its heap.
-                        Runs {
-                            warm_up: usize::from(count == slab_alloc_bench::COUNTS[0]),
-                            timed: 1,
-                        },
-                    )?);
                 }
+                // One timed run after one warm-up run that also sets up the heap.
+                let malloc_runs = Runs {
+                    warm_up: 1,
+                    timed: 1,
+                };
+                print(slab_alloc_bench::device_malloc(
+                    &stream,
+                    slab_alloc_bench::MALLOC_COUNT,
+                    malloc_runs,
+                )?);
             }
             _ => unreachable!("parse_options admits only known workloads"),
         }

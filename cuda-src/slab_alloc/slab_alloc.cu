@@ -2,12 +2,14 @@
 // baseline its benchmark compares against.
 #include "slab_alloc/slab_alloc.cuh"
 
-// One slab for each element that asks for one. Lanes that ask form the warp's queue and
-// the warp serves them one allocate() at a time, as slab-list inserts do. Loop bounds are
-// warp-uniform so that all 32 lanes always reach allocate() together.
+// One slab for each element that asks for one. Lanes that ask form the warp's queue; the
+// warp serves one request per allocate() call, as slab-list inserts do, or, with
+// p.claim_runs, as many as one bitmap word can give per call. Loop bounds are warp-uniform
+// so that all 32 lanes always reach the allocator together.
 extern "C" __global__ void gh_slab_allocate(GhAllocateParams p) {
     gh::WarpAllocator allocator(p.alloc);
     bool exhausted = false;
+    uint32_t lanes_below = (1u << gh::lane_id()) - 1u;
     uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
     for (uint64_t base = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) & ~31ull; base < p.count; base += stride) {
         uint64_t i = base + gh::lane_id();
@@ -17,9 +19,11 @@ extern "C" __global__ void gh_slab_allocate(GhAllocateParams p) {
             if (queue == 0) {
                 break;
             }
-            uint32_t address = allocator.allocate();
-            exhausted = address == GH_INVALID_SLAB;
-            if (!exhausted && gh::lane_id() == __ffs(queue) - 1) {
+            gh::SlabRun run = allocator.allocate_run(p.claim_runs ? __popc(queue) : 1u);
+            exhausted = run.slabs == 0;
+            uint32_t rank = __popc(queue & lanes_below);
+            if (waiting && rank < (uint32_t)__popc(run.slabs)) {
+                uint32_t address = run.first + gh::nth_set_bit(run.slabs, rank);
                 p.addresses[i] = address;
                 if (p.pointers != nullptr) {
                     p.pointers[i] = (uint64_t)gh::slab_pointer(p.alloc, address);

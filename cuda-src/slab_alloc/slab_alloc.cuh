@@ -17,6 +17,23 @@ constexpr uint32_t kFullWarp = 0xffffffffu;
 
 __device__ __forceinline__ uint32_t lane_id() { return threadIdx.x & 31u; }
 
+// Position of the n-th (from 0) set bit of mask, which must have more than n set bits.
+// Five popcount steps: PTX's fns is emulated on sm_90 by a loop over the bits, which
+// doubled the cost of an allocation when it sat on this path.
+__device__ __forceinline__ uint32_t nth_set_bit(uint32_t mask, uint32_t n) {
+    uint32_t position = 0;
+#pragma unroll
+    for (uint32_t width = 16; width > 0; width /= 2) {
+        uint32_t below = __popc(mask & ((1u << width) - 1u));
+        if (n >= below) {
+            n -= below;
+            mask >>= width;
+            position += width;
+        }
+    }
+    return position;
+}
+
 __device__ __forceinline__ const GhSuperBlock &super_block_of(const GhSlabAllocContext &alloc, uint32_t address) {
     return alloc.super_blocks[address >> GH_SLAB_SUPER_BLOCK_SHIFT];
 }
@@ -60,6 +77,12 @@ __device__ __forceinline__ bool deallocate(const GhSlabAllocContext &alloc, uint
     return (atomicAnd(bitmap_word(alloc, address), ~mask) & mask) != 0;
 }
 
+// Slabs claimed together: bit b of `slabs` set means slab first + b is now this warp's.
+struct SlabRun {
+    uint32_t first;
+    uint32_t slabs;
+};
+
 class WarpAllocator {
   public:
     // Costs nothing until the first allocate(): most warps of a lookup never allocate.
@@ -70,6 +93,14 @@ class WarpAllocator {
     // GH_INVALID_SLAB (and the exhausted flag set) when GH_MAX_RESIDENT_MOVES blocks in a
     // row were full.
     __device__ uint32_t allocate() {
+        SlabRun run = allocate_run(1);
+        return run.slabs == 0 ? GH_INVALID_SLAB : run.first + __ffs(run.slabs) - 1;
+    }
+
+    // Like allocate(), but claims up to `wanted` (1 to 32) free slabs of one bitmap word
+    // with the same single atomicOr, for a warp that serves several requests at once.
+    // Slab k of the run is first + nth_set_bit(slabs, k); an empty run means exhaustion.
+    __device__ SlabRun allocate_run(uint32_t wanted) {
         if (words_ == nullptr) {
             move_resident();
         }
@@ -81,7 +112,7 @@ class WarpAllocator {
                     if (lane_id() == 0) {
                         atomicExch(alloc_.exhausted, 1u);
                     }
-                    return GH_INVALID_SLAB;
+                    return SlabRun{GH_INVALID_SLAB, 0};
                 }
                 move_resident();
                 continue;
@@ -91,18 +122,18 @@ class WarpAllocator {
             uint32_t start = warp_ % 32u;
             uint32_t rotated = __funnelshift_r(lanes_with_room, lanes_with_room, start);
             uint32_t owner = (__ffs(rotated) - 1 + start) % 32u;
-            uint32_t address = GH_INVALID_SLAB;
+            SlabRun run{base_ + owner * 32u, 0};
             if (lane_id() == owner) {
-                uint32_t mask = 1u << (__ffs(~bitmap_) - 1);
-                uint32_t before = atomicOr(words_ + owner, mask);
-                bitmap_ = before | mask;
-                if ((before & mask) == 0) {
-                    address = base_ + owner * 32u + (__ffs(mask) - 1);
-                }
+                uint32_t free = ~bitmap_;
+                uint32_t last = wanted >= (uint32_t)__popc(free) ? 31u : nth_set_bit(free, wanted - 1);
+                uint32_t claim = last == 31u ? free : free & ((2u << last) - 1u);
+                uint32_t before = atomicOr(words_ + owner, claim);
+                bitmap_ = before | claim;
+                run.slabs = claim & ~before;
             }
-            address = __shfl_sync(kFullWarp, address, owner);
-            if (address != GH_INVALID_SLAB) {
-                return address;
+            run.slabs = __shfl_sync(kFullWarp, run.slabs, owner);
+            if (run.slabs != 0) {
+                return run;
             }
         }
     }

@@ -55,6 +55,16 @@ pub enum Fill {
     Invalid,
 }
 
+/// How a warp serves the requests of its lanes in a bulk allocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Claim {
+    /// One slab per call of the device allocator, each a separate `atomicOr`: the pattern
+    /// of slab-list inserts, and of seed 002's benchmark.
+    One,
+    /// Up to 32 slabs of one bitmap word per `atomicOr`, as many as the warp has requests.
+    Runs,
+}
+
 /// SlabAlloc: memory blocks of 1024 slabs of 128 bytes, handed out one slab at a time by
 /// warps on the device, with 32-bit addresses.
 ///
@@ -321,8 +331,9 @@ impl SlabAlloc {
         }
     }
 
-    /// Queues one allocation per element of `addresses` chosen by `fill`, writing each
-    /// slab's address (and, when given, its device pointer into `pointers`). Elements the
+    /// Queues one allocation per element of `addresses` chosen by `fill`, served as `claim`
+    /// says, writing each slab's address (and, when given, its device pointer into
+    /// `pointers`). Elements the
     /// device could not serve hold [`INVALID_SLAB`], and the returned [`Exhaustion`] says
     /// so once the stream gets there. Does not grow: see [`SlabAlloc::allocate`].
     pub fn allocate_into(
@@ -331,6 +342,7 @@ impl SlabAlloc {
         addresses: &mut DeviceBuffer<u32>,
         pointers: Option<&mut DeviceBuffer<u64>>,
         fill: Fill,
+        claim: Claim,
     ) -> Result<Exhaustion> {
         if let Some(pointers) = &pointers
             && pointers.len() != addresses.len()
@@ -350,6 +362,7 @@ impl SlabAlloc {
             addresses,
             pointers,
             fill == Fill::All,
+            claim == Claim::Runs,
         )?;
         drop(context);
         Ok(exhaustion)
@@ -361,7 +374,7 @@ impl SlabAlloc {
     pub fn allocate(&mut self, stream: &Stream, addresses: &mut DeviceBuffer<u32>) -> Result<()> {
         let mut fill = Fill::All;
         while self
-            .allocate_into(stream, addresses, None, fill)?
+            .allocate_into(stream, addresses, None, fill, Claim::Runs)?
             .happened(stream)?
         {
             fill = Fill::Invalid;

@@ -34,14 +34,15 @@ fn shape(stream: &Stream, items: usize) -> LaunchShape {
 }
 
 /// One slab per element of `addresses` that holds the invalid address (every element when
-/// `overwrite`); decoded pointers into `pointers` when given (same length, checked by the
-/// caller).
+/// `overwrite`), a warp claiming up to 32 per atomic when `claim_runs`; decoded pointers
+/// into `pointers` when given (same length, checked by the caller).
 pub(crate) fn allocate(
     stream: &Stream,
     alloc: GhSlabAllocContext,
     addresses: &mut DeviceBuffer<u32>,
     pointers: Option<&mut DeviceBuffer<u64>>,
     overwrite: bool,
+    claim_runs: bool,
 ) -> gpuhash_core::Result<()> {
     let count = addresses.len();
     if count == 0 {
@@ -57,6 +58,7 @@ pub(crate) fn allocate(
             .map_or(std::ptr::null_mut(), |p| p.address as *mut u64),
         count: count as u64,
         overwrite: u32::from(overwrite),
+        claim_runs: u32::from(claim_runs),
     };
     // SAFETY: `alloc` comes from a live `AllocContext` whose guards the caller holds;
     // addresses (and pointers, same length) hold `count` values and stay borrowed until

@@ -96,6 +96,7 @@ pub struct GhAllocateParams {
     pub pointers: *mut u64,
     pub count: u64,
     pub overwrite: u32,
+    pub claim_runs: u32,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
@@ -111,6 +112,8 @@ const _: () = {
         [::core::mem::offset_of!(GhAllocateParams, count) - 64usize];
     ["Offset of field: GhAllocateParams::overwrite"]
         [::core::mem::offset_of!(GhAllocateParams, overwrite) - 72usize];
+    ["Offset of field: GhAllocateParams::claim_runs"]
+        [::core::mem::offset_of!(GhAllocateParams, claim_runs) - 76usize];
 };
 impl Default for GhAllocateParams {
     fn default() -> Self {

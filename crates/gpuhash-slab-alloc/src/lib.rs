@@ -73,6 +73,6 @@ pub mod layouts;
 
 pub use address::{INVALID_SLAB, SlabAddress};
 pub use alloc::{
-    AllocContext, Exhaustion, Fill, SlabAlloc, SlabAllocOptions, SlabDecoder, Variant,
+    AllocContext, Claim, Exhaustion, Fill, SlabAlloc, SlabAllocOptions, SlabDecoder, Variant,
 };
 pub use error::{Result, SlabAllocError};

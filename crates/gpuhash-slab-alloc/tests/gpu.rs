@@ -6,11 +6,12 @@ use std::sync::OnceLock;
 
 use gpuhash_core::{Device, DeviceBuffer, Error, Stream};
 use gpuhash_slab_alloc::{
-    Fill, INVALID_SLAB, SlabAlloc, SlabAllocError, SlabAllocOptions, Variant,
+    Claim, Fill, INVALID_SLAB, SlabAlloc, SlabAllocError, SlabAllocOptions, Variant,
 };
 use quickcheck::{QuickCheck, TestResult};
 
 const VARIANTS: [Variant; 2] = [Variant::Regular, Variant::Light];
+const CLAIMS: [Claim; 2] = [Claim::One, Claim::Runs];
 
 fn stream() -> &'static Stream {
     static STREAM: OnceLock<Stream> = OnceLock::new();
@@ -37,6 +38,7 @@ fn allocate_once(
     count: usize,
     fill: Fill,
     start: &[u32],
+    claim: Claim,
 ) -> (Vec<u32>, Vec<u64>, bool) {
     let s = stream();
     let mut addresses = if start.is_empty() {
@@ -46,7 +48,7 @@ fn allocate_once(
     };
     let mut pointers = DeviceBuffer::<u64>::zeroed(s, addresses.len()).unwrap();
     let exhaustion = alloc
-        .allocate_into(s, &mut addresses, Some(&mut pointers), fill)
+        .allocate_into(s, &mut addresses, Some(&mut pointers), fill, claim)
         .unwrap();
     let exhausted = exhaustion.happened(s).unwrap();
     (
@@ -82,11 +84,11 @@ fn check_addresses(alloc: &SlabAlloc, addresses: &[u32], pointers: &[u64]) -> Ha
 #[test]
 #[ignore = "needs a CUDA device"]
 fn many_warps_get_distinct_aligned_slabs_inside_the_allocator() {
-    for variant in VARIANTS {
+    for (variant, claim) in VARIANTS.into_iter().flat_map(|v| CLAIMS.map(|c| (v, c))) {
         let alloc = allocator(variant, 1 << 20);
         let count = 700_001;
-        let (addresses, pointers, exhausted) = allocate_once(&alloc, count, Fill::All, &[]);
-        assert!(!exhausted, "{variant:?}");
+        let (addresses, pointers, exhausted) = allocate_once(&alloc, count, Fill::All, &[], claim);
+        assert!(!exhausted, "{variant:?} {claim:?}");
         let live = check_addresses(&alloc, &addresses, &pointers);
         assert_eq!(live.len(), count);
         assert_eq!(alloc.slabs_in_use(stream()).unwrap(), count as u64);
@@ -99,7 +101,7 @@ fn freed_slabs_come_back_and_stay_distinct() {
     let s = stream();
     for variant in VARIANTS {
         let alloc = allocator(variant, 1 << 18);
-        let (addresses, _, _) = allocate_once(&alloc, 200_000, Fill::All, &[]);
+        let (addresses, _, _) = allocate_once(&alloc, 200_000, Fill::All, &[], Claim::One);
         // Free every element whose index hashes odd: half, spread over all blocks.
         let odd = |i: usize| gpuhash_core::hash::fmix32(i as u32) & 1 == 1;
         let freed: Vec<u32> = addresses
@@ -119,7 +121,8 @@ fn freed_slabs_come_back_and_stay_distinct() {
             .unwrap();
         assert_eq!(alloc.slabs_in_use(s).unwrap(), kept.len() as u64);
 
-        let (again, pointers, exhausted) = allocate_once(&alloc, freed.len(), Fill::All, &[]);
+        let (again, pointers, exhausted) =
+            allocate_once(&alloc, freed.len(), Fill::All, &[], Claim::One);
         assert!(!exhausted);
         let new = check_addresses(&alloc, &again, &pointers);
         assert!(
@@ -134,10 +137,10 @@ fn freed_slabs_come_back_and_stay_distinct() {
 #[ignore = "needs a CUDA device"]
 fn exhaustion_is_reported_then_growth_serves_the_rest() {
     let s = stream();
-    for variant in VARIANTS {
+    for (variant, claim) in VARIANTS.into_iter().flat_map(|v| CLAIMS.map(|c| (v, c))) {
         let mut alloc = allocator(variant, 1024);
         assert_eq!(alloc.slabs_reserved(), 1024);
-        let (first, pointers, exhausted) = allocate_once(&alloc, 5000, Fill::All, &[]);
+        let (first, pointers, exhausted) = allocate_once(&alloc, 5000, Fill::All, &[], claim);
         assert!(exhausted, "{variant:?}: 5000 slabs cannot fit in 1024");
         let got = check_addresses(&alloc, &first, &pointers);
         assert!(
@@ -149,7 +152,7 @@ fn exhaustion_is_reported_then_growth_serves_the_rest() {
         while alloc.slabs_reserved() < 5000 * 4 {
             alloc.grow(s).unwrap();
         }
-        let (second, pointers, exhausted) = allocate_once(&alloc, 0, Fill::Invalid, &first);
+        let (second, pointers, exhausted) = allocate_once(&alloc, 0, Fill::Invalid, &first, claim);
         assert!(!exhausted);
         // Elements served in the first round keep their address and get no pointer
         // written; the rest are checked like any fresh allocation.
@@ -201,7 +204,7 @@ fn bulk_allocation_grows_by_doubling_and_reset_frees_all() {
         alloc.reset(s).unwrap();
         assert_eq!(alloc.slabs_in_use(s).unwrap(), 0);
         assert_eq!(alloc.slabs_reserved(), reserved, "reset keeps the memory");
-        let (again, pointers, exhausted) = allocate_once(&alloc, 1000, Fill::All, &[]);
+        let (again, pointers, exhausted) = allocate_once(&alloc, 1000, Fill::All, &[], Claim::One);
         assert!(!exhausted);
         assert_eq!(check_addresses(&alloc, &again, &pointers).len(), 1000);
     }
@@ -213,7 +216,7 @@ fn foreign_and_double_freed_addresses_are_refused_and_counted() {
     let s = stream();
     for variant in VARIANTS {
         let alloc = allocator(variant, 2048);
-        let (addresses, _, _) = allocate_once(&alloc, 100, Fill::All, &[]);
+        let (addresses, _, _) = allocate_once(&alloc, 100, Fill::All, &[], Claim::One);
         let mut batch = addresses[..50].to_vec();
         batch.extend([
             INVALID_SLAB,
@@ -258,7 +261,7 @@ fn running_out_of_device_memory_is_an_error_and_changes_nothing() {
 
     for variant in VARIANTS {
         let mut alloc = allocator(variant, 1 << 24); // 2 GiB
-        let (addresses, _, _) = allocate_once(&alloc, 1000, Fill::All, &[]);
+        let (addresses, _, _) = allocate_once(&alloc, 1000, Fill::All, &[], Claim::One);
         let reserved = alloc.slabs_reserved();
         let filler_bytes = device.free_memory().unwrap().saturating_sub(1 << 30);
         let filler = DeviceBuffer::<u8>::zeroed(s, filler_bytes).unwrap();
@@ -271,7 +274,7 @@ fn running_out_of_device_memory_is_an_error_and_changes_nothing() {
         );
         assert_eq!(alloc.slabs_reserved(), reserved);
         assert_eq!(alloc.slabs_in_use(s).unwrap(), 1000);
-        let (more, pointers, exhausted) = allocate_once(&alloc, 1000, Fill::All, &[]);
+        let (more, pointers, exhausted) = allocate_once(&alloc, 1000, Fill::All, &[], Claim::One);
         assert!(!exhausted);
         let more = check_addresses(&alloc, &more, &pointers);
         assert!(more.is_disjoint(&addresses.iter().copied().collect()));
@@ -292,7 +295,7 @@ fn streams_of_several_threads_share_one_allocator() {
                     let s = device.new_stream().unwrap();
                     let mut addresses = DeviceBuffer::<u32>::zeroed(&s, 100_000).unwrap();
                     let exhaustion = alloc
-                        .allocate_into(&s, &mut addresses, None, Fill::All)
+                        .allocate_into(&s, &mut addresses, None, Fill::All, Claim::One)
                         .unwrap();
                     assert!(!exhaustion.happened(&s).unwrap());
                     addresses.to_host(&s).unwrap()

@@ -62,13 +62,15 @@ typedef struct GhSlabAllocContext {
 #define GH_MAX_RESIDENT_MOVES 64u
 
 /* One slab for each i < count with addresses[i] == GH_INVALID_SLAB (or for every i when
- * overwrite is set); pointers, when not null, receive each slab's decoded device pointer. */
+ * overwrite is set); pointers, when not null, receive each slab's decoded device pointer.
+ * With claim_runs, a warp takes up to 32 slabs per atomic instead of one. */
 typedef struct GhAllocateParams {
     GhSlabAllocContext alloc;
     uint32_t *addresses;
     uint64_t *pointers;
     uint64_t count;
     uint32_t overwrite;
+    uint32_t claim_runs;
 } GhAllocateParams;
 
 /* Frees addresses[i] for i < count, skipping GH_INVALID_SLAB; counts in *rejected the
