@@ -19,7 +19,8 @@ extern "C" __global__ void gh_slab_allocate(GhAllocateParams p) {
             if (queue == 0) {
                 break;
             }
-            gh::SlabRun run = allocator.allocate_run(p.claim_runs ? __popc(queue) : 1u);
+            gh::SlabRun run =
+                p.claim_runs ? allocator.allocate_run<true>(__popc(queue)) : allocator.allocate_run<false>(1);
             exhausted = run.slabs == 0;
             uint32_t rank = __popc(queue & lanes_below);
             if (waiting && rank < (uint32_t)__popc(run.slabs)) {

@@ -93,13 +93,15 @@ class WarpAllocator {
     // GH_INVALID_SLAB (and the exhausted flag set) when GH_MAX_RESIDENT_MOVES blocks in a
     // row were full.
     __device__ uint32_t allocate() {
-        SlabRun run = allocate_run(1);
+        SlabRun run = allocate_run<false>(1);
         return run.slabs == 0 ? GH_INVALID_SLAB : run.first + __ffs(run.slabs) - 1;
     }
 
     // Like allocate(), but claims up to `wanted` (1 to 32) free slabs of one bitmap word
     // with the same single atomicOr, for a warp that serves several requests at once.
     // Slab k of the run is first + nth_set_bit(slabs, k); an empty run means exhaustion.
+    // kRuns false serves one slab (wanted is 1) and keeps the claim to one bit test.
+    template <bool kRuns>
     __device__ SlabRun allocate_run(uint32_t wanted) {
         if (words_ == nullptr) {
             move_resident();
@@ -125,8 +127,12 @@ class WarpAllocator {
             SlabRun run{base_ + owner * 32u, 0};
             if (lane_id() == owner) {
                 uint32_t free = ~bitmap_;
-                uint32_t last = wanted >= (uint32_t)__popc(free) ? 31u : nth_set_bit(free, wanted - 1);
-                uint32_t claim = last == 31u ? free : free & ((2u << last) - 1u);
+                uint32_t claim = free & (0u - free);
+                if (kRuns && wanted < (uint32_t)__popc(free)) {
+                    claim = free & ((2u << nth_set_bit(free, wanted - 1)) - 1u);
+                } else if (kRuns) {
+                    claim = free;
+                }
                 uint32_t before = atomicOr(words_ + owner, claim);
                 bitmap_ = before | claim;
                 run.slabs = claim & ~before;
