@@ -11,6 +11,8 @@
 //!   pairs, default 2^26), the generator's write rate against the copy bandwidth.
 //! - `slab-alloc`: one slab allocation per thread, 1M and 16M threads, SlabAlloc regular
 //!   and light against device-side malloc.
+//! - `slab-hash`: W1 (build, find hit, find miss at memory utilization 0.5 and 0.9, and
+//!   memory after build and flush) and W3 (mixes G0, G1, G2 in one launch).
 //!
 //! With no workload named, all run. Without a usable GPU it prints one line saying why and
 //! exits with status 1.
@@ -18,6 +20,7 @@
 mod core_bench;
 mod measure;
 mod slab_alloc_bench;
+mod slab_hash_bench;
 
 use std::error::Error;
 use std::process::ExitCode;
@@ -26,8 +29,8 @@ use gpuhash_core::Device;
 use gpuhash_slab_alloc::{Claim, Variant};
 use measure::{Measurement, Runs};
 
-const USAGE: &str = "usage: gpuhash-bench [core] [slab-alloc] [--log2-n N] [--runs R]";
-const WORKLOADS: [&str; 2] = ["core", "slab-alloc"];
+const USAGE: &str = "usage: gpuhash-bench [core] [slab-alloc] [slab-hash] [--log2-n N] [--runs R]";
+const WORKLOADS: [&str; 3] = ["core", "slab-alloc", "slab-hash"];
 
 /// Command-line options.
 struct Options {
@@ -143,6 +146,38 @@ fn run(options: &Options) -> Result<(), Box<dyn Error>> {
                     slab_alloc_bench::MALLOC_COUNT,
                     malloc_runs,
                 )?);
+            }
+            "slab-hash" => {
+                println!(
+                    "## slab-hash W1: n = 2^{} pairs, u32 keys and values, light allocator",
+                    options.log2_n
+                );
+                println!("{}", Measurement::HEADER);
+                let mut memory = Vec::new();
+                for utilization in slab_hash_bench::UTILIZATIONS {
+                    let (rows, line) = slab_hash_bench::bulk(&stream, n, utilization, runs)?;
+                    rows.into_iter().for_each(print);
+                    memory.push(line);
+                }
+                println!();
+                println!(
+                    "## slab-hash memory (MiB): after build, after removing half, after flush"
+                );
+                println!(
+                    "| target utilization | pair bytes | slabs in use | reserved | pair bytes after removal | in use after removal | in use after flush |"
+                );
+                println!("| --- | --- | --- | --- | --- | --- | --- |");
+                memory.iter().for_each(|line| println!("{line}"));
+                let mix_n = n.min(1 << 24);
+                println!();
+                println!(
+                    "## slab-hash W3: {mix_n} operations in one launch, table of {} pairs at utilization 0.5",
+                    mix_n / 2
+                );
+                println!("{}", Measurement::HEADER);
+                for (name, shares) in slab_hash_bench::MIXES {
+                    print(slab_hash_bench::mixed(&stream, mix_n, name, shares, runs)?);
+                }
             }
             _ => unreachable!("parse_options admits only known workloads"),
         }

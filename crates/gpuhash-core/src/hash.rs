@@ -68,6 +68,11 @@ impl Universal32 {
         Self::new(a as u32, b as u32, buckets)
     }
 
+    /// The coefficients as the kernels take them.
+    pub fn layout(&self) -> GhUniversal32 {
+        self.0
+    }
+
     /// The bucket of `key`.
     pub fn hash(&self, key: u32) -> u32 {
         let GhUniversal32 { a, b, buckets } = self.0;

@@ -8,7 +8,7 @@ pub const GH_PRIME61: u64 = 2305843009213693951;
 pub const GH_HASH_FMIX: u32 = 0;
 pub const GH_HASH_UNIVERSAL: u32 = 1;
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, PartialEq, Eq)]
+#[derive(Default, Debug, Copy, Clone, PartialEq, Eq)]
 pub struct GhUniversal32 {
     pub a: u32,
     pub b: u32,
@@ -24,7 +24,7 @@ const _: () = {
         [::core::mem::offset_of!(GhUniversal32, buckets) - 8usize];
 };
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, PartialEq, Eq)]
+#[derive(Default, Debug, Copy, Clone, PartialEq, Eq)]
 pub struct GhUniversal64 {
     pub a: u64,
     pub b: u64,

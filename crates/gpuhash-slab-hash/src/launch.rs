@@ -1,0 +1,221 @@
+//! The kernels of `cuda-src/slab_hash/slab_hash.cu`: the only place this crate hands raw
+//! device pointers to the GPU.
+
+use gpuhash_core::launch::{Kernel, KernelImage, KernelParams, LaunchShape};
+use gpuhash_core::{DeviceBuffer, Stream};
+
+use crate::Kind;
+use crate::layouts::{
+    GhFillParams, GhSlabBucketsParams, GhSlabGatherParams, GhSlabOpsParams, GhSlabTable,
+};
+
+// SAFETY: bindgen's repr(C) copies of the C structs the kernels take.
+unsafe impl KernelParams for GhSlabOpsParams {}
+// SAFETY: as above.
+unsafe impl KernelParams for GhSlabBucketsParams {}
+// SAFETY: as above.
+unsafe impl KernelParams for GhSlabGatherParams {}
+// SAFETY: as above.
+unsafe impl KernelParams for GhFillParams {}
+
+static IMAGE: KernelImage = gpuhash_core::kernel_image!("slab_hash");
+
+/// The four kernels of one table kind.
+struct KindKernels {
+    ops: Kernel<GhSlabOpsParams>,
+    count: Kernel<GhSlabBucketsParams>,
+    export: Kernel<GhSlabBucketsParams>,
+    flush: Kernel<GhSlabBucketsParams>,
+}
+
+macro_rules! kind_kernels {
+    ($name:literal) => {
+        KindKernels {
+            ops: Kernel::new(&IMAGE, concat!("gh_slab_ops_", $name)),
+            count: Kernel::new(&IMAGE, concat!("gh_slab_count_", $name)),
+            export: Kernel::new(&IMAGE, concat!("gh_slab_export_", $name)),
+            flush: Kernel::new(&IMAGE, concat!("gh_slab_flush_", $name)),
+        }
+    };
+}
+
+static MAP: KindKernels = kind_kernels!("map");
+static SET: KindKernels = kind_kernels!("set");
+static MULTIMAP: KindKernels = kind_kernels!("multimap");
+static GATHER: Kernel<GhSlabGatherParams> = Kernel::new(&IMAGE, "gh_slab_gather");
+static FILL: Kernel<GhFillParams> = Kernel::new(&IMAGE, "gh_slab_fill");
+
+const THREADS: u32 = 128;
+
+fn kernels(kind: Kind) -> &'static KindKernels {
+    match kind {
+        Kind::Map => &MAP,
+        Kind::Set => &SET,
+        Kind::MultiMap => &MULTIMAP,
+    }
+}
+
+fn shape(stream: &Stream, threads: u64) -> LaunchShape {
+    LaunchShape::grid_stride(stream.device(), threads, THREADS)
+}
+
+/// Where the ops kernel reads and writes; every buffer has `keys.len()` elements.
+pub(crate) struct OpsBuffers<'a> {
+    pub ops: Option<&'a DeviceBuffer<u32>>,
+    pub uniform_op: u32,
+    pub keys: &'a DeviceBuffer<u32>,
+    pub values: Option<&'a DeviceBuffer<u32>>,
+    pub results: Option<&'a mut DeviceBuffer<u32>>,
+    pub status: &'a mut DeviceBuffer<u32>,
+}
+
+/// One pass of operations over the table; elements not PENDING are skipped.
+pub(crate) fn ops(
+    stream: &Stream,
+    kind: Kind,
+    table: GhSlabTable,
+    buffers: OpsBuffers<'_>,
+) -> gpuhash_core::Result<()> {
+    let count = buffers.keys.len();
+    if count == 0 {
+        return Ok(());
+    }
+    let ops = buffers.ops.map(|b| b.address(stream));
+    let keys = buffers.keys.address(stream);
+    let values = buffers.values.map(|b| b.address(stream));
+    let results = buffers.results.map(|b| b.address_mut(stream));
+    let status = buffers.status.address_mut(stream);
+    let params = GhSlabOpsParams {
+        table,
+        ops: ops
+            .as_ref()
+            .map_or(std::ptr::null(), |a| a.address as *const u32),
+        keys: keys.address as *const u32,
+        values: values
+            .as_ref()
+            .map_or(std::ptr::null(), |a| a.address as *const u32),
+        results: results
+            .as_ref()
+            .map_or(std::ptr::null_mut(), |a| a.address as *mut u32),
+        status: status.address as *mut u32,
+        count: count as u64,
+        uniform_op: buffers.uniform_op,
+    };
+    // SAFETY: `table` comes from the live table and allocator context the caller holds;
+    // every buffer holds `count` elements (checked by the caller) and stays borrowed until
+    // the launch is queued; the kernel touches elements below count only.
+    unsafe {
+        kernels(kind)
+            .ops
+            .launch(stream, shape(stream, count as u64), params)
+    }
+}
+
+/// Which per-bucket pass to run.
+pub(crate) enum BucketPass<'a> {
+    /// counts[b] = live entries of bucket b.
+    Count { counts: &'a mut DeviceBuffer<u64> },
+    /// Entries of bucket b written from offsets[b] on.
+    Export {
+        offsets: &'a DeviceBuffer<u64>,
+        keys: &'a mut DeviceBuffer<u32>,
+        values: Option<&'a mut DeviceBuffer<u32>>,
+    },
+    /// Compact every bucket and free emptied slabs.
+    Flush,
+}
+
+/// One warp per bucket, `buckets` of them (the reserved-key buckets included).
+pub(crate) fn buckets(
+    stream: &Stream,
+    kind: Kind,
+    table: GhSlabTable,
+    buckets: u32,
+    pass: BucketPass<'_>,
+) -> gpuhash_core::Result<()> {
+    let mut params = GhSlabBucketsParams {
+        table,
+        ..GhSlabBucketsParams::default()
+    };
+    let shape = shape(stream, u64::from(buckets) * 32);
+    let kernels = kernels(kind);
+    match pass {
+        BucketPass::Count { counts } => {
+            let counts = counts.address_mut(stream);
+            params.counts = counts.address as *mut u64;
+            // SAFETY: `counts` holds one word per bucket (checked by the caller); the
+            // table comes from the live table; the kernel only reads slabs.
+            unsafe { kernels.count.launch(stream, shape, params) }
+        }
+        BucketPass::Export {
+            offsets,
+            keys,
+            values,
+        } => {
+            let offsets = offsets.address(stream);
+            let keys = keys.address_mut(stream);
+            let values = values.map(|v| v.address_mut(stream));
+            params.offsets = offsets.address as *const u64;
+            params.keys_out = keys.address as *mut u32;
+            params.values_out = values
+                .as_ref()
+                .map_or(std::ptr::null_mut(), |a| a.address as *mut u32);
+            // SAFETY: offsets come from a count pass on the same, unchanged table, so
+            // every write lands below the total the caller sized the outputs to.
+            unsafe { kernels.export.launch(stream, shape, params) }
+        }
+        // SAFETY: the table and its allocator context are live; flush holds the table
+        // exclusively (`&mut self`), so no other kernel walks the lists meanwhile.
+        BucketPass::Flush => unsafe { kernels.flush.launch(stream, shape, params) },
+    }
+}
+
+/// Multimap: the values of each key into `out`, from its offset, at most its count.
+pub(crate) fn gather(
+    stream: &Stream,
+    table: GhSlabTable,
+    keys: &DeviceBuffer<u32>,
+    counts: &DeviceBuffer<u32>,
+    offsets: &DeviceBuffer<u64>,
+    out: &mut DeviceBuffer<u32>,
+) -> gpuhash_core::Result<()> {
+    let count = keys.len();
+    if count == 0 {
+        return Ok(());
+    }
+    let (k, c, o, w) = (
+        keys.address(stream),
+        counts.address(stream),
+        offsets.address(stream),
+        out.address_mut(stream),
+    );
+    let params = GhSlabGatherParams {
+        table,
+        keys: k.address as *const u32,
+        counts: c.address as *const u32,
+        offsets: o.address as *const u64,
+        out: w.address as *mut u32,
+        count: count as u64,
+    };
+    // SAFETY: keys, counts and offsets hold `count` elements; offsets are the prefix sums
+    // of counts and `out` holds their total (checked by the caller); the kernel writes at
+    // most counts[i] values from offsets[i].
+    unsafe { GATHER.launch(stream, shape(stream, count as u64), params) }
+}
+
+/// Sets every word of `words` to `value`.
+pub(crate) fn fill(
+    stream: &Stream,
+    words: &mut DeviceBuffer<u32>,
+    value: u32,
+) -> gpuhash_core::Result<()> {
+    let count = words.len();
+    let target = words.address_mut(stream);
+    let params = GhFillParams {
+        words: target.address as *mut u32,
+        count: count as u64,
+        value,
+    };
+    // SAFETY: the kernel writes the buffer's `count` words only.
+    unsafe { FILL.launch(stream, shape(stream, count as u64), params) }
+}

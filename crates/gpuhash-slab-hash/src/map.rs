@@ -1,0 +1,203 @@
+//! `SlabHashMap`: unique keys, an insert replaces the value.
+
+use gpuhash_core::{DeviceBuffer, Stream};
+use gpuhash_slab_alloc::Exhaustion;
+
+use crate::layouts::{GH_OP_GET, GH_OP_INSERT, GH_OP_REMOVE, GH_STATUS_DONE};
+use crate::table::{Batch, Kind, MemoryUsage, SlabHashOptions, SlabTable};
+use crate::{Op, Outcome, Result};
+
+/// A concurrent GPU hash map from `u32` to `u32` over slab lists.
+///
+/// Batch calls take `&self`: several host threads may use one map at once, each call on a
+/// stream of its own. Every `u32` is a valid key.
+#[derive(Debug)]
+pub struct SlabHashMap {
+    table: SlabTable,
+}
+
+impl SlabHashMap {
+    /// An empty map on the stream's device.
+    pub fn new(stream: &Stream, options: SlabHashOptions) -> Result<Self> {
+        Ok(Self {
+            table: SlabTable::new(stream, Kind::Map, options)?,
+        })
+    }
+
+    /// Inserts each pair; an existing key gets the new value. Within one batch, of pairs
+    /// with the same key exactly one value stays.
+    pub fn insert(&self, keys: &[u32], values: &[u32]) -> Result<()> {
+        check_pairs(keys, values)?;
+        self.table
+            .run_host(GH_OP_INSERT, keys, Some(values), None)
+            .map(drop)
+    }
+
+    /// The value of each key, or None.
+    pub fn get(&self, keys: &[u32]) -> Result<Vec<Option<u32>>> {
+        let answers = self.table.run_host(GH_OP_GET, keys, None, None)?;
+        Ok(answers
+            .status
+            .iter()
+            .zip(&answers.results)
+            .map(|(&s, &v)| (s == GH_STATUS_DONE).then_some(v))
+            .collect())
+    }
+
+    /// Whether each key is in the map.
+    pub fn contains(&self, keys: &[u32]) -> Result<Vec<bool>> {
+        Ok(self.get(keys)?.iter().map(Option::is_some).collect())
+    }
+
+    /// Removes each key; true where it was there.
+    pub fn remove(&self, keys: &[u32]) -> Result<Vec<bool>> {
+        let answers = self.table.run_host(GH_OP_REMOVE, keys, None, None)?;
+        Ok(answers
+            .status
+            .iter()
+            .map(|&s| s == GH_STATUS_DONE)
+            .collect())
+    }
+
+    /// Runs a batch of mixed operations in one launch, as concurrent work: operations on
+    /// different keys do not wait for each other, and of operations on the same key any
+    /// order may win.
+    pub fn apply(&self, ops: &[Op]) -> Result<Vec<Outcome>> {
+        let (codes, keys, values): (Vec<u32>, Vec<u32>, Vec<u32>) =
+            ops.iter().map(Op::encode).collect();
+        let answers = self
+            .table
+            .run_host(GH_OP_INSERT, &keys, Some(&values), Some(&codes))?;
+        Ok(ops
+            .iter()
+            .zip(answers.status.iter().zip(&answers.results))
+            .map(|(op, (&s, &r))| op.outcome(s, r))
+            .collect())
+    }
+
+    /// Number of pairs.
+    pub fn len(&self) -> Result<usize> {
+        self.table.len(&self.table.stream()?)
+    }
+
+    /// True when the map holds no pair.
+    pub fn is_empty(&self) -> Result<bool> {
+        Ok(self.len()? == 0)
+    }
+
+    /// Every pair, in no particular order.
+    pub fn export(&self) -> Result<Vec<(u32, u32)>> {
+        let (keys, values) = self.table.export(&self.table.stream()?)?;
+        Ok(keys.into_iter().zip(values).collect())
+    }
+
+    /// Removes every pair, keeping the memory.
+    pub fn clear(&mut self) -> Result<()> {
+        let stream = self.table.stream()?;
+        self.table.clear(&stream)
+    }
+
+    /// Compacts every bucket's list and returns the slabs it empties to the allocator.
+    pub fn flush(&mut self) -> Result<()> {
+        let stream = self.table.stream()?;
+        self.table.flush(&stream)
+    }
+
+    /// Device memory reserved and in use.
+    pub fn memory(&self) -> Result<MemoryUsage> {
+        self.table.memory(&self.table.stream()?)
+    }
+
+    /// Queues inserts of device-resident pairs on `stream` and returns without waiting.
+    /// `status` (one per pair) must start zeroed; where an insert found no free slab it
+    /// ends as [`crate::layouts::GH_STATUS_NO_SLAB`] and the returned flag says so: then
+    /// call [`SlabHashMap::insert_device`] with the same buffers to finish the batch.
+    pub fn insert_async(
+        &self,
+        stream: &Stream,
+        keys: &DeviceBuffer<u32>,
+        values: &DeviceBuffer<u32>,
+        status: &mut DeviceBuffer<u32>,
+    ) -> Result<Exhaustion> {
+        let batch = Batch {
+            ops: None,
+            uniform_op: GH_OP_INSERT,
+            keys,
+            values: Some(values),
+        };
+        self.table.pass(stream, &batch, None, status)
+    }
+
+    /// Inserts device-resident pairs, growing the allocator as needed; waits. `status`
+    /// (one per pair) must start zeroed, or hold what [`SlabHashMap::insert_async`] left.
+    pub fn insert_device(
+        &self,
+        stream: &Stream,
+        keys: &DeviceBuffer<u32>,
+        values: &DeviceBuffer<u32>,
+        status: &mut DeviceBuffer<u32>,
+    ) -> Result<()> {
+        let batch = Batch {
+            ops: None,
+            uniform_op: GH_OP_INSERT,
+            keys,
+            values: Some(values),
+        };
+        self.table.run(stream, &batch, None, status)
+    }
+
+    /// Queues lookups of device-resident keys on `stream` and returns without waiting:
+    /// `status[i]` becomes [`crate::layouts::GH_STATUS_DONE`] with the value in
+    /// `values[i]`, or [`crate::layouts::GH_STATUS_ABSENT`]. `status` must start zeroed.
+    pub fn get_async(
+        &self,
+        stream: &Stream,
+        keys: &DeviceBuffer<u32>,
+        values: &mut DeviceBuffer<u32>,
+        status: &mut DeviceBuffer<u32>,
+    ) -> Result<()> {
+        let batch = Batch {
+            ops: None,
+            uniform_op: GH_OP_GET,
+            keys,
+            values: None,
+        };
+        self.table
+            .pass(stream, &batch, Some(values), status)
+            .map(drop)
+    }
+
+    /// Queues a mixed batch of device-resident operations (codes `GH_OP_INSERT`,
+    /// `GH_OP_GET`, `GH_OP_REMOVE` in `ops`) in one launch; like
+    /// [`SlabHashMap::insert_async`] for inserts that find no slab.
+    pub fn apply_async(
+        &self,
+        stream: &Stream,
+        ops: &DeviceBuffer<u32>,
+        keys: &DeviceBuffer<u32>,
+        values: &DeviceBuffer<u32>,
+        results: &mut DeviceBuffer<u32>,
+        status: &mut DeviceBuffer<u32>,
+    ) -> Result<Exhaustion> {
+        let batch = Batch {
+            ops: Some(ops),
+            uniform_op: GH_OP_INSERT,
+            keys,
+            values: Some(values),
+        };
+        self.table.pass(stream, &batch, Some(results), status)
+    }
+}
+
+pub(crate) fn check_pairs(keys: &[u32], values: &[u32]) -> Result<()> {
+    if keys.len() == values.len() {
+        Ok(())
+    } else {
+        Err(gpuhash_core::Error::LengthMismatch {
+            what: "keys and values",
+            left: keys.len(),
+            right: values.len(),
+        }
+        .into())
+    }
+}

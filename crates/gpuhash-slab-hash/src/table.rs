@@ -1,0 +1,542 @@
+//! The engine under the three slab hash tables: bucket heads, the slab allocator, the
+//! batch loop that grows the allocator and retries, and the per-bucket passes.
+
+use gpuhash_core::hash::Universal32;
+use gpuhash_core::{Device, DeviceBuffer, Stream};
+use gpuhash_slab_alloc::{Exhaustion, SlabAlloc, SlabAllocOptions, Variant};
+use parking_lot::RwLock;
+
+use crate::launch::{self, BucketPass, OpsBuffers};
+use crate::layouts::{
+    GH_EMPTY_KEY, GH_SLAB_KEYS, GH_SLAB_PAIRS, GH_STATUS_NO_SLAB, GH_STATUS_PENDING, GH_TABLE_MAP,
+    GH_TABLE_MULTIMAP, GH_TABLE_SET, GhSlabTable,
+};
+use crate::{Result, SlabHashError};
+
+/// Which table the slabs make.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Map,
+    Set,
+    MultiMap,
+}
+
+impl Kind {
+    fn code(self) -> u32 {
+        match self {
+            Kind::Map => GH_TABLE_MAP,
+            Kind::Set => GH_TABLE_SET,
+            Kind::MultiMap => GH_TABLE_MULTIMAP,
+        }
+    }
+
+    /// Entries one slab holds.
+    fn per_slab(self) -> u64 {
+        u64::from(if self == Kind::Set {
+            GH_SLAB_KEYS
+        } else {
+            GH_SLAB_PAIRS
+        })
+    }
+}
+
+/// Options of a slab hash table.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SlabHashOptions {
+    /// Entries the table is sized for; it holds more, with longer lists.
+    pub expected_entries: u64,
+    /// How full the head slabs should be at `expected_entries`, from 0 (exclusive) to 1:
+    /// buckets = expected_entries / (entries per slab * load). Lower is faster, higher
+    /// uses less memory.
+    pub load: f64,
+    /// A bucket count to use instead of the one `load` gives.
+    pub buckets: Option<u32>,
+    /// Addressing of the slab allocator.
+    pub variant: Variant,
+    /// Seed of the bucket hash function.
+    pub seed: u64,
+}
+
+impl Default for SlabHashOptions {
+    /// 2^20 entries at load 0.6, regular addressing.
+    fn default() -> Self {
+        Self {
+            expected_entries: 1 << 20,
+            load: 0.6,
+            buckets: None,
+            variant: Variant::Regular,
+            seed: 0x5eed,
+        }
+    }
+}
+
+impl SlabHashOptions {
+    /// Options for `expected_entries` entries, the rest as [`Default`].
+    pub fn with_capacity(expected_entries: u64) -> Self {
+        Self {
+            expected_entries,
+            ..Self::default()
+        }
+    }
+
+    fn bucket_count(&self, kind: Kind) -> Result<u32> {
+        if let Some(buckets) = self.buckets {
+            return (buckets > 0)
+                .then_some(buckets)
+                .ok_or_else(|| invalid("buckets must be positive"));
+        }
+        if !(self.load > 0.0 && self.load <= 1.0) {
+            return Err(invalid(format!(
+                "load must be in (0, 1], not {}",
+                self.load
+            )));
+        }
+        let buckets = (self.expected_entries as f64 / (kind.per_slab() as f64 * self.load))
+            .ceil()
+            .max(1.0);
+        u32::try_from(buckets as u64).map_err(|_| invalid("more than 2^32 buckets"))
+    }
+}
+
+fn invalid(message: impl Into<String>) -> SlabHashError {
+    gpuhash_core::Error::InvalidInput(message.into()).into()
+}
+
+/// Device memory of a table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryUsage {
+    /// Bytes reserved: bucket heads and everything the slab allocator holds.
+    pub bytes_reserved: u64,
+    /// Bytes of slabs in use: bucket heads and allocated slabs.
+    pub bytes_in_use: u64,
+    /// Bytes the live entries themselves take (4 per key, 4 per value).
+    pub entry_bytes: u64,
+}
+
+impl MemoryUsage {
+    /// Entry bytes over bytes of slabs in use: seed 002's memory utilization.
+    pub fn utilization(&self) -> f64 {
+        self.entry_bytes as f64 / self.bytes_in_use as f64
+    }
+}
+
+pub(crate) struct SlabTable {
+    kind: Kind,
+    device: Device,
+    heads: DeviceBuffer<u32>,
+    bucket_count: u32,
+    hash: Universal32,
+    alloc: RwLock<SlabAlloc>,
+}
+
+impl std::fmt::Debug for SlabTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SlabTable")
+            .field("kind", &self.kind)
+            .field("buckets", &self.bucket_count)
+            .finish()
+    }
+}
+
+/// Status and result of each element of a batch.
+pub(crate) struct Answers {
+    pub status: Vec<u32>,
+    pub results: Vec<u32>,
+}
+
+/// What one batch asks: `ops` per element or `uniform_op` for all, on `keys` (and
+/// `values`), answering into `results` and `status`.
+pub(crate) struct Batch<'a> {
+    pub ops: Option<&'a DeviceBuffer<u32>>,
+    pub uniform_op: u32,
+    pub keys: &'a DeviceBuffer<u32>,
+    pub values: Option<&'a DeviceBuffer<u32>>,
+}
+
+impl SlabTable {
+    pub(crate) fn new(stream: &Stream, kind: Kind, options: SlabHashOptions) -> Result<Self> {
+        let bucket_count = options.bucket_count(kind)?;
+        let hash = Universal32::from_seed(options.seed, bucket_count)?;
+        let head_words = (u64::from(bucket_count) + 2) * 32;
+        let mut heads = DeviceBuffer::zeroed(stream, head_words as usize)?;
+        launch::fill(stream, &mut heads, GH_EMPTY_KEY)?;
+        // Slabs past the heads: what `expected_entries` needs beyond one slab a bucket, plus
+        // a quarter for uneven lists; the allocator grows past that when it must.
+        let beyond_heads = options
+            .expected_entries
+            .div_ceil(kind.per_slab())
+            .saturating_sub(u64::from(bucket_count));
+        let initial_slabs = beyond_heads + beyond_heads / 4 + 1024;
+        let alloc = SlabAlloc::new(
+            stream,
+            SlabAllocOptions {
+                variant: options.variant,
+                initial_slabs,
+            },
+        )?;
+        Ok(Self {
+            kind,
+            device: stream.device().clone(),
+            heads,
+            bucket_count,
+            hash,
+            alloc: RwLock::new(alloc),
+        })
+    }
+
+    /// Calls `launch` with the table as a kernel parameter, holding the allocator's read
+    /// lock and the stream ordering of the table's memory until it has queued its kernel.
+    /// Warps that find no free slab raise `exhaustion`.
+    fn with_table<R>(
+        &self,
+        stream: &Stream,
+        exhaustion: &mut Exhaustion,
+        launch: impl FnOnce(GhSlabTable) -> Result<R>,
+    ) -> Result<R> {
+        let alloc = self.alloc.read();
+        let context = alloc.context(stream, exhaustion);
+        let heads = self.heads.address(stream);
+        launch(GhSlabTable {
+            buckets: heads.address as *mut u32,
+            bucket_count: self.bucket_count,
+            kind: self.kind.code(),
+            hash: self.hash.layout(),
+            alloc: context.params(),
+        })
+    }
+
+    /// [`SlabTable::with_table`] for passes that never allocate.
+    fn with_table_reading<R>(
+        &self,
+        stream: &Stream,
+        launch: impl FnOnce(GhSlabTable) -> Result<R>,
+    ) -> Result<R> {
+        self.with_table(stream, &mut Exhaustion::new(stream)?, launch)
+    }
+
+    /// Queues one pass of `batch`; returns without waiting. Inserts that found no free slab
+    /// end with status NO_SLAB, and the returned flag says so once the stream gets there.
+    pub(crate) fn pass(
+        &self,
+        stream: &Stream,
+        batch: &Batch<'_>,
+        results: Option<&mut DeviceBuffer<u32>>,
+        status: &mut DeviceBuffer<u32>,
+    ) -> Result<Exhaustion> {
+        check_lengths(batch, results.as_deref(), status)?;
+        let mut exhaustion = Exhaustion::new(stream)?;
+        self.with_table(stream, &mut exhaustion, |table| {
+            let buffers = OpsBuffers {
+                ops: batch.ops,
+                uniform_op: batch.uniform_op,
+                keys: batch.keys,
+                values: batch.values,
+                results,
+                status,
+            };
+            Ok(launch::ops(stream, self.kind, table, buffers)?)
+        })?;
+        Ok(exhaustion)
+    }
+
+    /// Runs `batch` to the end: when inserts find no free slab the allocator grows and they
+    /// run again. If it cannot grow, every other operation has taken effect and the error
+    /// names the inserts that did not. `status` must start PENDING.
+    pub(crate) fn run(
+        &self,
+        stream: &Stream,
+        batch: &Batch<'_>,
+        mut results: Option<&mut DeviceBuffer<u32>>,
+        status: &mut DeviceBuffer<u32>,
+    ) -> Result<()> {
+        loop {
+            let reserved = self.alloc.read().slabs_reserved();
+            if !self
+                .pass(stream, batch, results.as_deref_mut(), status)?
+                .happened(stream)?
+            {
+                return Ok(());
+            }
+            let mut codes = status.to_host(stream)?;
+            let failed: Vec<usize> = (0..codes.len())
+                .filter(|&i| codes[i] == GH_STATUS_NO_SLAB)
+                .collect();
+            if let Err(cause) = self.grow_unless_grown(stream, reserved) {
+                return Err(SlabHashError::NotInserted {
+                    not_inserted: failed,
+                    cause,
+                });
+            }
+            for &i in &failed {
+                codes[i] = GH_STATUS_PENDING;
+            }
+            status.copy_from_host(stream, &codes)?;
+        }
+    }
+
+    /// Doubles the allocator, unless another batch did since it held `reserved` slabs.
+    /// Waits for every kernel on the device first: growing replaces the super block table
+    /// (and the light variant's arrays) that running kernels read.
+    fn grow_unless_grown(
+        &self,
+        stream: &Stream,
+        reserved: u64,
+    ) -> Result<(), gpuhash_slab_alloc::SlabAllocError> {
+        let mut alloc = self.alloc.write();
+        if alloc.slabs_reserved() != reserved {
+            return Ok(());
+        }
+        self.device.synchronize()?;
+        alloc.grow(stream)
+    }
+
+    /// Runs one batch from host slices on a stream of its own, so batches from several
+    /// host threads overlap; returns each element's status and result.
+    pub(crate) fn run_host(
+        &self,
+        uniform_op: u32,
+        keys: &[u32],
+        values: Option<&[u32]>,
+        ops: Option<&[u32]>,
+    ) -> Result<Answers> {
+        let stream = self.device.new_stream()?;
+        let upload = |data: &[u32]| DeviceBuffer::from_host(&stream, data);
+        let keys_buffer = upload(keys)?;
+        let values_buffer = values.map(upload).transpose()?;
+        let ops_buffer = ops.map(upload).transpose()?;
+        let batch = Batch {
+            ops: ops_buffer.as_ref(),
+            uniform_op,
+            keys: &keys_buffer,
+            values: values_buffer.as_ref(),
+        };
+        let mut results = DeviceBuffer::zeroed(&stream, keys.len())?;
+        let mut status = DeviceBuffer::zeroed(&stream, keys.len())?;
+        self.run(&stream, &batch, Some(&mut results), &mut status)?;
+        Ok(Answers {
+            status: status.to_host(&stream)?,
+            results: results.to_host(&stream)?,
+        })
+    }
+
+    /// A stream of its own for one blocking call.
+    pub(crate) fn stream(&self) -> Result<Stream> {
+        Ok(self.device.new_stream()?)
+    }
+
+    /// Live entries of each bucket (the two reserved-key buckets last), on the device.
+    fn bucket_counts(&self, stream: &Stream) -> Result<DeviceBuffer<u64>> {
+        let buckets = self.bucket_count + 2;
+        let mut counts = DeviceBuffer::zeroed(stream, buckets as usize)?;
+        self.with_table_reading(stream, |table| {
+            Ok(launch::buckets(
+                stream,
+                self.kind,
+                table,
+                buckets,
+                BucketPass::Count {
+                    counts: &mut counts,
+                },
+            )?)
+        })?;
+        Ok(counts)
+    }
+
+    /// Live entries in the table.
+    pub(crate) fn len(&self, stream: &Stream) -> Result<usize> {
+        Ok(self
+            .bucket_counts(stream)?
+            .to_host(stream)?
+            .iter()
+            .sum::<u64>() as usize)
+    }
+
+    /// Every live entry: keys, and values unless the table is a set.
+    pub(crate) fn export(&self, stream: &Stream) -> Result<(Vec<u32>, Vec<u32>)> {
+        let counts = self.bucket_counts(stream)?.to_host(stream)?;
+        let (offsets, total) = exclusive_prefix_sum(&counts);
+        let offsets = DeviceBuffer::from_host(stream, &offsets)?;
+        let mut keys = DeviceBuffer::zeroed(stream, total as usize)?;
+        let mut values = DeviceBuffer::zeroed(
+            stream,
+            if self.kind == Kind::Set {
+                0
+            } else {
+                total as usize
+            },
+        )?;
+        self.with_table_reading(stream, |table| {
+            let values = (self.kind != Kind::Set).then_some(&mut values);
+            let pass = BucketPass::Export {
+                offsets: &offsets,
+                keys: &mut keys,
+                values,
+            };
+            Ok(launch::buckets(
+                stream,
+                self.kind,
+                table,
+                self.bucket_count + 2,
+                pass,
+            )?)
+        })?;
+        Ok((keys.to_host(stream)?, values.to_host(stream)?))
+    }
+
+    /// Compacts every list and returns emptied slabs to the allocator.
+    pub(crate) fn flush(&mut self, stream: &Stream) -> Result<()> {
+        self.with_table_reading(stream, |table| {
+            Ok(launch::buckets(
+                stream,
+                self.kind,
+                table,
+                self.bucket_count + 2,
+                BucketPass::Flush,
+            )?)
+        })?;
+        Ok(stream.synchronize()?)
+    }
+
+    /// Removes everything, keeping the memory reserved.
+    pub(crate) fn clear(&mut self, stream: &Stream) -> Result<()> {
+        launch::fill(stream, &mut self.heads, GH_EMPTY_KEY)?;
+        self.alloc.get_mut().reset(stream)?;
+        Ok(stream.synchronize()?)
+    }
+
+    /// Device memory the table reserves and uses.
+    pub(crate) fn memory(&self, stream: &Stream) -> Result<MemoryUsage> {
+        let alloc = self.alloc.read();
+        let head_bytes = self.heads.size_bytes() as u64;
+        let entry_words = if self.kind == Kind::Set { 1 } else { 2 };
+        Ok(MemoryUsage {
+            bytes_reserved: head_bytes + alloc.bytes_reserved() as u64,
+            bytes_in_use: head_bytes + alloc.slabs_in_use(stream)? * 128,
+            entry_bytes: self.len(stream)? as u64 * 4 * entry_words,
+        })
+    }
+
+    /// Multimap: every value of every key, in the order of the keys.
+    pub(crate) fn gather(
+        &self,
+        stream: &Stream,
+        keys: &DeviceBuffer<u32>,
+        counts: &[u32],
+    ) -> Result<Vec<Vec<u32>>> {
+        let wide: Vec<u64> = counts.iter().map(|&c| u64::from(c)).collect();
+        let (offsets, total) = exclusive_prefix_sum(&wide);
+        let device_counts = DeviceBuffer::from_host(stream, counts)?;
+        let device_offsets = DeviceBuffer::from_host(stream, &offsets)?;
+        let mut out = DeviceBuffer::zeroed(stream, total as usize)?;
+        self.with_table_reading(stream, |table| {
+            Ok(launch::gather(
+                stream,
+                table,
+                keys,
+                &device_counts,
+                &device_offsets,
+                &mut out,
+            )?)
+        })?;
+        let flat = out.to_host(stream)?;
+        Ok(offsets
+            .iter()
+            .zip(&wide)
+            .map(|(&at, &n)| flat[at as usize..(at + n) as usize].to_vec())
+            .collect())
+    }
+}
+
+fn check_lengths(
+    batch: &Batch<'_>,
+    results: Option<&DeviceBuffer<u32>>,
+    status: &DeviceBuffer<u32>,
+) -> Result<()> {
+    let n = batch.keys.len();
+    let others = [
+        ("ops", batch.ops.map(DeviceBuffer::len)),
+        ("values", batch.values.map(DeviceBuffer::len)),
+        ("results", results.map(DeviceBuffer::len)),
+        ("status", Some(status.len())),
+    ];
+    for (what, len) in others {
+        if let Some(len) = len
+            && len != n
+        {
+            let what = match what {
+                "ops" => "keys and operations",
+                "values" => "keys and values",
+                "results" => "keys and results",
+                _ => "keys and status",
+            };
+            return Err(gpuhash_core::Error::LengthMismatch {
+                what,
+                left: n,
+                right: len,
+            }
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// Offsets where each group starts when groups of `counts` are laid end to end, and the
+/// total.
+pub(crate) fn exclusive_prefix_sum(counts: &[u64]) -> (Vec<u64>, u64) {
+    let mut total = 0;
+    let offsets = counts
+        .iter()
+        .map(|&c| {
+            let at = total;
+            total += c;
+            at
+        })
+        .collect();
+    (offsets, total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefix_sums_lay_groups_end_to_end() {
+        assert_eq!(exclusive_prefix_sum(&[3, 0, 2]), (vec![0, 3, 3], 5));
+        assert_eq!(exclusive_prefix_sum(&[]), (vec![], 0));
+    }
+
+    #[test]
+    fn bucket_count_follows_load_and_rejects_nonsense() {
+        let options = SlabHashOptions {
+            expected_entries: 15_000,
+            load: 0.5,
+            ..Default::default()
+        };
+        assert_eq!(options.bucket_count(Kind::Map).unwrap(), 2000);
+        assert_eq!(options.bucket_count(Kind::Set).unwrap(), 1000);
+        for load in [0.0, -1.0, 1.5, f64::NAN] {
+            assert!(
+                SlabHashOptions { load, ..options }
+                    .bucket_count(Kind::Map)
+                    .is_err()
+            );
+        }
+        assert!(
+            SlabHashOptions {
+                buckets: Some(0),
+                ..options
+            }
+            .bucket_count(Kind::Map)
+            .is_err()
+        );
+        assert_eq!(
+            SlabHashOptions {
+                buckets: Some(7),
+                ..options
+            }
+            .bucket_count(Kind::Map)
+            .unwrap(),
+            7
+        );
+    }
+}

@@ -1,0 +1,396 @@
+//! Slab hash tables on a real GPU, every result held against a std collection model.
+//! Run on a GPU machine with `--include-ignored` (see docs/gpu-testing.md).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::OnceLock;
+
+use gpuhash_core::hash::fmix32;
+use gpuhash_core::{Device, DeviceBuffer, Error, Stream};
+use gpuhash_slab_hash::{
+    Op, Outcome, SlabHashError, SlabHashMap, SlabHashMultiMap, SlabHashOptions, SlabHashSet,
+};
+use quickcheck::{QuickCheck, TestResult};
+
+fn stream() -> &'static Stream {
+    static STREAM: OnceLock<Stream> = OnceLock::new();
+    STREAM.get_or_init(|| {
+        Device::default()
+            .expect("these tests need a CUDA device")
+            .new_stream()
+            .unwrap()
+    })
+}
+
+fn options(expected: u64, buckets: Option<u32>) -> SlabHashOptions {
+    SlabHashOptions {
+        expected_entries: expected,
+        buckets,
+        ..SlabHashOptions::default()
+    }
+}
+
+/// Keys that stress the table: the reserved slab words, zero, and keys equal in the low
+/// 20 bits.
+fn adversarial_keys() -> Vec<u32> {
+    let mut keys = vec![0, 1, u32::MAX, u32::MAX - 1, u32::MAX - 2, 1 << 31];
+    keys.extend((0..200).map(|i| (i << 20) | 0x5_5555));
+    keys
+}
+
+fn sorted<T: Ord + Clone>(items: &[T]) -> Vec<T> {
+    let mut items = items.to_vec();
+    items.sort_unstable();
+    items
+}
+
+fn check_map(map: &SlabHashMap, model: &HashMap<u32, u32>) {
+    let mut expected: Vec<(u32, u32)> = model.iter().map(|(&k, &v)| (k, v)).collect();
+    expected.sort_unstable();
+    assert_eq!(sorted(&map.export().unwrap()), expected);
+    assert_eq!(map.len().unwrap(), model.len());
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn map_holds_every_key_value_including_the_reserved_words() {
+    let map = SlabHashMap::new(stream(), options(1 << 12, None)).unwrap();
+    let keys = adversarial_keys();
+    let values: Vec<u32> = keys.iter().map(|&k| fmix32(k)).collect();
+    map.insert(&keys, &values).unwrap();
+    let model: HashMap<u32, u32> = keys.iter().copied().zip(values.iter().copied()).collect();
+    let got = map.get(&keys).unwrap();
+    assert_eq!(got, values.iter().map(|&v| Some(v)).collect::<Vec<_>>());
+    assert_eq!(map.get(&[2, 3, 1 << 20]).unwrap(), vec![None, None, None]);
+    check_map(&map, &model);
+
+    // Replace, then remove the reserved words and zero.
+    map.insert(&[u32::MAX, 0], &[7, 8]).unwrap();
+    assert_eq!(map.get(&[u32::MAX, 0]).unwrap(), vec![Some(7), Some(8)]);
+    assert_eq!(
+        map.remove(&[u32::MAX, u32::MAX - 1, 0, 12345]).unwrap(),
+        vec![true, true, true, false]
+    );
+    assert_eq!(
+        map.contains(&[u32::MAX, u32::MAX - 1, 0, 1]).unwrap(),
+        vec![false, false, false, true]
+    );
+    assert_eq!(map.len().unwrap(), keys.len() - 3);
+    map.insert(&[], &[]).unwrap();
+    assert_eq!(map.get(&[]).unwrap(), vec![]);
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn duplicate_keys_in_one_batch_keep_one_of_their_values() {
+    let map = SlabHashMap::new(stream(), options(1 << 10, None)).unwrap();
+    let keys: Vec<u32> = (0..30_000).map(|i| i % 1000).collect();
+    let values: Vec<u32> = (0..30_000).collect();
+    map.insert(&keys, &values).unwrap();
+    assert_eq!(map.len().unwrap(), 1000);
+    for (key, value) in map.export().unwrap() {
+        assert_eq!(value % 1000, key, "{key} got a value of another key");
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn one_bucket_holds_chains_of_many_slabs_and_flush_compacts_them() {
+    let mut map = SlabHashMap::new(stream(), options(16, Some(1))).unwrap();
+    let keys: Vec<u32> = (0..3000).map(fmix32).collect();
+    map.insert(&keys, &keys).unwrap();
+    let before = map.memory().unwrap();
+    assert!(
+        before.bytes_in_use >= 200 * 128,
+        "3000 pairs need 200 slabs: {before:?}"
+    );
+    let removed: Vec<u32> = keys.iter().copied().filter(|k| k % 10 != 0).collect();
+    assert!(map.remove(&removed).unwrap().iter().all(|&r| r));
+    let kept: HashMap<u32, u32> = keys
+        .iter()
+        .filter(|k| *k % 10 == 0)
+        .map(|&k| (k, k))
+        .collect();
+    check_map(&map, &kept);
+    map.flush().unwrap();
+    let after = map.memory().unwrap();
+    assert!(
+        after.bytes_in_use < before.bytes_in_use / 5,
+        "flush freed too little: {before:?} then {after:?}"
+    );
+    check_map(&map, &kept);
+    // The compacted list still takes inserts and removes.
+    map.insert(&removed[..100], &removed[..100]).unwrap();
+    assert_eq!(map.len().unwrap(), kept.len() + 100);
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn the_allocator_grows_under_a_batch_larger_than_the_table() {
+    let map = SlabHashMap::new(stream(), options(1000, Some(64))).unwrap();
+    let keys: Vec<u32> = (0..1_000_000).map(fmix32).collect();
+    map.insert(&keys, &keys).unwrap();
+    let got = map.get(&keys).unwrap();
+    assert!(got.iter().zip(&keys).all(|(g, &k)| *g == Some(k)));
+    assert_eq!(map.len().unwrap(), keys.len());
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn mismatched_lengths_are_refused_and_change_nothing() {
+    let map = SlabHashMap::new(stream(), options(100, None)).unwrap();
+    map.insert(&[1, 2], &[10, 20]).unwrap();
+    let refused = map.insert(&[3, 4, 5], &[30]);
+    assert!(
+        matches!(
+            refused,
+            Err(SlabHashError::Device(Error::LengthMismatch { .. }))
+        ),
+        "{refused:?}"
+    );
+    let multimap = SlabHashMultiMap::new(stream(), options(100, None)).unwrap();
+    assert!(multimap.insert(&[1], &[]).is_err());
+    assert_eq!(multimap.len().unwrap(), 0);
+    check_map(&map, &HashMap::from([(1, 10), (2, 20)]));
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn running_out_of_device_memory_names_the_inserts_that_did_not_go_in() {
+    let s = stream();
+    let map = SlabHashMap::new(s, options(1000, Some(1 << 16))).unwrap();
+    map.insert(&[1, 2, 3], &[1, 2, 3]).unwrap();
+    let filler = DeviceBuffer::<u8>::zeroed(
+        s,
+        s.device().free_memory().unwrap().saturating_sub(96 << 20),
+    )
+    .unwrap();
+    let keys: Vec<u32> = (10..4_000_010).map(fmix32).collect();
+    let Err(SlabHashError::NotInserted { not_inserted, .. }) = map.insert(&keys, &keys) else {
+        panic!("4M pairs cannot fit in 96 MiB");
+    };
+    assert!(!not_inserted.is_empty() && not_inserted.len() < keys.len());
+    drop(filler);
+    let missing: HashSet<usize> = not_inserted.into_iter().collect();
+    let got = map.get(&keys).unwrap();
+    for (i, (g, &k)) in got.iter().zip(&keys).enumerate() {
+        assert_eq!(*g, (!missing.contains(&i)).then_some(k), "element {i}");
+    }
+    assert_eq!(map.len().unwrap(), 3 + keys.len() - missing.len());
+    assert_eq!(
+        map.get(&[1, 2, 3]).unwrap(),
+        vec![Some(1), Some(2), Some(3)]
+    );
+}
+
+/// A batch sequence: each step inserts, removes or looks up keys drawn from a small range
+/// (so steps collide), against a HashMap.
+fn map_batches_match_the_model(steps: Vec<(u8, Vec<u16>)>, buckets: u8) -> TestResult {
+    let map = SlabHashMap::new(stream(), options(256, Some(1 + u32::from(buckets) % 32))).unwrap();
+    let mut model = HashMap::new();
+    for (kind, raw) in steps {
+        let keys: Vec<u32> = raw
+            .iter()
+            .map(|&k| u32::from(k % 2048).wrapping_sub(2))
+            .collect();
+        match kind % 3 {
+            0 => {
+                // Unique keys, so the model knows which value stays.
+                let keys: Vec<u32> = keys
+                    .iter()
+                    .copied()
+                    .collect::<HashSet<_>>()
+                    .into_iter()
+                    .collect();
+                let values: Vec<u32> = keys.iter().map(|&k| fmix32(k ^ u32::from(kind))).collect();
+                map.insert(&keys, &values).unwrap();
+                model.extend(keys.into_iter().zip(values));
+            }
+            1 => {
+                // A key repeated in the batch is removed by exactly one of its elements.
+                let removed = map.remove(&keys).unwrap();
+                let mut trues: HashMap<u32, usize> = HashMap::new();
+                for (&k, r) in keys.iter().zip(removed) {
+                    *trues.entry(k).or_default() += usize::from(r);
+                }
+                for (k, n) in trues {
+                    if n != usize::from(model.remove(&k).is_some()) {
+                        return TestResult::error(format!("remove of {k} said true {n} times"));
+                    }
+                }
+            }
+            _ => {
+                let expected: Vec<Option<u32>> =
+                    keys.iter().map(|k| model.get(k).copied()).collect();
+                if map.get(&keys).unwrap() != expected {
+                    return TestResult::error("lookups differ from the model");
+                }
+            }
+        }
+    }
+    check_map(&map, &model);
+    TestResult::passed()
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn map_follows_a_hash_map_through_random_batches() {
+    QuickCheck::new()
+        .tests(60)
+        .quickcheck(map_batches_match_the_model as fn(Vec<(u8, Vec<u16>)>, u8) -> TestResult);
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn a_mixed_batch_answers_each_operation_in_one_launch() {
+    let map = SlabHashMap::new(stream(), options(1 << 16, None)).unwrap();
+    let present: Vec<u32> = (0..20_000).map(fmix32).collect();
+    map.insert(&present, &present).unwrap();
+    // Each key appears once in the batch, so every outcome is determined.
+    let mut ops = Vec::new();
+    for i in 0..20_000u32 {
+        let key = fmix32(i);
+        ops.push(match i % 4 {
+            0 => Op::Get(key),
+            1 => Op::Remove(key),
+            2 => Op::Insert(key, 7),
+            _ => Op::Get(fmix32(i + 1_000_000)),
+        });
+    }
+    ops.push(Op::Insert(u32::MAX, 1));
+    ops.push(Op::Remove(u32::MAX - 1));
+    let outcomes = map.apply(&ops).unwrap();
+    for (op, outcome) in ops.iter().zip(&outcomes) {
+        let expected = match *op {
+            Op::Get(k) if k == fmix32(k_index(k)) => Outcome::Found(k),
+            Op::Get(_) => Outcome::Missing,
+            Op::Remove(k) if k == u32::MAX - 1 => Outcome::Missing,
+            Op::Remove(_) => Outcome::Removed,
+            Op::Insert(..) => Outcome::Inserted,
+        };
+        assert_eq!(*outcome, expected, "{op:?}");
+    }
+    assert_eq!(map.len().unwrap(), 20_000 - 5000 + 1);
+    assert_eq!(
+        map.get(&[fmix32(2), u32::MAX]).unwrap(),
+        vec![Some(7), Some(1)]
+    );
+}
+
+/// The index i < 20000 with fmix32(i) == key, or an index whose fmix32 differs from key.
+fn k_index(key: u32) -> u32 {
+    (0..20_000).find(|&i| fmix32(i) == key).unwrap_or(u32::MAX)
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn threads_share_one_map_each_on_its_own_stream() {
+    let map = SlabHashMap::new(stream(), options(1 << 18, None)).unwrap();
+    std::thread::scope(|scope| {
+        for t in 0..4u32 {
+            let map = &map;
+            scope.spawn(move || {
+                for round in 0..5u32 {
+                    let keys: Vec<u32> = (0..20_000)
+                        .map(|i| fmix32(t * 1_000_000 + round * 20_000 + i))
+                        .collect();
+                    map.insert(&keys, &keys).unwrap();
+                    let doomed: Vec<u32> = keys.iter().copied().step_by(2).collect();
+                    assert!(map.remove(&doomed).unwrap().iter().all(|&r| r));
+                    let got = map.get(&keys).unwrap();
+                    for (i, (g, &k)) in got.iter().zip(&keys).enumerate() {
+                        assert_eq!(*g, (i % 2 == 1).then_some(k));
+                    }
+                }
+            });
+        }
+    });
+    let model: HashMap<u32, u32> = (0..4u32)
+        .flat_map(|t| {
+            (0..100_000u32)
+                .filter(|i| i % 20_000 % 2 == 1)
+                .map(move |i| fmix32(t * 1_000_000 + i))
+        })
+        .map(|k| (k, k))
+        .collect();
+    check_map(&map, &model);
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn set_follows_a_hash_set() {
+    let mut set = SlabHashSet::new(stream(), options(1 << 12, Some(100))).unwrap();
+    let keys = adversarial_keys();
+    assert!(set.insert(&keys).unwrap().iter().all(|&new| new));
+    assert!(set.insert(&keys[..10]).unwrap().iter().all(|&new| !new));
+    let mut model: HashSet<u32> = keys.iter().copied().collect();
+    let more: Vec<u32> = (0..50_000).map(|i| fmix32(i) % 100_000).collect();
+    let fresh = set.insert(&more).unwrap();
+    let mut seen = model.clone();
+    let expected_new = more.iter().filter(|&&k| seen.insert(k)).count();
+    assert_eq!(fresh.iter().filter(|&&f| f).count(), expected_new);
+    model.extend(&more);
+    assert_eq!(
+        sorted(&set.export().unwrap()),
+        sorted(&model.iter().copied().collect::<Vec<_>>())
+    );
+    let probe: Vec<u32> = (0..1000)
+        .map(|i| i * 97)
+        .chain([u32::MAX, u32::MAX - 1])
+        .collect();
+    let expected: Vec<bool> = probe.iter().map(|k| model.contains(k)).collect();
+    assert_eq!(set.contains(&probe).unwrap(), expected);
+    let removed = set.remove(&probe).unwrap();
+    assert_eq!(removed, expected);
+    for k in &probe {
+        model.remove(k);
+    }
+    set.flush().unwrap();
+    assert_eq!(set.len().unwrap(), model.len());
+    set.clear().unwrap();
+    assert!(set.is_empty().unwrap());
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn multimap_keeps_duplicates_and_gathers_every_value() {
+    let mut multimap = SlabHashMultiMap::new(stream(), options(1 << 14, None)).unwrap();
+    // Zipf-like skew: key k appears about 1000 / (k + 1) times; the reserved words too.
+    let mut keys = Vec::new();
+    let mut values = Vec::new();
+    for k in 0..300u32 {
+        for j in 0..(1000 / (k + 1)) {
+            keys.push(if k < 2 { u32::MAX - k } else { k });
+            values.push(j);
+        }
+    }
+    keys.push(7);
+    values.push(0); // the same pair as one already there
+    multimap.insert(&keys, &values).unwrap();
+    let mut model: HashMap<u32, Vec<u32>> = HashMap::new();
+    for (&k, &v) in keys.iter().zip(&values) {
+        model.entry(k).or_default().push(v);
+    }
+    let probe: Vec<u32> = model.keys().copied().chain([5000, 0]).collect();
+    let counts = multimap.count(&probe).unwrap();
+    let all = multimap.get_all(&probe).unwrap();
+    for ((k, c), got) in probe.iter().zip(&counts).zip(&all) {
+        let expected = model.get(k).cloned().unwrap_or_default();
+        assert_eq!(*c as usize, expected.len(), "count of {k}");
+        assert_eq!(sorted(got), sorted(&expected), "values of {k}");
+    }
+    assert_eq!(multimap.len().unwrap(), keys.len());
+    let removed = multimap.remove_all(&[u32::MAX, 3, 5000]).unwrap();
+    assert_eq!(removed, vec![1000, 250, 0]);
+    assert_eq!(multimap.len().unwrap(), keys.len() - 1250);
+    multimap.flush().unwrap();
+    let mut exported = multimap.export().unwrap();
+    exported.sort_unstable();
+    let mut expected: Vec<(u32, u32)> = keys
+        .iter()
+        .zip(&values)
+        .filter(|(k, _)| **k != u32::MAX && **k != 3)
+        .map(|(&k, &v)| (k, v))
+        .collect();
+    expected.sort_unstable();
+    assert_eq!(exported, expected);
+}

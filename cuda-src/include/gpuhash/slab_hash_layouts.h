@@ -1,0 +1,92 @@
+/* Slab hash layouts, shared by cuda-src/slab_hash and (through bindgen)
+ * crates/gpuhash-slab-hash/src/layouts.rs. */
+#ifndef GPUHASH_SLAB_HASH_LAYOUTS_H
+#define GPUHASH_SLAB_HASH_LAYOUTS_H
+
+#include <stdint.h>
+
+#include "gpuhash/core_layouts.h"
+#include "gpuhash/slab_alloc_layouts.h"
+
+/* The two key words a slab reserves: a never-used spot and a removed pair. Users may still
+ * store these keys: they live in two extra buckets, under the stored key 0. */
+#define GH_EMPTY_KEY 0xffffffffu
+#define GH_TOMBSTONE_KEY 0xfffffffeu
+
+/* Key-value slabs: lane 2i holds a key and lane 2i + 1 its value, i < 15. Key-only slabs:
+ * lanes 0..29 hold keys. Lane 30 is unused, lane 31 holds the next slab's address. */
+#define GH_SLAB_PAIRS 15u
+#define GH_SLAB_KEYS 30u
+#define GH_SLAB_NEXT_LANE 31u
+
+#define GH_TABLE_MAP 0u
+#define GH_TABLE_SET 1u
+#define GH_TABLE_MULTIMAP 2u
+
+#define GH_OP_INSERT 0u
+#define GH_OP_GET 1u
+/* Map and set: remove the key. Multimap: remove every pair of the key. */
+#define GH_OP_REMOVE 2u
+/* Multimap: count the key's pairs. */
+#define GH_OP_COUNT 3u
+
+/* Per-element status. Elements whose status is PENDING are processed; others skipped. */
+#define GH_STATUS_PENDING 0u
+/* Insert: stored (or replaced); get: found; remove: removed; count: counted. */
+#define GH_STATUS_DONE 1u
+/* Get and remove: the key is not there. Set insert: the key was there already. */
+#define GH_STATUS_ABSENT 2u
+/* Insert: no free slab (the allocator must grow); nothing was stored. */
+#define GH_STATUS_NO_SLAB 3u
+
+typedef struct GhSlabTable {
+    /* bucket_count + 2 head slabs; the last two hold the two reserved keys. */
+    uint32_t *buckets;
+    uint32_t bucket_count;
+    uint32_t kind;
+    GhUniversal32 hash;
+    GhSlabAllocContext alloc;
+} GhSlabTable;
+
+/* One operation per element: ops[i], or uniform_op when ops is null. */
+typedef struct GhSlabOpsParams {
+    GhSlabTable table;
+    const uint32_t *ops;
+    const uint32_t *keys;
+    /* Insert values; null for sets. */
+    const uint32_t *values;
+    /* Get: the value found; count and multimap remove: how many pairs. May be null. */
+    uint32_t *results;
+    uint32_t *status;
+    uint64_t count;
+    uint32_t uniform_op;
+} GhSlabOpsParams;
+
+/* Multimap: the values of keys[i] into out[offsets[i] ..], at most counts[i] of them. */
+typedef struct GhSlabGatherParams {
+    GhSlabTable table;
+    const uint32_t *keys;
+    const uint32_t *counts;
+    const uint64_t *offsets;
+    uint32_t *out;
+    uint64_t count;
+} GhSlabGatherParams;
+
+/* Per bucket: counts[b] = live pairs (count pass), or its pairs written from offsets[b]
+ * into keys_out and values_out (export pass, values_out null for sets). */
+typedef struct GhSlabBucketsParams {
+    GhSlabTable table;
+    uint64_t *counts;
+    const uint64_t *offsets;
+    uint32_t *keys_out;
+    uint32_t *values_out;
+} GhSlabBucketsParams;
+
+/* words[i] = value for i < count. */
+typedef struct GhFillParams {
+    uint32_t *words;
+    uint64_t count;
+    uint32_t value;
+} GhFillParams;
+
+#endif
