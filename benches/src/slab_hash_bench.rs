@@ -7,7 +7,7 @@ use gpuhash_slab_alloc::Variant;
 use gpuhash_slab_hash::layouts::{
     GH_OP_GET, GH_OP_INSERT, GH_OP_REMOVE, GH_STATUS_ABSENT, GH_STATUS_DONE,
 };
-use gpuhash_slab_hash::{SlabHashError, SlabHashMap, SlabHashOptions};
+use gpuhash_slab_hash::{SlabHashError, SlabHashMap, SlabHashOptions, sizing};
 
 use crate::measure::{Measurement, Runs, median_ms};
 
@@ -20,35 +20,6 @@ pub const MIXES: [(&str, [u32; 4]); 3] = [
     ("G1", [20, 20, 30, 30]),
     ("G2", [10, 10, 40, 40]),
 ];
-
-/// Expected slabs of a bucket holding Poisson(mean) pairs, 15 to a slab (at least one).
-fn expected_slabs(mean: f64) -> f64 {
-    let mut pmf = (-mean).exp();
-    let mut total = pmf; // zero pairs: the head slab
-    let last = (mean + 12.0 * mean.sqrt() + 40.0) as u64;
-    for c in 1..=last {
-        pmf *= mean / c as f64;
-        total += pmf * c.div_ceil(15) as f64;
-    }
-    total
-}
-
-/// The bucket count at which `n` pairs under a uniform hash fill slabs to `utilization`.
-pub fn buckets_for_utilization(n: u64, utilization: f64) -> u32 {
-    let utilization_at =
-        |buckets: f64| n as f64 / (16.0 * buckets * expected_slabs(n as f64 / buckets));
-    let (mut low, mut high) = (1.0f64, n as f64);
-    for _ in 0..60 {
-        let middle = (low * high).sqrt();
-        // Fewer buckets, longer lists, fuller slabs.
-        if utilization_at(middle) > utilization {
-            low = middle
-        } else {
-            high = middle
-        }
-    }
-    high.round() as u32
-}
 
 fn map_for(stream: &Stream, n: usize, buckets: u32) -> Result<SlabHashMap, SlabHashError> {
     let options = SlabHashOptions {
@@ -75,7 +46,7 @@ pub fn bulk(
     utilization: f64,
     runs: Runs,
 ) -> Result<(Vec<Measurement>, String), SlabHashError> {
-    let buckets = buckets_for_utilization(n as u64, utilization);
+    let buckets = sizing::buckets_for_utilization(n as u64, utilization);
     let mut map = map_for(stream, n, buckets)?;
     let mut keys = DeviceBuffer::<u32>::zeroed(stream, n)?;
     let mut values = DeviceBuffer::<u32>::zeroed(stream, n)?;
@@ -191,7 +162,7 @@ pub fn mixed(
     runs: Runs,
 ) -> Result<Measurement, SlabHashError> {
     let base = n / 2;
-    let mut map = map_for(stream, n, buckets_for_utilization(n as u64, 0.5))?;
+    let mut map = map_for(stream, n, sizing::buckets_for_utilization(n as u64, 0.5))?;
     let (present, present_values) = workload::host_pairs(KeySet::Hits, 0, base as u32);
     let mut ops = Vec::with_capacity(n);
     let mut keys = Vec::with_capacity(n);

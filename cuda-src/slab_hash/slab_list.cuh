@@ -104,6 +104,11 @@ __device__ void serve_warp(const GhSlabTable &table, WarpAllocator &allocator, b
     uint32_t served = 32;  // the lane whose operation the warp works on
     uint32_t *slab = nullptr;
     uint32_t tally = 0;  // counts and removals of the served lane so far (uniform)
+    // The warp serves its lanes one at a time, each a dependent read of a head slab: have
+    // all 32 head slabs on their way to L2 before the first is needed.
+    if (active) {
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(head_slab(table, mine.bucket)));
+    }
     while (true) {
         uint32_t queue = __ballot_sync(kFullWarp, active);
         if (queue == 0) {

@@ -2,7 +2,7 @@
 //! Run on a GPU machine with `--include-ignored` (see docs/gpu-testing.md).
 
 use std::collections::HashSet;
-use std::sync::OnceLock;
+use std::sync::{OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use gpuhash_core::{Device, DeviceBuffer, Error, Stream};
 use gpuhash_slab_alloc::{
@@ -12,6 +12,22 @@ use quickcheck::{QuickCheck, TestResult};
 
 const VARIANTS: [Variant; 2] = [Variant::Regular, Variant::Light];
 const CLAIMS: [Claim; 2] = [Claim::One, Claim::Runs];
+
+/// Tests that fill the device's memory on purpose take this for writing; the others for
+/// reading, so that none of them runs out of memory by accident while one does.
+static DEVICE_MEMORY: RwLock<()> = RwLock::new(());
+
+fn shared_memory() -> RwLockReadGuard<'static, ()> {
+    DEVICE_MEMORY
+        .read()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn all_memory() -> RwLockWriteGuard<'static, ()> {
+    DEVICE_MEMORY
+        .write()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 fn stream() -> &'static Stream {
     static STREAM: OnceLock<Stream> = OnceLock::new();
@@ -84,6 +100,7 @@ fn check_addresses(alloc: &SlabAlloc, addresses: &[u32], pointers: &[u64]) -> Ha
 #[test]
 #[ignore = "needs a CUDA device"]
 fn many_warps_get_distinct_aligned_slabs_inside_the_allocator() {
+    let _memory = shared_memory();
     for (variant, claim) in VARIANTS.into_iter().flat_map(|v| CLAIMS.map(|c| (v, c))) {
         let alloc = allocator(variant, 1 << 20);
         let count = 700_001;
@@ -98,6 +115,7 @@ fn many_warps_get_distinct_aligned_slabs_inside_the_allocator() {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn freed_slabs_come_back_and_stay_distinct() {
+    let _memory = shared_memory();
     let s = stream();
     for variant in VARIANTS {
         let alloc = allocator(variant, 1 << 18);
@@ -136,6 +154,7 @@ fn freed_slabs_come_back_and_stay_distinct() {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn exhaustion_is_reported_then_growth_serves_the_rest() {
+    let _memory = shared_memory();
     let s = stream();
     for (variant, claim) in VARIANTS.into_iter().flat_map(|v| CLAIMS.map(|c| (v, c))) {
         let mut alloc = allocator(variant, 1024);
@@ -185,6 +204,7 @@ fn exhaustion_is_reported_then_growth_serves_the_rest() {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn bulk_allocation_grows_by_doubling_and_reset_frees_all() {
+    let _memory = shared_memory();
     let s = stream();
     for variant in VARIANTS {
         let mut alloc = allocator(variant, 1);
@@ -213,6 +233,7 @@ fn bulk_allocation_grows_by_doubling_and_reset_frees_all() {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn foreign_and_double_freed_addresses_are_refused_and_counted() {
+    let _memory = shared_memory();
     let s = stream();
     for variant in VARIANTS {
         let alloc = allocator(variant, 2048);
@@ -244,6 +265,7 @@ fn foreign_and_double_freed_addresses_are_refused_and_counted() {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn running_out_of_device_memory_is_an_error_and_changes_nothing() {
+    let _memory = all_memory();
     let s = stream();
     let device = s.device();
     let too_many = device.properties().total_memory as u64 / 128 * 2;
@@ -285,6 +307,7 @@ fn running_out_of_device_memory_is_an_error_and_changes_nothing() {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn streams_of_several_threads_share_one_allocator() {
+    let _memory = shared_memory();
     let alloc = allocator(Variant::Regular, 1 << 20);
     let device = stream().device().clone();
     let lists: Vec<Vec<u32>> = std::thread::scope(|scope| {
@@ -358,6 +381,7 @@ fn random_rounds_match_the_model(sizes: Vec<u16>, seed: u32, light: bool) -> Tes
 #[test]
 #[ignore = "needs a CUDA device"]
 fn random_allocation_rounds_match_a_host_model() {
+    let _memory = shared_memory();
     QuickCheck::new()
         .tests(40)
         .quickcheck(random_rounds_match_the_model as fn(Vec<u16>, u32, bool) -> TestResult);

@@ -63,6 +63,7 @@ mod map;
 mod multimap;
 mod op;
 mod set;
+pub mod sizing;
 mod table;
 
 pub use error::{Result, SlabHashError};

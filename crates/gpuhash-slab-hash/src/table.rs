@@ -11,7 +11,7 @@ use crate::layouts::{
     GH_EMPTY_KEY, GH_SLAB_KEYS, GH_SLAB_PAIRS, GH_STATUS_NO_SLAB, GH_STATUS_PENDING, GH_TABLE_MAP,
     GH_TABLE_MULTIMAP, GH_TABLE_SET, GhSlabTable,
 };
-use crate::{Result, SlabHashError};
+use crate::{Result, SlabHashError, sizing};
 
 /// Which table the slabs make.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -160,12 +160,12 @@ impl SlabTable {
         let head_words = (u64::from(bucket_count) + 2) * 32;
         let mut heads = DeviceBuffer::zeroed(stream, head_words as usize)?;
         launch::fill(stream, &mut heads, GH_EMPTY_KEY)?;
-        // Slabs past the heads: what `expected_entries` needs beyond one slab a bucket, plus
-        // a quarter for uneven lists; the allocator grows past that when it must.
-        let beyond_heads = options
-            .expected_entries
-            .div_ceil(kind.per_slab())
-            .saturating_sub(u64::from(bucket_count));
+        // Slabs past the heads that `expected_entries` need under a uniform hash, and a
+        // quarter more for the spread between lists; the allocator grows past that if it
+        // must.
+        let all =
+            sizing::expected_slabs(options.expected_entries, bucket_count, kind.per_slab()) as u64;
+        let beyond_heads = all.saturating_sub(u64::from(bucket_count));
         let initial_slabs = beyond_heads + beyond_heads / 4 + 1024;
         let alloc = SlabAlloc::new(
             stream,

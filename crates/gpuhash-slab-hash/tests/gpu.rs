@@ -2,7 +2,7 @@
 //! Run on a GPU machine with `--include-ignored` (see docs/gpu-testing.md).
 
 use std::collections::{HashMap, HashSet};
-use std::sync::OnceLock;
+use std::sync::{OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use gpuhash_core::hash::fmix32;
 use gpuhash_core::{Device, DeviceBuffer, Error, Stream};
@@ -10,6 +10,22 @@ use gpuhash_slab_hash::{
     Op, Outcome, SlabHashError, SlabHashMap, SlabHashMultiMap, SlabHashOptions, SlabHashSet,
 };
 use quickcheck::{QuickCheck, TestResult};
+
+/// Tests that fill the device's memory on purpose take this for writing; the others for
+/// reading, so that none of them runs out of memory by accident while one does.
+static DEVICE_MEMORY: RwLock<()> = RwLock::new(());
+
+fn shared_memory() -> RwLockReadGuard<'static, ()> {
+    DEVICE_MEMORY
+        .read()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn all_memory() -> RwLockWriteGuard<'static, ()> {
+    DEVICE_MEMORY
+        .write()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 fn stream() -> &'static Stream {
     static STREAM: OnceLock<Stream> = OnceLock::new();
@@ -53,6 +69,7 @@ fn check_map(map: &SlabHashMap, model: &HashMap<u32, u32>) {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn map_holds_every_key_value_including_the_reserved_words() {
+    let _memory = shared_memory();
     let map = SlabHashMap::new(stream(), options(1 << 12, None)).unwrap();
     let keys = adversarial_keys();
     let values: Vec<u32> = keys.iter().map(|&k| fmix32(k)).collect();
@@ -82,6 +99,7 @@ fn map_holds_every_key_value_including_the_reserved_words() {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn duplicate_keys_in_one_batch_keep_one_of_their_values() {
+    let _memory = shared_memory();
     let map = SlabHashMap::new(stream(), options(1 << 10, None)).unwrap();
     let keys: Vec<u32> = (0..30_000).map(|i| i % 1000).collect();
     let values: Vec<u32> = (0..30_000).collect();
@@ -95,6 +113,7 @@ fn duplicate_keys_in_one_batch_keep_one_of_their_values() {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn one_bucket_holds_chains_of_many_slabs_and_flush_compacts_them() {
+    let _memory = shared_memory();
     let mut map = SlabHashMap::new(stream(), options(16, Some(1))).unwrap();
     let keys: Vec<u32> = (0..3000).map(fmix32).collect();
     map.insert(&keys, &keys).unwrap();
@@ -126,6 +145,7 @@ fn one_bucket_holds_chains_of_many_slabs_and_flush_compacts_them() {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn the_allocator_grows_under_a_batch_larger_than_the_table() {
+    let _memory = shared_memory();
     let map = SlabHashMap::new(stream(), options(1000, Some(64))).unwrap();
     let keys: Vec<u32> = (0..1_000_000).map(fmix32).collect();
     map.insert(&keys, &keys).unwrap();
@@ -137,6 +157,7 @@ fn the_allocator_grows_under_a_batch_larger_than_the_table() {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn mismatched_lengths_are_refused_and_change_nothing() {
+    let _memory = shared_memory();
     let map = SlabHashMap::new(stream(), options(100, None)).unwrap();
     map.insert(&[1, 2], &[10, 20]).unwrap();
     let refused = map.insert(&[3, 4, 5], &[30]);
@@ -156,6 +177,7 @@ fn mismatched_lengths_are_refused_and_change_nothing() {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn running_out_of_device_memory_names_the_inserts_that_did_not_go_in() {
+    let _memory = all_memory();
     let s = stream();
     let map = SlabHashMap::new(s, options(1000, Some(1 << 16))).unwrap();
     map.insert(&[1, 2, 3], &[1, 2, 3]).unwrap();
@@ -234,6 +256,7 @@ fn map_batches_match_the_model(steps: Vec<(u8, Vec<u16>)>, buckets: u8) -> TestR
 #[test]
 #[ignore = "needs a CUDA device"]
 fn map_follows_a_hash_map_through_random_batches() {
+    let _memory = shared_memory();
     QuickCheck::new()
         .tests(60)
         .quickcheck(map_batches_match_the_model as fn(Vec<(u8, Vec<u16>)>, u8) -> TestResult);
@@ -242,6 +265,7 @@ fn map_follows_a_hash_map_through_random_batches() {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn a_mixed_batch_answers_each_operation_in_one_launch() {
+    let _memory = shared_memory();
     let map = SlabHashMap::new(stream(), options(1 << 16, None)).unwrap();
     let present: Vec<u32> = (0..20_000).map(fmix32).collect();
     map.insert(&present, &present).unwrap();
@@ -284,6 +308,7 @@ fn k_index(key: u32) -> u32 {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn threads_share_one_map_each_on_its_own_stream() {
+    let _memory = shared_memory();
     let map = SlabHashMap::new(stream(), options(1 << 18, None)).unwrap();
     std::thread::scope(|scope| {
         for t in 0..4u32 {
@@ -318,6 +343,7 @@ fn threads_share_one_map_each_on_its_own_stream() {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn set_follows_a_hash_set() {
+    let _memory = shared_memory();
     let mut set = SlabHashSet::new(stream(), options(1 << 12, Some(100))).unwrap();
     let keys = adversarial_keys();
     assert!(set.insert(&keys).unwrap().iter().all(|&new| new));
@@ -353,6 +379,7 @@ fn set_follows_a_hash_set() {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn multimap_keeps_duplicates_and_gathers_every_value() {
+    let _memory = shared_memory();
     let mut multimap = SlabHashMultiMap::new(stream(), options(1 << 14, None)).unwrap();
     // Zipf-like skew: key k appears about 1000 / (k + 1) times; the reserved words too.
     let mut keys = Vec::new();
