@@ -181,14 +181,13 @@ fn running_out_of_device_memory_names_the_inserts_that_did_not_go_in() {
     let s = stream();
     let map = SlabHashMap::new(s, options(1000, Some(1 << 16))).unwrap();
     map.insert(&[1, 2, 3], &[1, 2, 3]).unwrap();
-    let filler = DeviceBuffer::<u8>::zeroed(
-        s,
-        s.device().free_memory().unwrap().saturating_sub(96 << 20),
-    )
-    .unwrap();
     let keys: Vec<u32> = (10..4_000_010).map(fmix32).collect();
+    // Leave room for the batch's own buffers (keys, values, results, status) and 16 MiB
+    // of slabs; the 4M pairs need about 42 MiB of slabs in 2^16 buckets.
+    let room = keys.len() * 16 + (16 << 20);
+    let filler = DeviceBuffer::<u8>::zeroed(s, s.device().free_memory().unwrap().saturating_sub(room)).unwrap();
     let Err(SlabHashError::NotInserted { not_inserted, .. }) = map.insert(&keys, &keys) else {
-        panic!("4M pairs cannot fit in 96 MiB");
+        panic!("4M pairs cannot fit in 16 MiB of slabs");
     };
     assert!(!not_inserted.is_empty() && not_inserted.len() < keys.len());
     drop(filler);
