@@ -7,10 +7,15 @@
 //!
 //! ```text
 //! gpuhash-bench [--log2-n N] [--runs R]     (defaults: N = 26, R = 11)
+//! gpuhash-bench cuckoo [--log2-n N] [--runs R] [--w4-batches B]
 //! ```
+//!
+//! `cuckoo` measures DyHash (gpuhash-cuckoo) on workloads W1 and W4 instead (W4 with B
+//! batches a phase, default 16; 0 skips it).
 //!
 //! Without a usable GPU it prints one line saying why and exits with status 1.
 
+mod cuckoo;
 mod measure;
 
 use std::process::ExitCode;
@@ -23,14 +28,22 @@ use measure::{Measurement, median_ms};
 struct Options {
     log2_n: u32,
     runs: usize,
+    cuckoo: bool,
+    w4_batches: u32,
 }
 
 fn parse_options() -> std::result::Result<Options, String> {
     let mut options = Options {
         log2_n: 26,
         runs: 11,
+        cuckoo: false,
+        w4_batches: 16,
     };
-    let mut args = std::env::args().skip(1);
+    let mut args = std::env::args().skip(1).peekable();
+    if args.peek().is_some_and(|a| a == "cuckoo") {
+        options.cuckoo = true;
+        args.next();
+    }
     while let Some(flag) = args.next() {
         let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
         let number = |max: u32| match value.parse::<u32>() {
@@ -42,9 +55,12 @@ fn parse_options() -> std::result::Result<Options, String> {
         match flag.as_str() {
             "--log2-n" => options.log2_n = number(30)?,
             "--runs" => options.runs = number(1000)? as usize,
+            "--w4-batches" if options.cuckoo => {
+                options.w4_batches = if value == "0" { 0 } else { number(64)? }
+            }
             _ => {
                 return Err(format!(
-                    "unknown option {flag}; usage: gpuhash-bench [--log2-n N] [--runs R]"
+                    "unknown option {flag}; usage: gpuhash-bench [cuckoo] [--log2-n N] [--runs R] [--w4-batches B (cuckoo)]"
                 ));
             }
         }
@@ -74,6 +90,9 @@ fn run(options: &Options) -> Result<()> {
         p.multiprocessors,
         p.total_memory as f64 / f64::from(1 << 30)
     );
+    if options.cuckoo {
+        return cuckoo::run(&device, options.log2_n, options.runs, options.w4_batches);
+    }
     let stream = device.new_stream()?;
     let n = 1usize << options.log2_n;
     println!(

@@ -3,7 +3,7 @@
 use gpuhash_core::{EventTimer, Result, Stream};
 
 /// Runs not timed before the timed ones: module loading and first-touch costs stay out.
-const WARM_UP_RUNS: usize = 3;
+pub const WARM_UP_RUNS: usize = 3;
 
 /// One timed workload.
 pub struct Measurement {

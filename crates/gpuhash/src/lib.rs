@@ -6,9 +6,9 @@
 //! | crate | holds |
 //! | --- | --- |
 //! | [`core`] (`gpuhash-core`) | device, streams, buffers, kernel loading, errors, hashes, workload |
+//! | [`cuckoo`] (`gpuhash-cuckoo`, feature `cuckoo`, on by default) | DyHash: dynamic cuckoo subtables resized one at a time |
 //!
-//! The tables (slab hash, dynamic cuckoo, out-of-core swap, hyperspace) join as their
-//! crates land.
+//! The other tables (slab hash, out-of-core swap, hyperspace) join as their crates land.
 //!
 //! ```no_run
 //! use gpuhash::prelude::*;
@@ -21,8 +21,12 @@
 
 pub use gpuhash_core as core;
 pub use gpuhash_core::{Error, Result};
+#[cfg(feature = "cuckoo")]
+pub use gpuhash_cuckoo as cuckoo;
 
 /// The types most programs use.
 pub mod prelude {
     pub use gpuhash_core::{Device, DeviceBuffer, Error, EventTimer, Result, Stream};
+    #[cfg(feature = "cuckoo")]
+    pub use gpuhash_cuckoo::{CuckooOptions, CuckooTable};
 }
