@@ -36,7 +36,7 @@ impl<V: Pod> Words<V> {
     const N: usize = {
         let size = size_of::<V>();
         assert!(
-            size >= 4 && size <= 4 * GH_CUCKOO_MAX_VALUE_WORDS as usize && size % 4 == 0,
+            size >= 4 && size <= 4 * GH_CUCKOO_MAX_VALUE_WORDS as usize && size.is_multiple_of(4),
             "cuckoo table values must be 4 to 64 bytes, a multiple of 4"
         );
         size / 4
