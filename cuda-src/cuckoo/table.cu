@@ -39,51 +39,6 @@ __device__ __forceinline__ uint64_t slot_index(uint64_t bucket, uint32_t slot) {
     return bucket * Keys<K>::kSlots + slot;
 }
 
-// ---------------------------------------------------------------- find
-
-template <typename K>
-__device__ void find(const GhCuckooFindParams &p) {
-    __shared__ GhCuckooSubtable subs[kMaxSub];
-    stage_subtables(p.table, subs);
-    const Tile t = Tile::mine();
-    const uint32_t words = p.table.value_words;
-    const uint32_t d = p.table.subtables;
-    const K *keys = static_cast<const K *>(p.keys);
-    uint64_t hits = 0;
-    for (uint64_t i = tile_index(); i < p.count; i += tile_count()) {
-        const K key = keys[i];
-        bool found = false;
-        if (key == Keys<K>::kEmpty) {
-            found = __ldcg(p.table.side + GH_CUCKOO_SIDE_PRESENT) != 0;
-            if (found && p.values_out != nullptr) {
-                for (uint32_t w = t.rank; w < words; w += kTile) {
-                    p.values_out[i * words + w] = __ldcg(p.table.side + GH_CUCKOO_SIDE_VALUE + w);
-                }
-            }
-        } else {
-            for (uint32_t s = 0; s < d && !found; ++s) {
-                const GhCuckooSubtable &sub = subs[s];
-                const uint64_t bucket = bucket_of(sub, key);
-                K slice[Keys<K>::kPerLane];
-                load_slice(sub, bucket, t.rank, false, slice);
-                const uint32_t slot = first_slot<K>(t, match_bits(slice, key));
-                if (slot < Keys<K>::kSlots) {
-                    found = true;
-                    if (p.values_out != nullptr) {
-                        const uint32_t *src = sub.values + slot_index<K>(bucket, slot) * words;
-                        for (uint32_t w = t.rank; w < words; w += kTile) p.values_out[i * words + w] = src[w];
-                    }
-                }
-            }
-        }
-        if (t.rank == 0) {
-            if (p.found_out != nullptr) p.found_out[i] = found ? 1 : 0;
-            hits += found ? 1 : 0;
-        }
-    }
-    if (p.hits != nullptr) warp_add(p.hits, hits);
-}
-
 // -------------------------------------------------------------- update
 
 // Where `key` sits: subtable in *sub_out, bucket in *bucket_out; false if absent.
@@ -158,11 +113,59 @@ __device__ __forceinline__ uint32_t next_subtable(uint32_t s, uint32_t d, uint32
 }
 
 template <typename K>
-__device__ __forceinline__ uint32_t home_subtable(const GhCuckooInsertParams &p, K key) {
-    const uint32_t r = Keys<K>::choice(key, p.seed);
+__device__ __forceinline__ uint32_t home_subtable(const GhCuckooHome &home, uint32_t d, uint32_t exclude, K key) {
+    const uint32_t r = Keys<K>::choice(key, home.seed);
     uint32_t s = 0;
-    while (s + 1 < p.table.subtables && r >= p.thresholds[s]) ++s;
-    return s == p.exclude ? next_subtable(s, p.table.subtables, p.exclude) : s;
+    while (s + 1 < d && r >= home.thresholds[s]) ++s;
+    return s == exclude ? next_subtable(s, d, exclude) : s;
+}
+
+// ---------------------------------------------------------------- find
+
+template <typename K>
+__device__ void find(const GhCuckooFindParams &p) {
+    __shared__ GhCuckooSubtable subs[kMaxSub];
+    stage_subtables(p.table, subs);
+    const Tile t = Tile::mine();
+    const uint32_t words = p.table.value_words;
+    const uint32_t d = p.table.subtables;
+    const K *keys = static_cast<const K *>(p.keys);
+    uint64_t hits = 0;
+    for (uint64_t i = tile_index(); i < p.count; i += tile_count()) {
+        const K key = keys[i];
+        bool found = false;
+        if (key == Keys<K>::kEmpty) {
+            found = __ldcg(p.table.side + GH_CUCKOO_SIDE_PRESENT) != 0;
+            if (found && p.values_out != nullptr) {
+                for (uint32_t w = t.rank; w < words; w += kTile) {
+                    p.values_out[i * words + w] = __ldcg(p.table.side + GH_CUCKOO_SIDE_VALUE + w);
+                }
+            }
+        } else {
+            // The subtable the key would start in now first: most pairs rest there.
+            const uint32_t first = home_subtable(p.home, d, GH_CUCKOO_NO_EXCLUDE, key);
+            for (uint32_t j = 0; j < d && !found; ++j) {
+                const uint32_t s = j == 0 ? first : (j <= first ? j - 1 : j);
+                const GhCuckooSubtable &sub = subs[s];
+                const uint64_t bucket = bucket_of(sub, key);
+                K slice[Keys<K>::kPerLane];
+                load_slice(sub, bucket, t.rank, false, slice);
+                const uint32_t slot = first_slot<K>(t, match_bits(slice, key));
+                if (slot < Keys<K>::kSlots) {
+                    found = true;
+                    if (p.values_out != nullptr) {
+                        const uint32_t *src = sub.values + slot_index<K>(bucket, slot) * words;
+                        for (uint32_t w = t.rank; w < words; w += kTile) p.values_out[i * words + w] = src[w];
+                    }
+                }
+            }
+        }
+        if (t.rank == 0) {
+            if (p.found_out != nullptr) p.found_out[i] = found ? 1 : 0;
+            hits += found ? 1 : 0;
+        }
+    }
+    if (p.hits != nullptr) warp_add(p.hits, hits);
 }
 
 template <typename K>
@@ -194,7 +197,7 @@ __device__ void insert(const GhCuckooInsertParams &p) {
                 side_write(p.table.side, value, words, nullptr);
                 active = false;
             } else {
-                sub = home_subtable(p, key);
+                sub = home_subtable(p.home, d, p.exclude, key);
             }
         }
 
@@ -235,7 +238,7 @@ __device__ void insert(const GhCuckooInsertParams &p) {
             if (!replace && !place) {
                 // Full: swap with a random resident, which moves to the next subtable.
                 const uint32_t lev = t.shfl(evictions, leader);
-                slot = gh_fmix32((uint32_t)lkey ^ (uint32_t)(lkey >> 16) ^ (lev * 0x9e3779b9u) ^ p.seed) % S;
+                slot = gh_fmix32((uint32_t)lkey ^ (uint32_t)(lkey >> 16) ^ (lev * 0x9e3779b9u) ^ p.salt) % S;
             }
             const K resident = t.shfl(pick(slice, slot % Keys<K>::kPerLane), slot / Keys<K>::kPerLane);
             if (lead) {
@@ -267,7 +270,7 @@ __device__ void insert(const GhCuckooInsertParams &p) {
                     const uint64_t at = atomicAdd(reinterpret_cast<unsigned long long *>(p.log_count), 1ull);
                     if (at < p.log_capacity) static_cast<K *>(p.log_keys)[at] = resident;
                 }
-                __threadfence();
+                // The release store orders the leader's writes before the lock opens.
                 unlock(lock);
                 if (active && evictions > p.max_evictions) {
                     // Homeless after the eviction bound: keep the pair for the host.

@@ -83,9 +83,24 @@ impl Default for GhCuckooTable {
     }
 }
 #[repr(C)]
+#[derive(Debug, Default, Copy, Clone, PartialEq, Eq)]
+pub struct GhCuckooHome {
+    pub thresholds: [u32; 8usize],
+    pub seed: u32,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of GhCuckooHome"][::core::mem::size_of::<GhCuckooHome>() - 36usize];
+    ["Alignment of GhCuckooHome"][::core::mem::align_of::<GhCuckooHome>() - 4usize];
+    ["Offset of field: GhCuckooHome::thresholds"]
+        [::core::mem::offset_of!(GhCuckooHome, thresholds) - 0usize];
+    ["Offset of field: GhCuckooHome::seed"][::core::mem::offset_of!(GhCuckooHome, seed) - 32usize];
+};
+#[repr(C)]
 #[derive(Debug, Copy, Clone, PartialEq, Eq)]
 pub struct GhCuckooFindParams {
     pub table: GhCuckooTable,
+    pub home: GhCuckooHome,
     pub keys: *const ::core::ffi::c_void,
     pub values_out: *mut u32,
     pub found_out: *mut u8,
@@ -94,20 +109,22 @@ pub struct GhCuckooFindParams {
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of GhCuckooFindParams"][::core::mem::size_of::<GhCuckooFindParams>() - 512usize];
+    ["Size of GhCuckooFindParams"][::core::mem::size_of::<GhCuckooFindParams>() - 552usize];
     ["Alignment of GhCuckooFindParams"][::core::mem::align_of::<GhCuckooFindParams>() - 8usize];
     ["Offset of field: GhCuckooFindParams::table"]
         [::core::mem::offset_of!(GhCuckooFindParams, table) - 0usize];
+    ["Offset of field: GhCuckooFindParams::home"]
+        [::core::mem::offset_of!(GhCuckooFindParams, home) - 472usize];
     ["Offset of field: GhCuckooFindParams::keys"]
-        [::core::mem::offset_of!(GhCuckooFindParams, keys) - 472usize];
+        [::core::mem::offset_of!(GhCuckooFindParams, keys) - 512usize];
     ["Offset of field: GhCuckooFindParams::values_out"]
-        [::core::mem::offset_of!(GhCuckooFindParams, values_out) - 480usize];
+        [::core::mem::offset_of!(GhCuckooFindParams, values_out) - 520usize];
     ["Offset of field: GhCuckooFindParams::found_out"]
-        [::core::mem::offset_of!(GhCuckooFindParams, found_out) - 488usize];
+        [::core::mem::offset_of!(GhCuckooFindParams, found_out) - 528usize];
     ["Offset of field: GhCuckooFindParams::hits"]
-        [::core::mem::offset_of!(GhCuckooFindParams, hits) - 496usize];
+        [::core::mem::offset_of!(GhCuckooFindParams, hits) - 536usize];
     ["Offset of field: GhCuckooFindParams::count"]
-        [::core::mem::offset_of!(GhCuckooFindParams, count) - 504usize];
+        [::core::mem::offset_of!(GhCuckooFindParams, count) - 544usize];
 };
 impl Default for GhCuckooFindParams {
     fn default() -> Self {
@@ -168,11 +185,10 @@ pub struct GhCuckooInsertParams {
     pub log_keys: *mut ::core::ffi::c_void,
     pub log_count: *mut u64,
     pub log_capacity: u64,
-    pub thresholds: [u32; 8usize],
-    pub seed: u32,
+    pub home: GhCuckooHome,
+    pub salt: u32,
     pub max_evictions: u32,
     pub exclude: u32,
-    pub pad: u32,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
@@ -200,16 +216,14 @@ const _: () = {
         [::core::mem::offset_of!(GhCuckooInsertParams, log_count) - 536usize];
     ["Offset of field: GhCuckooInsertParams::log_capacity"]
         [::core::mem::offset_of!(GhCuckooInsertParams, log_capacity) - 544usize];
-    ["Offset of field: GhCuckooInsertParams::thresholds"]
-        [::core::mem::offset_of!(GhCuckooInsertParams, thresholds) - 552usize];
-    ["Offset of field: GhCuckooInsertParams::seed"]
-        [::core::mem::offset_of!(GhCuckooInsertParams, seed) - 584usize];
+    ["Offset of field: GhCuckooInsertParams::home"]
+        [::core::mem::offset_of!(GhCuckooInsertParams, home) - 552usize];
+    ["Offset of field: GhCuckooInsertParams::salt"]
+        [::core::mem::offset_of!(GhCuckooInsertParams, salt) - 588usize];
     ["Offset of field: GhCuckooInsertParams::max_evictions"]
-        [::core::mem::offset_of!(GhCuckooInsertParams, max_evictions) - 588usize];
+        [::core::mem::offset_of!(GhCuckooInsertParams, max_evictions) - 592usize];
     ["Offset of field: GhCuckooInsertParams::exclude"]
-        [::core::mem::offset_of!(GhCuckooInsertParams, exclude) - 592usize];
-    ["Offset of field: GhCuckooInsertParams::pad"]
-        [::core::mem::offset_of!(GhCuckooInsertParams, pad) - 596usize];
+        [::core::mem::offset_of!(GhCuckooInsertParams, exclude) - 596usize];
 };
 impl Default for GhCuckooInsertParams {
     fn default() -> Self {

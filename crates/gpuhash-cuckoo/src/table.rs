@@ -12,8 +12,8 @@ use parking_lot::{Mutex, RwLock, RwLockReadGuard};
 use crate::layouts::{
     GH_CUCKOO_MAX_SUBTABLES, GH_CUCKOO_MAX_VALUE_WORDS, GH_CUCKOO_NO_EXCLUDE, GH_CUCKOO_TILE,
     GhCuckooDedupParams, GhCuckooExportParams, GhCuckooFillParams, GhCuckooFindParams,
-    GhCuckooInsertParams, GhCuckooRemoveParams, GhCuckooResizeParams, GhCuckooSubtable,
-    GhCuckooTable, GhCuckooUpdateParams,
+    GhCuckooHome, GhCuckooInsertParams, GhCuckooRemoveParams, GhCuckooResizeParams,
+    GhCuckooSubtable, GhCuckooTable, GhCuckooUpdateParams,
 };
 use crate::policy::{self, Bounds, Resize};
 use crate::{CuckooError, CuckooKey, CuckooOptions, Result, key};
@@ -376,7 +376,8 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
         let _gate = self.gate.write();
         let d_keys = DeviceBuffer::from_host(&self.stream, keys)?;
         let d_values = DeviceBuffer::from_host(&self.stream, values)?;
-        self.insert_locked(&self.stream, &d_keys, &d_values)
+        let result = self.insert_locked(&self.stream, &d_keys, &d_values);
+        self.after_failed_insert(&self.stream, result)
     }
 
     /// The value of each key, in order; `None` for keys not held.
@@ -515,7 +516,8 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
             return Ok(());
         }
         let _gate = self.gate.write();
-        self.insert_locked(stream, keys, values)
+        let result = self.insert_locked(stream, keys, values);
+        self.after_failed_insert(stream, result)
     }
 
     /// Looks the keys up on the device: `found[i]` is 1 for held keys and `values[i]` their
@@ -579,6 +581,18 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
         table
     }
 
+    /// Where new pairs start now: the paper's `n_i / C(m_i, 2)` weights as 32-bit
+    /// thresholds, with the table's fixed choice seed.
+    fn home(&self, view: &View<'_, K>, exclude: Option<usize>) -> GhCuckooHome {
+        let buckets: Vec<u64> = view.subs.iter().map(|s| s.buckets).collect();
+        let counts = self.mirror.lock().counts.clone();
+        let weights = policy::home_weights(&buckets, &counts, K::SLOTS, exclude);
+        GhCuckooHome {
+            thresholds: policy::thresholds(&weights),
+            seed: fmix64(self.options.seed ^ 0x6a09_e667_f3bc_c909) as u32,
+        }
+    }
+
     fn find(
         &self,
         stream: &Stream,
@@ -595,6 +609,7 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
         let v = values.map(|b| b.address_mut(stream));
         let h = hits.map(|b| b.address_mut(stream));
         let params = GhCuckooFindParams {
+            home: self.home(&view, None),
             table,
             keys: k.address as *const _,
             values_out: v
@@ -664,17 +679,13 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
         if input.count == 0 {
             return Ok(());
         }
-        let (counts, seed) = {
+        let salt = {
             let mut m = self.mirror.lock();
             m.launches += 1;
-            (
-                m.counts.clone(),
-                fmix64(m.launches ^ self.options.seed) as u32,
-            )
+            fmix64(m.launches ^ self.options.seed) as u32
         };
         let view = self.view();
-        let buckets: Vec<u64> = view.subs.iter().map(|s| s.buckets).collect();
-        let weights = policy::home_weights(&buckets, &counts, K::SLOTS, exclude);
+        let home = self.home(&view, exclude);
         let mut guards = Vec::new();
         let table = Self::describe(&view, stream, &mut guards);
         let k = input.keys.address(stream);
@@ -707,11 +718,10 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
             log_keys: log.address as *mut _,
             log_count: counters.address as *mut u64,
             log_capacity,
-            thresholds: policy::thresholds(&weights),
-            seed,
+            home,
+            salt,
             max_evictions: self.options.max_evictions,
             exclude: exclude.map_or(GH_CUCKOO_NO_EXCLUDE, |e| e as u32),
-            pad: 0,
         };
         // SAFETY: table arrays held by `view` and their guards; the input buffers hold at
         // least `count` keys, values and skip flags; the failed lists hold `count` pairs
@@ -798,6 +808,18 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
                 .launch(stream, tile_shape(stream, count as u64), params)
         }?;
         Ok(())
+    }
+
+    /// An insert that failed (out of memory, say) may have grown the table before it
+    /// changed any pair; with its scratch space freed, shrink back within bounds (as far
+    /// as memory allows) and pass the error on.
+    fn after_failed_insert(&self, stream: &Stream, result: Result<()>) -> Result<()> {
+        if result.is_err() {
+            let _ = self
+                .refresh(stream)
+                .and_then(|()| self.apply_policy(stream));
+        }
+        result
     }
 
     fn insert_locked(

@@ -52,11 +52,21 @@ typedef struct GhCuckooTable {
     uint32_t value_words;
 } GhCuckooTable;
 
-/* Looks up keys[i] for i < count. found_out[i] = 1 when present (may be null),
+/* Where a new pair starts: the first subtable t with choice(key) < thresholds[t],
+ * choice a 32-bit hash of the key and `seed` (fixed for a table, so a lookup can
+ * probe first the subtable a pair would start in now); thresholds are cumulative,
+ * the last 2^32 - 1. */
+typedef struct GhCuckooHome {
+    uint32_t thresholds[GH_CUCKOO_MAX_SUBTABLES];
+    uint32_t seed;
+} GhCuckooHome;
+
+/* Looks up keys[i] for i < count, probing first the subtable `home` names. found_out[i] = 1 when present (may be null),
  * values_out[i * value_words ...] = its value when present (may be null, else
  * left unwritten for misses); *hits (may be null) gains the number found. */
 typedef struct GhCuckooFindParams {
     GhCuckooTable table;
+    GhCuckooHome home;
     const void *keys;
     uint32_t *values_out;
     uint8_t *found_out;
@@ -98,14 +108,13 @@ typedef struct GhCuckooInsertParams {
     void *log_keys;
     uint64_t *log_count;
     uint64_t log_capacity;
-    /* Home subtable of a new pair: the first t with choice(key) < thresholds[t],
-     * choice uniform over 32 bits; thresholds are cumulative, the last 2^32 - 1. */
-    uint32_t thresholds[GH_CUCKOO_MAX_SUBTABLES];
-    uint32_t seed;
+    /* Home subtable of a new pair. */
+    GhCuckooHome home;
+    /* Varies the random choice of the pair a full bucket gives up, launch to launch. */
+    uint32_t salt;
     uint32_t max_evictions;
     /* Subtable that takes no pairs (downsizing residuals), or GH_CUCKOO_NO_EXCLUDE. */
     uint32_t exclude;
-    uint32_t pad;
 } GhCuckooInsertParams;
 
 /* Removes keys[i] for i < count (skip as for insert). With all_copies, every
