@@ -208,6 +208,9 @@ pub struct CuckooTable<K: CuckooKey, V: Pod> {
     subtables: Vec<RwLock<Subtable<K>>>,
     shared: RwLock<Shared>,
     mirror: Mutex<Mirror>,
+    /// The scratch space of the largest insert batch so far (its failed lists and
+    /// evicted-key log), kept for the next batches so that they do not allocate.
+    scratch: Mutex<Option<Scratch<K, V>>>,
     values: PhantomData<V>,
 }
 
@@ -280,6 +283,7 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
             gate: RwLock::new(()),
             subtables,
             shared: RwLock::new(Shared { counts, side }),
+            scratch: Mutex::new(None),
             values: PhantomData,
         })
     }
@@ -831,7 +835,11 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
         let n = keys.len();
         let len_before = self.mirror.lock().len();
         // Everything the batch needs is allocated before anything changes.
-        let mut scratch = Scratch::<K, V>::new(stream, n, n)?;
+        let mut scratch = match self.scratch.lock().take() {
+            Some(cached) if cached.log.len() >= n => cached,
+            _ => Scratch::<K, V>::new(stream, n, n)?,
+        };
+        scratch.reset(stream)?;
         let mut found = None;
         let mut old_values = None;
         let mut existing = 0u64;
@@ -888,6 +896,7 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
             }
         }
         self.refresh(stream)?;
+        *self.scratch.lock() = Some(scratch);
         self.apply_policy(stream)
     }
 
