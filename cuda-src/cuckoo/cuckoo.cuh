@@ -166,6 +166,10 @@ __device__ __forceinline__ uint32_t first_slot(const Tile &t, uint32_t bits) {
     return lane * Keys<K>::kPerLane + (__ffs(lane_bits) - 1);
 }
 
+__device__ __forceinline__ void prefetch_l2(const void *address) {
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(address));
+}
+
 __device__ __forceinline__ bool try_lock(uint32_t *lock) {
     uint32_t old;
     asm volatile("atom.acquire.gpu.global.cas.b32 %0, [%1], %2, %3;"
@@ -181,13 +185,14 @@ __device__ __forceinline__ void unlock(uint32_t *lock) {
 
 // Writes the reserved key's value into the side slot, under the slot's lock;
 // saves the value it replaces in `old` (when not null and one was present).
-__device__ __forceinline__ void side_write(uint32_t *side, const uint32_t (&value)[kMaxWords], uint32_t words,
+template <uint32_t MaxW>
+__device__ __forceinline__ void side_write(uint32_t *side, const uint32_t (&value)[MaxW], uint32_t words,
                                            uint32_t *old) {
     while (!try_lock(side + GH_CUCKOO_SIDE_LOCK)) {
     }
     bool present = __ldcg(side + GH_CUCKOO_SIDE_PRESENT) != 0;
 #pragma unroll
-    for (uint32_t w = 0; w < kMaxWords; ++w) {
+    for (uint32_t w = 0; w < MaxW; ++w) {
         if (w < words) {
             if (old != nullptr && present) old[w] = __ldcg(side + GH_CUCKOO_SIDE_VALUE + w);
             side[GH_CUCKOO_SIDE_VALUE + w] = value[w];

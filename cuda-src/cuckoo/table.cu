@@ -131,8 +131,22 @@ __device__ void find(const GhCuckooFindParams &p) {
     const uint32_t d = p.table.subtables;
     const K *keys = static_cast<const K *>(p.keys);
     uint64_t hits = 0;
-    for (uint64_t i = tile_index(); i < p.count; i += tile_count()) {
-        const K key = keys[i];
+    const uint64_t chunks = (p.count + kTile - 1) / kTile;
+    for (uint64_t c = tile_index(); c < chunks; c += tile_count()) {
+        // Each lane takes one key of the chunk and prefetches its likeliest bucket into
+        // L2, so that the tile's turns below find their first line close by.
+        const uint64_t mine = c * kTile + t.rank;
+        const K my_key = mine < p.count ? keys[mine] : Keys<K>::kEmpty;
+        if (my_key != Keys<K>::kEmpty) {
+            const GhCuckooSubtable &sub = subs[home_subtable(p.home, d, GH_CUCKOO_NO_EXCLUDE, my_key)];
+            prefetch_l2(static_cast<const char *>(sub.keys) + bucket_of(sub, my_key) * GH_CUCKOO_BUCKET_BYTES);
+        }
+        const uint64_t left = p.count - c * kTile;
+        const uint32_t turns = left < kTile ? (uint32_t)left : kTile;
+        uint32_t my_found = 0;
+        for (uint32_t q = 0; q < turns; ++q) {
+        const uint64_t i = c * kTile + q;
+        const K key = t.shfl(my_key, q);
         bool found = false;
         if (key == Keys<K>::kEmpty) {
             found = __ldcg(p.table.side + GH_CUCKOO_SIDE_PRESENT) != 0;
@@ -160,15 +174,19 @@ __device__ void find(const GhCuckooFindParams &p) {
                 }
             }
         }
-        if (t.rank == 0) {
-            if (p.found_out != nullptr) p.found_out[i] = found ? 1 : 0;
-            hits += found ? 1 : 0;
+        if (t.rank == q) my_found = found ? 1 : 0;
+        }
+        if (t.rank < turns) {
+            if (p.found_out != nullptr) p.found_out[mine] = (uint8_t)my_found;
+            hits += my_found;
         }
     }
     if (p.hits != nullptr) warp_add(p.hits, hits);
 }
 
-template <typename K>
+// MaxW: most value words a lane carries; 1 for the common 4-byte values, which
+// saves registers and raises occupancy.
+template <typename K, uint32_t MaxW>
 __device__ void insert(const GhCuckooInsertParams &p) {
     __shared__ GhCuckooSubtable subs[kMaxSub];
     __shared__ BlockCounts counts;
@@ -186,11 +204,11 @@ __device__ void insert(const GhCuckooInsertParams &p) {
         const uint64_t i = c * kTile + t.rank;
         bool active = i < p.count && (p.skip == nullptr || p.skip[i] == 0);
         K key = Keys<K>::kEmpty;
-        uint32_t value[kMaxWords];
+        uint32_t value[MaxW];
         uint32_t sub = 0;
         uint32_t evictions = 0;
 #pragma unroll
-        for (uint32_t w = 0; w < kMaxWords; ++w) value[w] = (active && w < words) ? p.values[i * words + w] : 0u;
+        for (uint32_t w = 0; w < MaxW; ++w) value[w] = (active && w < words) ? p.values[i * words + w] : 0u;
         if (active) {
             key = keys[i];
             if (key == Keys<K>::kEmpty) {
@@ -198,6 +216,10 @@ __device__ void insert(const GhCuckooInsertParams &p) {
                 active = false;
             } else {
                 sub = home_subtable(p.home, d, p.exclude, key);
+                // Bring the bucket and its lock into L2 while the tile serves other lanes.
+                const uint64_t bucket = bucket_of(subs[sub], key);
+                prefetch_l2(static_cast<const char *>(subs[sub].keys) + bucket * GH_CUCKOO_BUCKET_BYTES);
+                prefetch_l2(subs[sub].locks + bucket);
             }
         }
 
@@ -246,7 +268,7 @@ __device__ void insert(const GhCuckooInsertParams &p) {
                 uint32_t *vslot = st.values + slot_index<K>(bucket, slot) * words;
                 if (replace || place) {
 #pragma unroll
-                    for (uint32_t w = 0; w < kMaxWords; ++w) {
+                    for (uint32_t w = 0; w < MaxW; ++w) {
                         if (w < words) vslot[w] = value[w];
                     }
                     if (place) {
@@ -256,7 +278,7 @@ __device__ void insert(const GhCuckooInsertParams &p) {
                     active = false;
                 } else {
 #pragma unroll
-                    for (uint32_t w = 0; w < kMaxWords; ++w) {
+                    for (uint32_t w = 0; w < MaxW; ++w) {
                         if (w < words) {
                             const uint32_t old = __ldcg(vslot + w);
                             vslot[w] = value[w];
@@ -277,7 +299,7 @@ __device__ void insert(const GhCuckooInsertParams &p) {
                     const uint64_t at = atomicAdd(reinterpret_cast<unsigned long long *>(p.failed_count), 1ull);
                     static_cast<K *>(p.failed_keys)[at] = key;
 #pragma unroll
-                    for (uint32_t w = 0; w < kMaxWords; ++w) {
+                    for (uint32_t w = 0; w < MaxW; ++w) {
                         if (w < words) p.failed_values[at * words + w] = value[w];
                     }
                     active = false;
@@ -462,7 +484,10 @@ __device__ void export_pairs(const GhCuckooExportParams &p) {
 #define GH_CUCKOO_KERNELS(K, suffix)                                                                      \
     extern "C" __global__ void gh_cuckoo_find_##suffix(GhCuckooFindParams p) { gh_cuckoo::find<K>(p); }     \
     extern "C" __global__ void gh_cuckoo_update_##suffix(GhCuckooUpdateParams p) { gh_cuckoo::update<K>(p); } \
-    extern "C" __global__ void gh_cuckoo_insert_##suffix(GhCuckooInsertParams p) { gh_cuckoo::insert<K>(p); } \
+    extern "C" __global__ void gh_cuckoo_insert_##suffix(GhCuckooInsertParams p) {                         \
+        gh_cuckoo::insert<K, GH_CUCKOO_MAX_VALUE_WORDS>(p);                                               \
+    }                                                                                                     \
+    extern "C" __global__ void gh_cuckoo_insert1_##suffix(GhCuckooInsertParams p) { gh_cuckoo::insert<K, 1>(p); } \
     extern "C" __global__ void gh_cuckoo_remove_##suffix(GhCuckooRemoveParams p) { gh_cuckoo::remove<K>(p); } \
     extern "C" __global__ void gh_cuckoo_dedup_##suffix(GhCuckooDedupParams p) { gh_cuckoo::dedup<K>(p); }    \
     extern "C" __global__ void gh_cuckoo_resize_##suffix(GhCuckooResizeParams p) { gh_cuckoo::resize<K>(p); } \

@@ -39,6 +39,8 @@ pub struct KeyKernels {
     pub(crate) find: Kernel<GhCuckooFindParams>,
     pub(crate) update: Kernel<GhCuckooUpdateParams>,
     pub(crate) insert: Kernel<GhCuckooInsertParams>,
+    /// The insert kernel for one-word values, which needs fewer registers.
+    pub(crate) insert1: Kernel<GhCuckooInsertParams>,
     pub(crate) remove: Kernel<GhCuckooRemoveParams>,
     pub(crate) dedup: Kernel<GhCuckooDedupParams>,
     pub(crate) resize: Kernel<GhCuckooResizeParams>,
@@ -51,6 +53,7 @@ macro_rules! key_kernels {
             find: Kernel::new(&TABLE_IMAGE, concat!("gh_cuckoo_find_", $suffix)),
             update: Kernel::new(&TABLE_IMAGE, concat!("gh_cuckoo_update_", $suffix)),
             insert: Kernel::new(&TABLE_IMAGE, concat!("gh_cuckoo_insert_", $suffix)),
+            insert1: Kernel::new(&TABLE_IMAGE, concat!("gh_cuckoo_insert1_", $suffix)),
             remove: Kernel::new(&TABLE_IMAGE, concat!("gh_cuckoo_remove_", $suffix)),
             dedup: Kernel::new(&TABLE_IMAGE, concat!("gh_cuckoo_dedup_", $suffix)),
             resize: Kernel::new(&TABLE_IMAGE, concat!("gh_cuckoo_resize_", $suffix)),

@@ -731,11 +731,13 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
         // least `count` keys, values and skip flags; the failed lists hold `count` pairs
         // (asserted) and each input adds at most one; the log is written below its
         // capacity only; the counters buffer holds 4 u64. Every guard outlives the launch.
-        unsafe {
-            K::kernels()
-                .insert
-                .launch(stream, tile_shape(stream, input.count as u64), params)
-        }?;
+        let kernels = K::kernels();
+        let kernel = if Self::WORDS == 1 {
+            &kernels.insert1
+        } else {
+            &kernels.insert
+        };
+        unsafe { kernel.launch(stream, tile_shape(stream, input.count as u64), params) }?;
         Ok(())
     }
 
