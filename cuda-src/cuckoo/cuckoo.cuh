@@ -15,7 +15,7 @@ constexpr uint32_t kMaxWords = GH_CUCKOO_MAX_VALUE_WORDS;
 template <typename K>
 struct Keys;
 
-// u32 keys: 32 keys a bucket, 4 a lane.
+// u32 keys: 32 keys a bucket, 128 / GH_CUCKOO_TILE bytes of them a lane.
 template <>
 struct Keys<uint32_t> {
     static constexpr uint32_t kSlots = GH_CUCKOO_BUCKET_BYTES / 4;
@@ -33,11 +33,12 @@ struct Keys<uint32_t> {
         return gh_fmix32(gh_fmix32(key) ^ seed);
     }
 
-    __device__ static __forceinline__ void unpack(uint4 raw, uint32_t (&out)[kPerLane]) {
-        out[0] = raw.x;
-        out[1] = raw.y;
-        out[2] = raw.z;
-        out[3] = raw.w;
+    // Keys j * 4 .. j * 4 + 3 of a lane's slice from its j-th 16-byte load.
+    __device__ static __forceinline__ void unpack(uint4 raw, uint32_t j, uint32_t (&out)[kPerLane]) {
+        out[4 * j] = raw.x;
+        out[4 * j + 1] = raw.y;
+        out[4 * j + 2] = raw.z;
+        out[4 * j + 3] = raw.w;
     }
 
     __device__ static __forceinline__ uint32_t cas(uint32_t *slot, uint32_t expected, uint32_t value) {
@@ -45,7 +46,7 @@ struct Keys<uint32_t> {
     }
 };
 
-// u64 keys: 16 keys a bucket (still one 128-byte line a probe), 2 a lane.
+// u64 keys: 16 keys a bucket (still one 128-byte line a probe).
 template <>
 struct Keys<uint64_t> {
     static constexpr uint32_t kSlots = GH_CUCKOO_BUCKET_BYTES / 8;
@@ -67,9 +68,9 @@ struct Keys<uint64_t> {
         return (uint32_t)gh_fmix64(gh_fmix64(key) ^ seed);
     }
 
-    __device__ static __forceinline__ void unpack(uint4 raw, uint64_t (&out)[kPerLane]) {
-        out[0] = ((uint64_t)raw.y << 32) | raw.x;
-        out[1] = ((uint64_t)raw.w << 32) | raw.z;
+    __device__ static __forceinline__ void unpack(uint4 raw, uint32_t j, uint64_t (&out)[kPerLane]) {
+        out[2 * j] = ((uint64_t)raw.y << 32) | raw.x;
+        out[2 * j + 1] = ((uint64_t)raw.w << 32) | raw.z;
     }
 
     __device__ static __forceinline__ uint64_t cas(uint64_t *slot, uint64_t expected, uint64_t value) {
@@ -124,15 +125,20 @@ __device__ __forceinline__ uint64_t tile_count() {
     return (uint64_t)gridDim.x * blockDim.x / kTile;
 }
 
-// The lane's 16 bytes of a bucket. `coherent` reads bypass L1, for buckets
+// The lane's 128 / GH_CUCKOO_TILE bytes of a bucket. `coherent` reads bypass L1, for buckets
 // that other warps change while this kernel runs (under bucket locks).
 template <typename K>
 __device__ __forceinline__ void load_slice(const GhCuckooSubtable &s, uint64_t bucket, uint32_t rank,
                                            bool coherent, K (&out)[Keys<K>::kPerLane]) {
+    constexpr uint32_t kLoads = Keys<K>::kPerLane * sizeof(K) / 16;
     const uint4 *line = reinterpret_cast<const uint4 *>(
-        static_cast<const char *>(s.keys) + bucket * GH_CUCKOO_BUCKET_BYTES);
-    uint4 raw = coherent ? __ldcg(line + rank) : __ldg(line + rank);
-    Keys<K>::unpack(raw, out);
+                            static_cast<const char *>(s.keys) + bucket * GH_CUCKOO_BUCKET_BYTES) +
+                        rank * kLoads;
+    uint4 raw[kLoads];
+#pragma unroll
+    for (uint32_t j = 0; j < kLoads; ++j) raw[j] = coherent ? __ldcg(line + j) : __ldg(line + j);
+#pragma unroll
+    for (uint32_t j = 0; j < kLoads; ++j) Keys<K>::unpack(raw[j], j, out);
 }
 
 // Bit j set when the lane's key j equals `key`.

@@ -10,8 +10,9 @@
 #define GH_CUCKOO_MAX_SUBTABLES 8u
 /* Most 4-byte words a value may take (64 bytes). */
 #define GH_CUCKOO_MAX_VALUE_WORDS 16u
-/* Lanes that read one 128-byte bucket together, 16 bytes a lane. */
-#define GH_CUCKOO_TILE 8u
+/* Lanes that read one 128-byte bucket together, 32 bytes a lane: a warp serves
+ * eight buckets at a time. */
+#define GH_CUCKOO_TILE 4u
 /* Bytes of the keys of one bucket: one cache line. */
 #define GH_CUCKOO_BUCKET_BYTES 128u
 /* `exclude` value meaning every subtable may take pairs. */
