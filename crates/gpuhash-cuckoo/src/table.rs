@@ -727,16 +727,16 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
             max_evictions: self.options.max_evictions,
             exclude: exclude.map_or(GH_CUCKOO_NO_EXCLUDE, |e| e as u32),
         };
-        // SAFETY: table arrays held by `view` and their guards; the input buffers hold at
-        // least `count` keys, values and skip flags; the failed lists hold `count` pairs
-        // (asserted) and each input adds at most one; the log is written below its
-        // capacity only; the counters buffer holds 4 u64. Every guard outlives the launch.
         let kernels = K::kernels();
         let kernel = if Self::WORDS == 1 {
             &kernels.insert1
         } else {
             &kernels.insert
         };
+        // SAFETY: table arrays held by `view` and their guards; the input buffers hold at
+        // least `count` keys, values and skip flags; the failed lists hold `count` pairs
+        // (asserted) and each input adds at most one; the log is written below its
+        // capacity only; the counters buffer holds 4 u64. Every guard outlives the launch.
         unsafe { kernel.launch(stream, tile_shape(stream, input.count as u64), params) }?;
         Ok(())
     }
