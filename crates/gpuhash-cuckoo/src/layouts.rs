@@ -5,7 +5,7 @@
 
 pub const GH_CUCKOO_MAX_SUBTABLES: u32 = 8;
 pub const GH_CUCKOO_MAX_VALUE_WORDS: u32 = 16;
-pub const GH_CUCKOO_TILE: u32 = 4;
+pub const GH_CUCKOO_TILE: u32 = 2;
 pub const GH_CUCKOO_BUCKET_BYTES: u32 = 128;
 pub const GH_CUCKOO_NO_EXCLUDE: u32 = 4294967295;
 pub const GH_CUCKOO_SIDE_PRESENT: u32 = 0;

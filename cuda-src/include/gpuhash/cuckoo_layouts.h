@@ -12,7 +12,7 @@
 #define GH_CUCKOO_MAX_VALUE_WORDS 16u
 /* Lanes that read one 128-byte bucket together, 32 bytes a lane: a warp serves
  * eight buckets at a time. */
-#define GH_CUCKOO_TILE 4u
+#define GH_CUCKOO_TILE 2u
 /* Bytes of the keys of one bucket: one cache line. */
 #define GH_CUCKOO_BUCKET_BYTES 128u
 /* `exclude` value meaning every subtable may take pairs. */
