@@ -14,11 +14,14 @@
 //!   `H_i(k) = (a_i * mix(k) + b_i) mod p` (universal, after the fmix bijection so that
 //!   keys equal in many bits still spread). `H_i` does not depend on the size, so doubling
 //!   a subtable sends bucket `loc` to `loc` or `loc + |h_i|` and halving merges them back.
-//! - **Inserts by voter coordination**: a tile of 8 lanes (which reads one bucket with
-//!   16-byte loads) votes a leader among its lanes with pending pairs; the leader locks
-//!   its bucket with one atomic; the tile replaces an equal key's value, fills an empty
-//!   slot, or swaps the pair with a random resident, which moves on to the next subtable.
-//!   When the lock is taken the tile re-votes instead of spinning. A pair still homeless
+//! - **Inserts by voter coordination**: the paper's warp becomes a *tile* of
+//!   `GH_CUCKOO_TILE` = 2 lanes that read one 128-byte bucket together (64 bytes a lane),
+//!   so a warp serves 16 buckets at once (tiles of 8 and 4 measured slower). A tile votes
+//!   a leader among its lanes with pending pairs; the leader locks its bucket with one
+//!   atomic; the tile replaces an equal key's value, fills an empty slot, or swaps the
+//!   pair with a random resident, which moves on to the next subtable. When the lock is
+//!   taken the tile re-votes instead of spinning. Lookups probe first the subtable a new
+//!   pair with that key would start in now, then the others. A pair still homeless
 //!   after `max_evictions` swaps is set aside on the device (flag and compacted list); the
 //!   table upsizes and retries it, so nothing is lost.
 //! - **Resizing** (host policy in [`policy`], pure and CPU-tested): above `beta` the
