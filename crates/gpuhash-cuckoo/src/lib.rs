@@ -33,6 +33,34 @@
 //! - **Every key is usable**: the all-ones key marks empty slots on the device, so its
 //!   pair lives in a side slot of its own.
 //!
+//! ## What an insert batch does
+//!
+//! 1. If the table holds pairs: a lookup of every key (which are held already, and their
+//!    values, kept for undoing the batch). Nothing changes yet.
+//! 2. Upsizes until the held pairs plus the new keys fit below `beta`. Running out of
+//!    memory here, or for the batch's scratch space, leaves the table as it was.
+//! 3. Held keys get their new value under their bucket's lock (of equal keys in the batch,
+//!    one whole value wins); new keys go in by voter coordination. A new pair starts in a
+//!    subtable chosen by a hash of its key and the paper's weights, so equal keys of one
+//!    batch meet in one bucket, where the second finds the first and replaces its value.
+//! 4. The one way a key of the batch can end up twice: its first copy was swapped out of
+//!    its bucket before the second arrived. Every swapped-out key is logged on the device,
+//!    and a cleanup kernel keeps only the copy in the lowest subtable of each.
+//! 5. Pairs homeless after the eviction bound: the smallest subtable doubles and they are
+//!    retried. If that upsize runs out of memory, the batch is undone (new keys removed,
+//!    old values and homeless old pairs put back) and the call returns
+//!    [`gpuhash_core::Error::OutOfDeviceMemory`].
+//! 6. The fill factor is brought within `[alpha, beta]`.
+//!
+//! ## Concurrency
+//!
+//! Batch calls take `&self`; the table is `Send + Sync`. Reading batches run concurrently
+//! from any number of threads. Writing batches run one at a time and exclude readers (a
+//! reader could otherwise miss a pair that an insert is moving). Each subtable has a lock
+//! of its own, and a resize takes the write lock of the one subtable it rebuilds only; on
+//! the device, an upsize touches that subtable alone, and a downsize that subtable plus
+//! bucket-locked inserts of its residuals into the others.
+//!
 //! ## Example
 //!
 //! ```no_run

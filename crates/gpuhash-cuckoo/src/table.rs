@@ -200,6 +200,11 @@ struct Input<'a, K, V> {
 /// cuckoo insert moves pairs between subtables and a concurrent reader could miss a pair
 /// in flight. Each subtable sits behind a lock of its own: a resize takes the write lock
 /// of the one subtable it rebuilds, kernels take read locks.
+///
+/// Device memory: the subtables' keys, values and one lock word per bucket, plus the
+/// scratch space of the largest insert batch so far (two lists for homeless pairs and a
+/// log of evicted keys, about `3 * batch * (size_of::<K>() + size_of::<V>())` bytes),
+/// kept so that later batches need not allocate.
 pub struct CuckooTable<K: CuckooKey, V: Pod> {
     device: Device,
     stream: Stream,
@@ -1205,7 +1210,22 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
                 skip: None,
             };
             self.insert_launch(stream, &input, scratch, 0, exclude)?;
-            self.settle(stream, scratch, None, false)?;
+            if let Err(e) = self.settle(stream, scratch, None, false) {
+                // The residuals left homeless are no longer in the table: whatever went
+                // wrong (running out of memory for the upsize that would make room), the
+                // error names them rather than passing as a mere lack of memory.
+                self.refresh(stream)?;
+                return Err(match e {
+                    CuckooError::Core(Error::OutOfDeviceMemory) => {
+                        let failed = scratch.counters(stream)?[1] as usize;
+                        let keys = scratch.failed_keys[scratch.current].to_host(stream)?;
+                        CuckooError::NotInserted {
+                            keys: keys[..failed].iter().map(|k| k.widen()).collect(),
+                        }
+                    }
+                    other => other,
+                });
+            }
         }
         self.refresh(stream)
     }
