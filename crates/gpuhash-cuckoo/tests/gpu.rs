@@ -2,7 +2,7 @@
 //! Run on a GPU machine with `--include-ignored` (see docs/gpu-testing.md).
 
 use std::collections::HashMap;
-use std::sync::OnceLock;
+use std::sync::{OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use gpuhash_core::workload::{self, KeySet};
 use gpuhash_core::{Device, DeviceBuffer, Error};
@@ -12,6 +12,17 @@ use quickcheck::{Arbitrary, Gen, QuickCheck, TestResult};
 fn device() -> &'static Device {
     static DEVICE: OnceLock<Device> = OnceLock::new();
     DEVICE.get_or_init(|| Device::default().expect("these tests need a CUDA device"))
+}
+
+/// Tests run in parallel; the one that takes nearly all device memory runs alone.
+static MEMORY: RwLock<()> = RwLock::new(());
+
+fn shared_memory() -> RwLockReadGuard<'static, ()> {
+    MEMORY.read().unwrap_or_else(|e| e.into_inner())
+}
+
+fn all_memory() -> RwLockWriteGuard<'static, ()> {
+    MEMORY.write().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A table that starts as small as it can (one bucket a subtable), so that a few
@@ -217,6 +228,7 @@ fn sequences_match_the_model_rehashing_everything(batches: Vec<Batch>) -> TestRe
 #[test]
 #[ignore = "needs a CUDA device"]
 fn random_batch_sequences_match_a_hashmap() {
+    let _memory = shared_memory();
     QuickCheck::new()
         .tests(40)
         .rng(Gen::new(40))
@@ -226,6 +238,7 @@ fn random_batch_sequences_match_a_hashmap() {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn random_batch_sequences_match_a_hashmap_in_rehash_everything_mode() {
+    let _memory = shared_memory();
     QuickCheck::new()
         .tests(15)
         .rng(Gen::new(30))
@@ -235,6 +248,7 @@ fn random_batch_sequences_match_a_hashmap_in_rehash_everything_mode() {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn fill_crosses_both_bounds_many_times() {
+    let _memory = shared_memory();
     // Grow to 200k pairs and shrink back to 1k, three times, checking after every batch.
     let table = CuckooTable::<u32, u32>::new(device(), small_options()).unwrap();
     let mut model = HashMap::new();
@@ -263,6 +277,7 @@ fn fill_crosses_both_bounds_many_times() {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn wide_values_round_trip() {
+    let _memory = shared_memory();
     let table = CuckooTable::<u64, [u32; 16]>::new(device(), small_options()).unwrap();
     let mut model = HashMap::new();
     let keys: Vec<u64> = (0..50_000u64)
@@ -304,6 +319,7 @@ fn wide_values_round_trip() {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn duplicate_keys_in_one_batch_store_one_value() {
+    let _memory = shared_memory();
     let table = CuckooTable::<u32, [u32; 4]>::new(device(), small_options()).unwrap();
     // 200k inserts of 1000 keys, each key 200 times with distinct values, in one batch,
     // into an empty table (no pass 1) and then again into a full one (pass 1 updates).
@@ -333,6 +349,7 @@ fn duplicate_keys_in_one_batch_store_one_value() {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn adversarial_keys() {
+    let _memory = shared_memory();
     let table = CuckooTable::<u32, u32>::new(device(), small_options()).unwrap();
     let mut model = HashMap::new();
     // Empty batches change nothing.
@@ -386,6 +403,7 @@ fn adversarial_keys() {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn u64_keys_match_the_model() {
+    let _memory = shared_memory();
     let table = CuckooTable::<u64, u64>::new(device(), small_options()).unwrap();
     let mut model = HashMap::new();
     let p = (1u64 << 61) - 1;
@@ -407,6 +425,7 @@ fn u64_keys_match_the_model() {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn mismatched_lengths_change_nothing() {
+    let _memory = shared_memory();
     let table = CuckooTable::<u32, u32>::new(device(), small_options()).unwrap();
     table.insert(&[1, 2, 3], &[1, 2, 3]).unwrap();
     let err = table.insert(&[4, 5], &[4]).unwrap_err();
@@ -421,6 +440,7 @@ fn mismatched_lengths_change_nothing() {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn running_out_of_device_memory_leaves_the_table_as_it_was() {
+    let _memory = all_memory();
     let dev = device();
     let stream = dev.new_stream().unwrap();
     let table = CuckooTable::<u32, [u32; 16]>::new(dev, small_options()).unwrap();
@@ -450,6 +470,7 @@ fn running_out_of_device_memory_leaves_the_table_as_it_was() {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn device_buffer_forms_agree_with_host_forms() {
+    let _memory = shared_memory();
     let dev = device();
     let stream = dev.new_stream().unwrap();
     let options = CuckooOptions {
@@ -486,6 +507,7 @@ fn device_buffer_forms_agree_with_host_forms() {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn high_load_builds_place_every_pair() {
+    let _memory = shared_memory();
     // Tables sized for loads 0.9 and 0.95 (beta raised so they stay that full).
     for load in [0.9, 0.95] {
         let n = 1u32 << 22;
@@ -515,6 +537,7 @@ fn high_load_builds_place_every_pair() {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn readers_on_many_threads_share_the_table() {
+    let _memory = shared_memory();
     let table = CuckooTable::<u32, u32>::with_capacity(device(), 1 << 16).unwrap();
     let (keys, values) = workload::host_pairs(KeySet::Hits, 0, 100_000);
     table.insert(&keys, &values).unwrap();
@@ -546,6 +569,7 @@ fn readers_on_many_threads_share_the_table() {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn invalid_options_are_refused() {
+    let _memory = shared_memory();
     let bad = CuckooOptions {
         subtables: 9,
         ..CuckooOptions::default()
