@@ -4,7 +4,7 @@
 //! the median of the timed runs as markdown tables (M items/s; bandwidth where it counts).
 //!
 //! ```text
-//! gpuhash-bench [core] [slab-alloc] [--log2-n N] [--runs R]
+//! gpuhash-bench [core] [slab-alloc] [slab-hash] [cuckoo] [--log2-n N] [--runs R] [--w4-batches B]
 //! ```
 //!
 //! - `core`: the device's copy bandwidth and DESIGN.md's workload generator (n = 2^N
@@ -13,11 +13,14 @@
 //!   and light against device-side malloc.
 //! - `slab-hash`: W1 (build, find hit, find miss at memory utilization 0.5 and 0.9, and
 //!   memory after build and flush) and W3 (mixes G0, G1, G2 in one launch).
+//! - `cuckoo`: DyHash (gpuhash-cuckoo) on W1 at loads 0.5 to 0.95 and W4 with B batches a
+//!   phase (`--w4-batches`, default 16; 0 skips it).
 //!
 //! With no workload named, all run. Without a usable GPU it prints one line saying why and
 //! exits with status 1.
 
 mod core_bench;
+mod cuckoo;
 mod measure;
 mod slab_alloc_bench;
 mod slab_hash_bench;
@@ -29,14 +32,15 @@ use gpuhash_core::Device;
 use gpuhash_slab_alloc::{Claim, Variant};
 use measure::{Measurement, Runs};
 
-const USAGE: &str = "usage: gpuhash-bench [core] [slab-alloc] [slab-hash] [--log2-n N] [--runs R]";
-const WORKLOADS: [&str; 3] = ["core", "slab-alloc", "slab-hash"];
+const USAGE: &str = "usage: gpuhash-bench [core] [slab-alloc] [slab-hash] [cuckoo] [--log2-n N] [--runs R] [--w4-batches B]";
+const WORKLOADS: [&str; 4] = ["core", "slab-alloc", "slab-hash", "cuckoo"];
 
 /// Command-line options.
 struct Options {
     workloads: Vec<String>,
     log2_n: u32,
     runs: usize,
+    w4_batches: u32,
 }
 
 fn parse_options() -> Result<Options, String> {
@@ -44,6 +48,7 @@ fn parse_options() -> Result<Options, String> {
         workloads: Vec::new(),
         log2_n: 26,
         runs: 11,
+        w4_batches: 16,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -63,6 +68,7 @@ fn parse_options() -> Result<Options, String> {
         match arg.as_str() {
             "--log2-n" => options.log2_n = number(30)?,
             "--runs" => options.runs = number(1000)? as usize,
+            "--w4-batches" => options.w4_batches = if value == "0" { 0 } else { number(64)? },
             _ => return Err(format!("unknown argument {arg}; {USAGE}")),
         }
     }
@@ -98,7 +104,7 @@ fn run(options: &Options) -> Result<(), Box<dyn Error>> {
     let stream = device.new_stream()?;
     let n = 1usize << options.log2_n;
     let runs = Runs {
-        warm_up: 3,
+        warm_up: measure::WARM_UP_RUNS,
         timed: options.runs,
     };
     // An idle GPU runs at low clocks until it has been busy for a while: keep it busy
@@ -179,6 +185,7 @@ fn run(options: &Options) -> Result<(), Box<dyn Error>> {
                     print(slab_hash_bench::mixed(&stream, mix_n, name, shares, runs)?);
                 }
             }
+            "cuckoo" => cuckoo::run(&device, options.log2_n, options.runs, options.w4_batches)?,
             _ => unreachable!("parse_options admits only known workloads"),
         }
     }

@@ -2,6 +2,9 @@
 
 use gpuhash_core::{Error, EventTimer, Stream};
 
+/// Untimed runs before the timed ones, unless a workload says otherwise.
+pub const WARM_UP_RUNS: usize = 3;
+
 /// How often to run a workload: untimed first (module loading and first-touch costs stay
 /// out), then timed.
 #[derive(Debug, Clone, Copy)]

@@ -185,7 +185,9 @@ fn running_out_of_device_memory_names_the_inserts_that_did_not_go_in() {
     // Leave room for the batch's own buffers (keys, values, results, status) and 16 MiB
     // of slabs; the 4M pairs need about 42 MiB of slabs in 2^16 buckets.
     let room = keys.len() * 16 + (16 << 20);
-    let filler = DeviceBuffer::<u8>::zeroed(s, s.device().free_memory().unwrap().saturating_sub(room)).unwrap();
+    let filler =
+        DeviceBuffer::<u8>::zeroed(s, s.device().free_memory().unwrap().saturating_sub(room))
+            .unwrap();
     let Err(SlabHashError::NotInserted { not_inserted, .. }) = map.insert(&keys, &keys) else {
         panic!("4M pairs cannot fit in 16 MiB of slabs");
     };

@@ -6,9 +6,11 @@
 //! | crate | holds |
 //! | --- | --- |
 //! | [`core`] (`gpuhash-core`) | device, streams, buffers, kernel loading, errors, hashes, workload |
+//! | [`slab_alloc`] (`gpuhash-slab-alloc`, feature `slab-alloc`) | SlabAlloc: warp-synchronous allocator of 128-byte slabs |
+//! | [`slab_hash`] (`gpuhash-slab-hash`, feature `slab-hash`, on by default) | slab hash map, set and multimap: dynamic, fully concurrent, chained |
+//! | [`cuckoo`] (`gpuhash-cuckoo`, feature `cuckoo`, on by default) | DyHash: dynamic cuckoo subtables resized one at a time |
 //!
-//! The tables (slab hash, dynamic cuckoo, out-of-core swap, hyperspace) join as their
-//! crates land.
+//! The out-of-core swap table and the hyperspace index join as their crates land.
 //!
 //! ```no_run
 //! use gpuhash::prelude::*;
@@ -21,8 +23,18 @@
 
 pub use gpuhash_core as core;
 pub use gpuhash_core::{Error, Result};
+#[cfg(feature = "cuckoo")]
+pub use gpuhash_cuckoo as cuckoo;
+#[cfg(feature = "slab-alloc")]
+pub use gpuhash_slab_alloc as slab_alloc;
+#[cfg(feature = "slab-hash")]
+pub use gpuhash_slab_hash as slab_hash;
 
 /// The types most programs use.
 pub mod prelude {
     pub use gpuhash_core::{Device, DeviceBuffer, Error, EventTimer, Result, Stream};
+    #[cfg(feature = "cuckoo")]
+    pub use gpuhash_cuckoo::{CuckooOptions, CuckooTable};
+    #[cfg(feature = "slab-hash")]
+    pub use gpuhash_slab_hash::{SlabHashMap, SlabHashMultiMap, SlabHashOptions, SlabHashSet};
 }

@@ -1,0 +1,285 @@
+//! `gpuhash-bench cuckoo`: DyHash (gpuhash-cuckoo) on DESIGN.md's workloads W1 and W4.
+//!
+//! - W1: a table sized so that n pairs fill it to 0.5, 0.8, 0.9 and 0.95; bulk insert of
+//!   the n standard pairs into the empty table, then find all-hit and find all-miss.
+//! - W4 (seed 003's dynamic workload): batches of 1M inserts, 1M finds (hits) and r x 1M
+//!   deletes of the oldest keys, then the same batches again with inserts and deletes
+//!   swapped; the fill factor stays within [alpha, 0.9]. DyHash against the
+//!   rehash-everything baseline, with the time split into insert, find, delete, resize.
+//!
+//! Every figure is timed with CUDA events on the stream that runs the work.
+
+use gpuhash_core::workload::{self, KeySet};
+use gpuhash_core::{Device, DeviceBuffer, Error, EventTimer, Result, Stream};
+use gpuhash_cuckoo::{CuckooOptions, CuckooTable};
+
+use crate::measure::WARM_UP_RUNS;
+
+/// Loads of W1.
+const LOADS: [f64; 4] = [0.5, 0.8, 0.9, 0.95];
+
+fn cuckoo_error(e: gpuhash_cuckoo::CuckooError) -> Error {
+    e.into()
+}
+
+/// Median of `times`.
+fn median(mut times: Vec<f64>) -> f64 {
+    times.sort_by(f64::total_cmp);
+    times[times.len() / 2]
+}
+
+/// Runs W1 and W4 and prints their tables.
+pub fn run(device: &Device, log2_n: u32, runs: usize, w4_batches: u32) -> Result<()> {
+    let stream = device.new_stream()?;
+    w1(device, &stream, log2_n, runs)?;
+    if w4_batches > 0 {
+        w4(device, &stream, w4_batches)?;
+    }
+    Ok(())
+}
+
+fn w1(device: &Device, stream: &Stream, log2_n: u32, runs: usize) -> Result<()> {
+    let n = 1usize << log2_n;
+    println!(
+        "W1: n = 2^{log2_n} pairs, u32 keys and u32 values, d = 3, median of {runs} timed runs after {WARM_UP_RUNS} warm-up runs"
+    );
+    let mut keys = DeviceBuffer::<u32>::zeroed(stream, n)?;
+    let mut values = DeviceBuffer::<u32>::zeroed(stream, n)?;
+    let mut misses = DeviceBuffer::<u32>::zeroed(stream, n)?;
+    workload::generate(stream, KeySet::Hits, 0, &mut keys, Some(&mut values))?;
+    workload::generate(stream, KeySet::Misses, 0, &mut misses, None)?;
+    let mut found = DeviceBuffer::<u8>::zeroed(stream, n)?;
+    let mut out = DeviceBuffer::<u32>::zeroed(stream, n)?;
+    println!();
+    println!(
+        "| load asked | load built | buckets/subtable | insert M ops/s | find hit M ops/s | find miss M ops/s |"
+    );
+    println!("| --- | --- | --- | --- | --- | --- |");
+    for load in LOADS {
+        let buckets = (n as f64 / load / 32.0 / 3.0).ceil() as u64;
+        let options = CuckooOptions {
+            initial_buckets: Some(buckets),
+            alpha: 0.0,
+            beta: 0.99,
+            ..CuckooOptions::default()
+        };
+        let table = CuckooTable::<u32, u32>::new(device, options).map_err(cuckoo_error)?;
+        // Insert: each run starts from the empty table (clearing is not timed).
+        let mut times = Vec::new();
+        for run in 0..WARM_UP_RUNS + runs {
+            table.clear().map_err(cuckoo_error)?;
+            stream.synchronize()?;
+            let timer = EventTimer::start(stream)?;
+            table
+                .insert_device(stream, &keys, &values)
+                .map_err(cuckoo_error)?;
+            let ms = f64::from(timer.stop()?);
+            if run >= WARM_UP_RUNS {
+                times.push(ms);
+            }
+        }
+        let insert_ms = median(times);
+        if table.len() != n || table.subtable_buckets() != vec![buckets; 3] {
+            return Err(Error::InvalidInput(format!(
+                "load {load}: table holds {} pairs in {:?} buckets, expected {n} in {buckets} each",
+                table.len(),
+                table.subtable_buckets()
+            )));
+        }
+        let built = table.fill_factor();
+        let hit_ms = time_find(&table, stream, &keys, &mut found, &mut out, runs)?;
+        check_found(stream, &found, 1, "find hit")?;
+        if out.to_host(stream)? != values.to_host(stream)? {
+            return Err(Error::InvalidInput("find hit returned wrong values".into()));
+        }
+        let miss_ms = time_find(&table, stream, &misses, &mut found, &mut out, runs)?;
+        check_found(stream, &found, 0, "find miss")?;
+        let rate = |ms: f64| n as f64 / (ms / 1e3) / 1e6;
+        println!(
+            "| {load:.2} | {built:.4} | {buckets} | {:.0} | {:.0} | {:.0} |",
+            rate(insert_ms),
+            rate(hit_ms),
+            rate(miss_ms)
+        );
+    }
+    println!();
+    Ok(())
+}
+
+fn time_find(
+    table: &CuckooTable<u32, u32>,
+    stream: &Stream,
+    keys: &DeviceBuffer<u32>,
+    found: &mut DeviceBuffer<u8>,
+    out: &mut DeviceBuffer<u32>,
+    runs: usize,
+) -> Result<f64> {
+    let mut times = Vec::new();
+    for run in 0..WARM_UP_RUNS + runs {
+        let timer = EventTimer::start(stream)?;
+        table
+            .get_device(stream, keys, found, out)
+            .map_err(cuckoo_error)?;
+        let ms = f64::from(timer.stop()?);
+        if run >= WARM_UP_RUNS {
+            times.push(ms);
+        }
+    }
+    Ok(median(times))
+}
+
+fn check_found(stream: &Stream, found: &DeviceBuffer<u8>, want: u8, what: &str) -> Result<()> {
+    if found.to_host(stream)?.iter().any(|&f| f != want) {
+        return Err(Error::InvalidInput(format!("{what}: wrong found flags")));
+    }
+    Ok(())
+}
+
+/// Milliseconds of one W4 run, split by operation.
+#[derive(Default)]
+struct Split {
+    insert: f64,
+    find: f64,
+    delete: f64,
+    resize: f64,
+}
+
+const BATCH: usize = 1 << 20;
+
+fn w4(device: &Device, stream: &Stream, batches: u32) -> Result<()> {
+    println!(
+        "W4: {batches} batches of 1M inserts, 1M finds (hits), r x 1M deletes of the oldest keys, then the batches again with inserts and deletes swapped; u32 keys and values, d = 3, beta = 0.9"
+    );
+    println!();
+    println!(
+        "| alpha | r | mode | total ms | insert ms | find ms | delete ms | resize ms | resizes | final fill |"
+    );
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    let configs = [
+        (0.25, 0.4),
+        (0.35, 0.4),
+        (0.40, 0.4),
+        (0.45, 0.4),
+        (0.40, 0.1),
+        (0.40, 0.3),
+        (0.40, 0.5),
+    ];
+    for (alpha, r) in configs {
+        for rehash_all in [false, true] {
+            // Rehash-everything needs alpha < beta / 2 to be able to halve at all.
+            if rehash_all && alpha >= 0.45 {
+                continue;
+            }
+            let options = CuckooOptions {
+                initial_capacity: BATCH,
+                alpha,
+                beta: 0.9,
+                rehash_all,
+                ..CuckooOptions::default()
+            };
+            let table = CuckooTable::<u32, u32>::new(device, options).map_err(cuckoo_error)?;
+            let split = w4_run(&table, stream, batches, r)?;
+            let stats = table.resize_stats();
+            let mode = if rehash_all { "rehash all" } else { "DyHash" };
+            println!(
+                "| {alpha:.2} | {r:.1} | {mode} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {} | {:.3} |",
+                split.insert + split.find + split.delete + split.resize,
+                split.insert,
+                split.find,
+                split.delete,
+                split.resize,
+                stats.upsizes + stats.downsizes + stats.rehashes,
+                table.fill_factor()
+            );
+        }
+    }
+    println!();
+    println!(
+        "insert and delete ms exclude the resizes they triggered (resize ms, measured on the host around each resize, which waits for its kernels); total = insert + find + delete + resize."
+    );
+    Ok(())
+}
+
+fn w4_run(table: &CuckooTable<u32, u32>, stream: &Stream, batches: u32, r: f64) -> Result<Split> {
+    let deletes = (r * BATCH as f64) as usize;
+    let mut split = Split::default();
+    let mut keys = DeviceBuffer::<u32>::zeroed(stream, BATCH)?;
+    let mut values = DeviceBuffer::<u32>::zeroed(stream, BATCH)?;
+    let mut gone = DeviceBuffer::<u32>::zeroed(stream, deletes)?;
+    let mut gone_values = DeviceBuffer::<u32>::zeroed(stream, deletes)?;
+    let mut found = DeviceBuffer::<u8>::zeroed(stream, BATCH)?;
+    let mut out = DeviceBuffer::<u32>::zeroed(stream, BATCH)?;
+    // Adds the operation's time to its column, less the resizes it triggered, which go
+    // to the resize column.
+    let timed = |split: &mut Split,
+                 column: fn(&mut Split) -> &mut f64,
+                 work: &mut dyn FnMut() -> Result<()>|
+     -> Result<()> {
+        let resize_before = table.resize_stats().seconds;
+        let timer = EventTimer::start(stream)?;
+        work()?;
+        let ms = f64::from(timer.stop()?);
+        let resize_ms = (table.resize_stats().seconds - resize_before) * 1e3;
+        *column(split) += (ms - resize_ms).max(0.0);
+        split.resize += resize_ms;
+        Ok(())
+    };
+    // Phase 1: batch b inserts keys [b M, (b+1) M) and deletes the r M keys
+    // [b r M, (b+1) r M), the oldest still present.
+    for phase in 0..2 {
+        for b in 0..batches {
+            let first = b * BATCH as u32;
+            let first_gone = b * deletes as u32;
+            workload::generate(stream, KeySet::Hits, first, &mut keys, Some(&mut values))?;
+            workload::generate(
+                stream,
+                KeySet::Hits,
+                first_gone,
+                &mut gone,
+                Some(&mut gone_values),
+            )?;
+            if phase == 0 {
+                timed(&mut split, |s| &mut s.insert, &mut || {
+                    table
+                        .insert_device(stream, &keys, &values)
+                        .map_err(cuckoo_error)
+                })?;
+                timed(&mut split, |s| &mut s.find, &mut || {
+                    table
+                        .get_device(stream, &keys, &mut found, &mut out)
+                        .map_err(cuckoo_error)
+                })?;
+                check_found(stream, &found, 1, "W4 find")?;
+                timed(&mut split, |s| &mut s.delete, &mut || {
+                    table.remove_device(stream, &gone).map_err(cuckoo_error)?;
+                    Ok(())
+                })?;
+            } else {
+                // Swapped: the batch's inserts become deletes and its deletes inserts.
+                timed(&mut split, |s| &mut s.delete, &mut || {
+                    table.remove_device(stream, &keys).map_err(cuckoo_error)?;
+                    Ok(())
+                })?;
+                timed(&mut split, |s| &mut s.find, &mut || {
+                    table
+                        .get_device(stream, &keys, &mut found, &mut out)
+                        .map_err(cuckoo_error)
+                })?;
+                check_found(stream, &found, 0, "W4 find after delete")?;
+                timed(&mut split, |s| &mut s.insert, &mut || {
+                    table
+                        .insert_device(stream, &gone, &gone_values)
+                        .map_err(cuckoo_error)
+                })?;
+            }
+            let (fill, o) = (table.fill_factor(), table.options());
+            if fill > o.beta || (fill < o.alpha && !table.at_minimum_size()) {
+                return Err(Error::InvalidInput(format!(
+                    "W4 fill factor {fill} left [{}, {}]",
+                    o.alpha, o.beta
+                )));
+            }
+        }
+    }
+    Ok(split)
+}

@@ -1,0 +1,112 @@
+//! # gpuhash-cuckoo
+//!
+//! DyHash, the dynamic GPU cuckoo hash table of seed 003 ("Dynamic Hash Tables on GPUs",
+//! also known as DyCuckoo): a map from `u32` or `u64` keys to values of 4 to 64 bytes that
+//! keeps its fill factor within `[alpha, beta]` by resizing one subtable at a time.
+//!
+//! ## Structure
+//!
+//! - **d subtables** (2 to 8, default 3), each an array of buckets. A bucket's keys fill
+//!   one 128-byte line: 32 `u32` keys or 16 `u64` keys (so a probe is one line for either
+//!   width). Values live in a separate array (struct of arrays), so a miss reads keys only;
+//!   find and remove read at most d buckets.
+//! - **Hashing**: subtable i sends key k to bucket `H_i(k) mod |h_i|`, with
+//!   `H_i(k) = (a_i * mix(k) + b_i) mod p` (universal, after the fmix bijection so that
+//!   keys equal in many bits still spread). `H_i` does not depend on the size, so doubling
+//!   a subtable sends bucket `loc` to `loc` or `loc + |h_i|` and halving merges them back.
+//! - **Inserts by voter coordination**: the paper's warp becomes a *tile* of
+//!   `GH_CUCKOO_TILE` = 2 lanes that read one 128-byte bucket together (64 bytes a lane),
+//!   so a warp serves 16 buckets at once (tiles of 8 and 4 measured slower). A tile votes
+//!   a leader among its lanes with pending pairs; the leader locks its bucket with one
+//!   atomic; the tile replaces an equal key's value, fills an empty slot, or swaps the
+//!   pair with a random resident, which moves on to the next subtable. When the lock is
+//!   taken the tile re-votes instead of spinning. Lookups probe first the subtable a new
+//!   pair with that key would start in now, then the others. A pair still homeless
+//!   after `max_evictions` swaps is set aside on the device (flag and compacted list); the
+//!   table upsizes and retries it, so nothing is lost.
+//! - **Resizing** (host policy in [`policy`], pure and CPU-tested): above `beta` the
+//!   smallest subtable doubles (conflict-free split), below `alpha` the largest halves and
+//!   the pairs that do not fit (residuals) go into the other subtables; no subtable is ever
+//!   more than twice another. New pairs start in subtable i with probability proportional
+//!   to `n_i / C(m_i, 2)`. [`CuckooOptions::rehash_all`] switches to the baseline the paper
+//!   compares against: double or halve everything and rehash every pair.
+//! - **Every key is usable**: the all-ones key marks empty slots on the device, so its
+//!   pair lives in a side slot of its own.
+//!
+//! ## What an insert batch does
+//!
+//! 1. If the table holds pairs: a lookup of every key (which are held already, and their
+//!    values, kept for undoing the batch). Nothing changes yet.
+//! 2. Upsizes until the held pairs plus the new keys fit below `beta`. Running out of
+//!    memory here, or for the batch's scratch space, leaves the table as it was.
+//! 3. Held keys get their new value under their bucket's lock (of equal keys in the batch,
+//!    one whole value wins); new keys go in by voter coordination. A new pair starts in a
+//!    subtable chosen by a hash of its key and the paper's weights, so equal keys of one
+//!    batch meet in one bucket, where the second finds the first and replaces its value.
+//! 4. The one way a key of the batch can end up twice: its first copy was swapped out of
+//!    its bucket before the second arrived. Every swapped-out key is logged on the device,
+//!    and a cleanup kernel keeps only the copy in the lowest subtable of each.
+//! 5. Pairs homeless after the eviction bound: the smallest subtable doubles and they are
+//!    retried. If that upsize runs out of memory, the batch is undone (new keys removed,
+//!    old values and homeless old pairs put back) and the call returns
+//!    [`gpuhash_core::Error::OutOfDeviceMemory`].
+//! 6. The fill factor is brought within `[alpha, beta]`.
+//!
+//! ## Concurrency
+//!
+//! Batch calls take `&self`; the table is `Send + Sync`. Reading batches run concurrently
+//! from any number of threads. Writing batches run one at a time and exclude readers (a
+//! reader could otherwise miss a pair that an insert is moving). Each subtable has a lock
+//! of its own, and a resize takes the write lock of the one subtable it rebuilds only; on
+//! the device, an upsize touches that subtable alone, and a downsize that subtable plus
+//! bucket-locked inserts of its residuals into the others.
+//!
+//! ## Example
+//!
+//! ```no_run
+//! use gpuhash_core::Device;
+//! use gpuhash_cuckoo::{CuckooOptions, CuckooTable};
+//!
+//! # fn main() -> gpuhash_cuckoo::Result<()> {
+//! let device = Device::default()?;
+//! let table = CuckooTable::<u32, [u32; 4]>::new(&device, CuckooOptions::default())?;
+//! let keys: Vec<u32> = (0..1000).collect();
+//! let values: Vec<[u32; 4]> = keys.iter().map(|&k| [k; 4]).collect();
+//! table.insert(&keys, &values)?;
+//! assert_eq!(table.get(&[7, 5000])?, vec![Some([7; 4]), None]);
+//! table.remove(&keys[..10])?;
+//! assert_eq!(table.len(), 990);
+//! assert!(table.fill_factor() <= 0.9);
+//! # Ok(()) }
+//! ```
+//!
+//! The resize policy runs anywhere:
+//!
+//! ```
+//! use gpuhash_cuckoo::policy::{next_resize, Bounds, Resize};
+//! let bounds = Bounds { alpha: 0.4, beta: 0.9, slots: 32, min_buckets: 1, rehash_all: false };
+//! // Three subtables of 4 buckets hold 384 slots; 350 pairs pass beta.
+//! assert_eq!(next_resize(&[4, 4, 4], 350, &bounds), Some(Resize::Up(0)));
+//! ```
+
+mod error;
+mod key;
+#[allow(
+    missing_docs,
+    non_camel_case_types,
+    reason = "generated by bindgen from C headers"
+)]
+#[allow(
+    clippy::all,
+    clippy::undocumented_unsafe_blocks,
+    reason = "generated by bindgen"
+)]
+pub mod layouts;
+mod options;
+pub mod policy;
+mod table;
+
+pub use error::{CuckooError, Result};
+pub use key::CuckooKey;
+pub use options::CuckooOptions;
+pub use table::{CuckooTable, ResizeStats};

@@ -1,0 +1,603 @@
+//! gpuhash-cuckoo on a real GPU, every result held against a `HashMap` model.
+//! Run on a GPU machine with `--include-ignored` (see docs/gpu-testing.md).
+
+use std::collections::HashMap;
+use std::sync::{OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use gpuhash_core::workload::{self, KeySet};
+use gpuhash_core::{Device, DeviceBuffer, Error};
+use gpuhash_cuckoo::{CuckooError, CuckooKey, CuckooOptions, CuckooTable};
+use quickcheck::{Arbitrary, Gen, QuickCheck, TestResult};
+
+fn device() -> &'static Device {
+    static DEVICE: OnceLock<Device> = OnceLock::new();
+    DEVICE.get_or_init(|| Device::default().expect("these tests need a CUDA device"))
+}
+
+/// Tests run in parallel; the one that takes nearly all device memory runs alone.
+static MEMORY: RwLock<()> = RwLock::new(());
+
+fn shared_memory() -> RwLockReadGuard<'static, ()> {
+    MEMORY.read().unwrap_or_else(|e| e.into_inner())
+}
+
+fn all_memory() -> RwLockWriteGuard<'static, ()> {
+    MEMORY.write().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A table that starts as small as it can (one bucket a subtable), so that a few
+/// thousand pairs push it across both fill bounds many times.
+fn small_options() -> CuckooOptions {
+    CuckooOptions {
+        initial_capacity: 0,
+        ..CuckooOptions::default()
+    }
+}
+
+/// Deterministic xorshift, for inputs the tests make themselves.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// Checks everything the table says against the model: every model key's value, misses,
+/// the length, the exported pairs, and the fill factor bounds.
+fn check_against<K: CuckooKey + Ord, V: bytemuck::Pod + PartialEq + std::fmt::Debug>(
+    table: &CuckooTable<K, V>,
+    model: &HashMap<K, V>,
+    misses: &[K],
+) -> Result<(), String> {
+    if table.len() != model.len() {
+        return Err(format!("len {} != model {}", table.len(), model.len()));
+    }
+    let keys: Vec<K> = model.keys().copied().collect();
+    let got = table.get(&keys).map_err(|e| e.to_string())?;
+    for (k, g) in keys.iter().zip(&got) {
+        if g.as_ref() != model.get(k) {
+            return Err(format!("get({k:?}) = {g:?}, model {:?}", model.get(k)));
+        }
+    }
+    let absent: Vec<K> = misses
+        .iter()
+        .copied()
+        .filter(|k| !model.contains_key(k))
+        .collect();
+    if table
+        .contains(&absent)
+        .map_err(|e| e.to_string())?
+        .iter()
+        .any(|&c| c)
+    {
+        return Err("a key not in the model is found".into());
+    }
+    let mut exported = table.export().map_err(|e| e.to_string())?;
+    exported.sort_by_key(|p| p.0);
+    let mut expected: Vec<(K, V)> = model.iter().map(|(k, v)| (*k, *v)).collect();
+    expected.sort_by_key(|p| p.0);
+    if exported.len() != expected.len() || exported.iter().zip(&expected).any(|(a, b)| a != b) {
+        return Err(format!(
+            "export differs: {} pairs, model {}",
+            exported.len(),
+            expected.len()
+        ));
+    }
+    let (fill, o) = (table.fill_factor(), table.options());
+    if fill > o.beta + 1e-12 {
+        return Err(format!("fill factor {fill} above beta {}", o.beta));
+    }
+    if fill < o.alpha && !table.at_minimum_size() {
+        return Err(format!(
+            "fill factor {fill} below alpha {} with room to shrink ({:?})",
+            o.alpha,
+            table.subtable_buckets()
+        ));
+    }
+    let buckets = table.subtable_buckets();
+    let (min, max) = (buckets.iter().min().unwrap(), buckets.iter().max().unwrap());
+    if max > &(2 * min) {
+        return Err(format!("subtables {buckets:?} differ by more than 2x"));
+    }
+    Ok(())
+}
+
+/// One batch of a random sequence.
+#[derive(Debug, Clone)]
+enum Batch {
+    Insert(Vec<u32>, u32),
+    Remove(Vec<u32>),
+    Get(Vec<u32>),
+}
+
+/// Keys from a small space (so batches hit, repeat and collide), with the special values
+/// mixed in.
+fn key_of(raw: u32) -> u32 {
+    match raw % 97 {
+        0 => 0,
+        1 => u32::MAX,
+        2 => (raw % 4096) << 20 | 0x5_5555,
+        _ => raw % 6000,
+    }
+}
+
+impl Arbitrary for Batch {
+    fn arbitrary(g: &mut Gen) -> Self {
+        let size = usize::arbitrary(g) % 3000;
+        let salt = u32::arbitrary(g);
+        let keys: Vec<u32> = (0..size)
+            .map(|i| key_of(gpuhash_core::hash::fmix32(salt ^ i as u32)))
+            .collect();
+        match u8::arbitrary(g) % 5 {
+            0..=1 => Batch::Insert(keys, u32::arbitrary(g)),
+            2..=3 => Batch::Remove(keys),
+            _ => Batch::Get(keys),
+        }
+    }
+}
+
+fn run_sequence(batches: Vec<Batch>, rehash_all: bool) -> TestResult {
+    let options = CuckooOptions {
+        rehash_all,
+        alpha: if rehash_all { 0.3 } else { 0.4 },
+        ..small_options()
+    };
+    let table = CuckooTable::<u32, u32>::new(device(), options).unwrap();
+    let mut model: HashMap<u32, u32> = HashMap::new();
+    let mut misses = vec![0u32, u32::MAX, 7, 1 << 20 | 0x5_5555];
+    for (step, batch) in batches.into_iter().enumerate() {
+        match &batch {
+            Batch::Insert(keys, salt) => {
+                // Distinct values per position, so that the winner of duplicates shows.
+                let values: Vec<u32> = (0..keys.len() as u32).map(|i| salt ^ i).collect();
+                table.insert(keys, &values).unwrap();
+                let mut winners: HashMap<u32, Vec<u32>> = HashMap::new();
+                for (k, v) in keys.iter().zip(&values) {
+                    winners.entry(*k).or_default().push(*v);
+                }
+                let got = table
+                    .get(&winners.keys().copied().collect::<Vec<_>>())
+                    .unwrap();
+                for ((k, candidates), g) in winners.iter().zip(got) {
+                    let Some(g) = g else {
+                        return TestResult::error(format!("step {step}: inserted {k} missing"));
+                    };
+                    if !candidates.contains(&g) {
+                        return TestResult::error(format!(
+                            "step {step}: {k} has {g}, not one of the batch's values"
+                        ));
+                    }
+                    model.insert(*k, g);
+                }
+            }
+            Batch::Remove(keys) => {
+                let removed = table.remove(keys).unwrap();
+                let mut expected = 0;
+                for k in keys {
+                    if model.remove(k).is_some() {
+                        expected += 1;
+                    }
+                }
+                if removed != expected {
+                    return TestResult::error(format!(
+                        "step {step}: removed {removed}, model {expected}"
+                    ));
+                }
+                misses.extend(keys.iter().take(50));
+            }
+            Batch::Get(keys) => {
+                let got = table.get(keys).unwrap();
+                for (k, g) in keys.iter().zip(got) {
+                    if g.as_ref() != model.get(k) {
+                        return TestResult::error(format!("step {step}: get({k}) = {g:?}"));
+                    }
+                }
+            }
+        }
+        if let Err(e) = check_against(&table, &model, &misses) {
+            return TestResult::error(format!("step {step} ({}): {e}", kind(&batch)));
+        }
+    }
+    TestResult::passed()
+}
+
+fn kind(b: &Batch) -> &'static str {
+    match b {
+        Batch::Insert(..) => "insert",
+        Batch::Remove(..) => "remove",
+        Batch::Get(..) => "get",
+    }
+}
+
+fn sequences_match_the_model(batches: Vec<Batch>) -> TestResult {
+    run_sequence(batches, false)
+}
+
+fn sequences_match_the_model_rehashing_everything(batches: Vec<Batch>) -> TestResult {
+    run_sequence(batches, true)
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn random_batch_sequences_match_a_hashmap() {
+    let _memory = shared_memory();
+    QuickCheck::new()
+        .tests(40)
+        .rng(Gen::new(40))
+        .quickcheck(sequences_match_the_model as fn(Vec<Batch>) -> TestResult);
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn random_batch_sequences_match_a_hashmap_in_rehash_everything_mode() {
+    let _memory = shared_memory();
+    QuickCheck::new()
+        .tests(15)
+        .rng(Gen::new(30))
+        .quickcheck(sequences_match_the_model_rehashing_everything as fn(Vec<Batch>) -> TestResult);
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn fill_crosses_both_bounds_many_times() {
+    let _memory = shared_memory();
+    // Grow to 200k pairs and shrink back to 1k, three times, checking after every batch.
+    let table = CuckooTable::<u32, u32>::new(device(), small_options()).unwrap();
+    let mut model = HashMap::new();
+    for round in 0..3u32 {
+        for step in 0..20u32 {
+            let first = round * 1_000_000 + step * 10_000;
+            let (keys, values) = workload::host_pairs(KeySet::Hits, first, 10_000);
+            table.insert(&keys, &values).unwrap();
+            model.extend(keys.into_iter().zip(values));
+            check_against(&table, &model, &[]).unwrap();
+        }
+        let mut keys: Vec<u32> = model.keys().copied().collect();
+        keys.sort_unstable();
+        for chunk in keys.chunks(10_000).take(keys.len() / 10_000 - 1) {
+            assert_eq!(table.remove(chunk).unwrap(), chunk.len());
+            for k in chunk {
+                model.remove(k);
+            }
+            check_against(&table, &model, &chunk[..10]).unwrap();
+        }
+    }
+    let stats = table.resize_stats();
+    assert!(stats.upsizes >= 10 && stats.downsizes >= 10, "{stats:?}");
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn wide_values_round_trip() {
+    let _memory = shared_memory();
+    let table = CuckooTable::<u64, [u32; 16]>::new(device(), small_options()).unwrap();
+    let mut model = HashMap::new();
+    let keys: Vec<u64> = (0..50_000u64)
+        .map(|i| gpuhash_core::hash::fmix64(i) | (i & 1) << 63)
+        .chain([0, u64::MAX, u64::MAX - 1])
+        .collect();
+    let values: Vec<[u32; 16]> = keys
+        .iter()
+        .map(|&k| std::array::from_fn(|w| (k as u32).wrapping_mul(w as u32 + 1) ^ (k >> 32) as u32))
+        .collect();
+    table.insert(&keys, &values).unwrap();
+    model.extend(keys.iter().copied().zip(values.iter().copied()));
+    check_against(&table, &model, &[5, 6, 7]).unwrap();
+    // Replace half the values, remove a third of the keys.
+    let replaced: Vec<[u32; 16]> = values.iter().map(|v| v.map(|w| !w)).collect();
+    table.insert(&keys[..25_000], &replaced[..25_000]).unwrap();
+    model.extend(
+        keys[..25_000]
+            .iter()
+            .copied()
+            .zip(replaced[..25_000].iter().copied()),
+    );
+    table.remove(&keys[30_000..]).unwrap();
+    for k in &keys[30_000..] {
+        model.remove(k);
+    }
+    check_against(&table, &model, &keys[30_000..30_100]).unwrap();
+    // Odd widths.
+    let table = CuckooTable::<u32, [u8; 12]>::new(device(), small_options()).unwrap();
+    table
+        .insert(&[1, 2, u32::MAX], &[[1; 12], [2; 12], [3; 12]])
+        .unwrap();
+    assert_eq!(
+        table.get(&[2, u32::MAX, 9]).unwrap(),
+        vec![Some([2; 12]), Some([3; 12]), None]
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn duplicate_keys_in_one_batch_store_one_value() {
+    let _memory = shared_memory();
+    let table = CuckooTable::<u32, [u32; 4]>::new(device(), small_options()).unwrap();
+    // 200k inserts of 1000 keys, each key 200 times with distinct values, in one batch,
+    // into an empty table (no pass 1) and then again into a full one (pass 1 updates).
+    for round in 0..2u32 {
+        let keys: Vec<u32> = (0..200_000u32).map(|i| i % 1000 * 7919).collect();
+        let values: Vec<[u32; 4]> = (0..200_000u32).map(|i| [i, i ^ round, !i, i]).collect();
+        table.insert(&keys, &values).unwrap();
+        assert_eq!(table.len(), 1000);
+        let distinct: Vec<u32> = (0..1000).map(|i| i * 7919).collect();
+        for (k, got) in distinct.iter().zip(table.get(&distinct).unwrap()) {
+            let v = got.expect("inserted");
+            assert_eq!(
+                keys[v[0] as usize], *k,
+                "the value comes from this key's pairs"
+            );
+            assert_eq!(v, values[v[0] as usize], "one whole value, not a mix");
+        }
+        assert_eq!(table.export().unwrap().len(), 1000);
+    }
+    // Duplicates of the reserved key.
+    table.insert(&[u32::MAX; 100], &[[9; 4]; 100]).unwrap();
+    assert_eq!(table.len(), 1001);
+    assert_eq!(table.remove(&[u32::MAX, u32::MAX]).unwrap(), 1);
+    assert_eq!(table.len(), 1000);
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn adversarial_keys() {
+    let _memory = shared_memory();
+    let table = CuckooTable::<u32, u32>::new(device(), small_options()).unwrap();
+    let mut model = HashMap::new();
+    // Empty batches change nothing.
+    table.insert(&[], &[]).unwrap();
+    assert_eq!(table.get(&[]).unwrap(), vec![]);
+    assert_eq!(table.remove(&[]).unwrap(), 0);
+    assert!(table.is_empty());
+    // 0 and all ones are ordinary keys.
+    table.insert(&[0, u32::MAX], &[10, 20]).unwrap();
+    model.extend([(0, 10), (u32::MAX, 20)]);
+    check_against(&table, &model, &[1, u32::MAX - 1]).unwrap();
+    // 4096 keys equal in their low 20 bits.
+    let same_low: Vec<u32> = (0..4096u32).map(|i| i << 20 | 0xa_bcde).collect();
+    table.insert(&same_low, &same_low).unwrap();
+    model.extend(same_low.iter().map(|&k| (k, k)));
+    check_against(&table, &model, &[0x000a_bcdf]).unwrap();
+    // A batch far larger than the table.
+    let (keys, values) = workload::host_pairs(KeySet::Hits, 0, 300_000);
+    table.insert(&keys, &values).unwrap();
+    model.extend(keys.iter().copied().zip(values.iter().copied()));
+    let (misses, _) = workload::host_pairs(KeySet::Misses, 0, 1000);
+    check_against(&table, &model, &misses).unwrap();
+    // Zipf-skewed keys (s = 1.2 over 100k ranks), with repeats inside batches.
+    let mut rng = Rng(0x1234_5678);
+    for _ in 0..5 {
+        let keys: Vec<u32> = (0..100_000)
+            .map(|_| {
+                let (n, s) = (100_000f64, 1.2f64);
+                let u = rng.unit();
+                let rank = ((n.powf(1.0 - s) - 1.0) * u + 1.0).powf(1.0 / (1.0 - s));
+                gpuhash_core::hash::fmix32(rank as u32)
+            })
+            .collect();
+        let values: Vec<u32> = keys.iter().map(|k| k ^ 0xffff).collect();
+        table.insert(&keys, &values).unwrap();
+        model.extend(keys.iter().copied().zip(values.iter().copied()));
+        check_against(&table, &model, &misses).unwrap();
+        let gone: Vec<u32> = keys.iter().step_by(3).copied().collect();
+        table.remove(&gone).unwrap();
+        for k in &gone {
+            model.remove(k);
+        }
+        check_against(&table, &model, &gone[..100]).unwrap();
+    }
+    // Clearing empties everything, the reserved key included.
+    table.clear().unwrap();
+    model.clear();
+    check_against(&table, &model, &[0, u32::MAX]).unwrap();
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn u64_keys_match_the_model() {
+    let _memory = shared_memory();
+    let table = CuckooTable::<u64, u64>::new(device(), small_options()).unwrap();
+    let mut model = HashMap::new();
+    let p = (1u64 << 61) - 1;
+    let mut keys: Vec<u64> = (0..2000u64).map(|i| i * p).collect(); // equal mod 2^61 - 1
+    keys.extend((0..2000u64).map(|i| i << 40)); // equal in the low 40 bits
+    keys.extend((0..100_000u64).map(|i| gpuhash_core::hash::fmix64(i + 77)));
+    keys.extend([0, u64::MAX, u64::MAX - 1, u32::MAX as u64]);
+    let values: Vec<u64> = keys.iter().map(|k| k.rotate_left(7)).collect();
+    table.insert(&keys, &values).unwrap();
+    model.extend(keys.iter().copied().zip(values.iter().copied()));
+    check_against(&table, &model, &[1, 2, 3, p + 1]).unwrap();
+    table.remove(&keys[..3000]).unwrap();
+    for k in &keys[..3000] {
+        model.remove(k);
+    }
+    check_against(&table, &model, &keys[..100]).unwrap();
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn mismatched_lengths_change_nothing() {
+    let _memory = shared_memory();
+    let table = CuckooTable::<u32, u32>::new(device(), small_options()).unwrap();
+    table.insert(&[1, 2, 3], &[1, 2, 3]).unwrap();
+    let err = table.insert(&[4, 5], &[4]).unwrap_err();
+    assert!(matches!(
+        err,
+        CuckooError::Core(Error::LengthMismatch { .. })
+    ));
+    let model = HashMap::from([(1, 1), (2, 2), (3, 3)]);
+    check_against(&table, &model, &[4, 5]).unwrap();
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn running_out_of_device_memory_leaves_the_table_as_it_was() {
+    let _memory = all_memory();
+    let dev = device();
+    let stream = dev.new_stream().unwrap();
+    let table = CuckooTable::<u32, [u32; 16]>::new(dev, small_options()).unwrap();
+    let (keys, _) = workload::host_pairs(KeySet::Hits, 0, 100_000);
+    let values: Vec<[u32; 16]> = keys.iter().map(|&k| [k; 16]).collect();
+    table.insert(&keys, &values).unwrap();
+    let model: HashMap<u32, [u32; 16]> = keys.iter().copied().zip(values.iter().copied()).collect();
+    // Take nearly all free memory, leaving too little for the next batch's growth.
+    let free = dev.free_memory().unwrap();
+    // The batch's upload and scratch take about 550 MB; growing the table to hold it
+    // needs more than the rest.
+    let hog = DeviceBuffer::<u8>::zeroed(&stream, free - (600 << 20));
+    let (more, _) = workload::host_pairs(KeySet::Hits, 100_000, 2_000_000);
+    let more_values: Vec<[u32; 16]> = more.iter().map(|&k| [!k; 16]).collect();
+    let result = table.insert(&more, &more_values);
+    drop(hog);
+    match result {
+        Err(e) if e.is_out_of_device_memory() => {}
+        other => panic!("expected OutOfDeviceMemory, got {other:?}"),
+    }
+    check_against(&table, &model, &more[..1000]).unwrap();
+    // And the table works afterwards.
+    table.insert(&more, &more_values).unwrap();
+    assert_eq!(table.len(), 2_100_000);
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn device_buffer_forms_agree_with_host_forms() {
+    let _memory = shared_memory();
+    let dev = device();
+    let stream = dev.new_stream().unwrap();
+    let options = CuckooOptions {
+        initial_capacity: 1 << 20,
+        ..CuckooOptions::default()
+    };
+    let table = CuckooTable::<u32, u32>::new(dev, options).unwrap();
+    let n = 1 << 20;
+    let mut keys = DeviceBuffer::<u32>::zeroed(&stream, n).unwrap();
+    let mut values = DeviceBuffer::<u32>::zeroed(&stream, n).unwrap();
+    workload::generate(&stream, KeySet::Hits, 0, &mut keys, Some(&mut values)).unwrap();
+    table.insert_device(&stream, &keys, &values).unwrap();
+    assert_eq!(table.len(), n);
+    let mut found = DeviceBuffer::<u8>::zeroed(&stream, n).unwrap();
+    let mut out = DeviceBuffer::<u32>::zeroed(&stream, n).unwrap();
+    table
+        .get_device(&stream, &keys, &mut found, &mut out)
+        .unwrap();
+    assert!(found.to_host(&stream).unwrap().iter().all(|&f| f == 1));
+    assert_eq!(
+        out.to_host(&stream).unwrap(),
+        values.to_host(&stream).unwrap()
+    );
+    let mut misses = DeviceBuffer::<u32>::zeroed(&stream, n).unwrap();
+    workload::generate(&stream, KeySet::Misses, 0, &mut misses, None).unwrap();
+    table
+        .get_device(&stream, &misses, &mut found, &mut out)
+        .unwrap();
+    assert!(found.to_host(&stream).unwrap().iter().all(|&f| f == 0));
+    assert_eq!(table.remove_device(&stream, &keys).unwrap(), n);
+    assert!(table.is_empty());
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn high_load_builds_place_every_pair() {
+    let _memory = shared_memory();
+    // Tables sized for loads 0.9 and 0.95 (beta raised so they stay that full).
+    for load in [0.9, 0.95] {
+        let n = 1u32 << 22;
+        let buckets = (f64::from(n) / load / 32.0 / 3.0).ceil() as u64;
+        let options = CuckooOptions {
+            initial_buckets: Some(buckets),
+            alpha: 0.0,
+            beta: 0.99,
+            ..CuckooOptions::default()
+        };
+        let table = CuckooTable::<u32, u32>::new(device(), options).unwrap();
+        let (keys, values) = workload::host_pairs(KeySet::Hits, 0, n);
+        table.insert(&keys, &values).unwrap();
+        assert_eq!(table.len(), n as usize);
+        assert_eq!(
+            table.subtable_buckets(),
+            vec![buckets; 3],
+            "no resize at {load}"
+        );
+        let got = table.get(&keys).unwrap();
+        assert!(got.iter().zip(&values).all(|(g, v)| *g == Some(*v)));
+        let (misses, _) = workload::host_pairs(KeySet::Misses, 0, n);
+        assert!(table.contains(&misses).unwrap().iter().all(|&c| !c));
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn readers_on_many_threads_share_the_table() {
+    let _memory = shared_memory();
+    let table = CuckooTable::<u32, u32>::with_capacity(device(), 1 << 16).unwrap();
+    let (keys, values) = workload::host_pairs(KeySet::Hits, 0, 100_000);
+    table.insert(&keys, &values).unwrap();
+    std::thread::scope(|scope| {
+        for t in 0..4usize {
+            let (table, keys, values) = (&table, &keys, &values);
+            scope.spawn(move || {
+                for _ in 0..10 {
+                    let got = table.get(&keys[t * 1000..]).unwrap();
+                    assert!(
+                        got.iter()
+                            .zip(&values[t * 1000..])
+                            .all(|(g, v)| *g == Some(*v))
+                    );
+                }
+            });
+        }
+        // A writer between them: new keys only, so every reader's keys stay present.
+        scope.spawn(|| {
+            for i in 0..5 {
+                let (k, v) = workload::host_pairs(KeySet::Hits, 1_000_000 + i * 50_000, 50_000);
+                table.insert(&k, &v).unwrap();
+            }
+        });
+    });
+    assert_eq!(table.len(), 350_000);
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn invalid_options_are_refused() {
+    let _memory = shared_memory();
+    let bad = CuckooOptions {
+        subtables: 9,
+        ..CuckooOptions::default()
+    };
+    assert!(matches!(
+        CuckooTable::<u32, u32>::new(device(), bad),
+        Err(CuckooError::InvalidOptions(_))
+    ));
+    for d in [2, 4, 8] {
+        let table = CuckooTable::<u32, u32>::new(
+            device(),
+            CuckooOptions {
+                subtables: d,
+                alpha: 0.25,
+                ..small_options()
+            },
+        )
+        .unwrap();
+        let (k, v) = workload::host_pairs(KeySet::Hits, 0, 50_000);
+        table.insert(&k, &v).unwrap();
+        let model: HashMap<u32, u32> = k.iter().copied().zip(v.iter().copied()).collect();
+        check_against(&table, &model, &[]).unwrap();
+        table.remove(&k[..45_000]).unwrap();
+        let model: HashMap<u32, u32> = k[45_000..]
+            .iter()
+            .copied()
+            .zip(v[45_000..].iter().copied())
+            .collect();
+        check_against(&table, &model, &k[..10]).unwrap();
+    }
+}

@@ -1,0 +1,218 @@
+// Device building blocks of DyHash (gpuhash-cuckoo): key traits, the subtable
+// hash, tiles of GH_CUCKOO_TILE lanes that read one 128-byte bucket together,
+// bucket locks, and the reserved-key side slot.
+#pragma once
+
+#include "gpuhash/cuckoo_layouts.h"
+#include "gpuhash/hash.cuh"
+
+namespace gh_cuckoo {
+
+constexpr uint32_t kTile = GH_CUCKOO_TILE;
+constexpr uint32_t kMaxSub = GH_CUCKOO_MAX_SUBTABLES;
+constexpr uint32_t kMaxWords = GH_CUCKOO_MAX_VALUE_WORDS;
+
+template <typename K>
+struct Keys;
+
+// u32 keys: 32 keys a bucket, 128 / GH_CUCKOO_TILE bytes of them a lane.
+template <>
+struct Keys<uint32_t> {
+    static constexpr uint32_t kSlots = GH_CUCKOO_BUCKET_BYTES / 4;
+    static constexpr uint32_t kPerLane = kSlots / kTile;
+    static constexpr uint32_t kEmpty = 0xffffffffu;
+
+    // ((a * fmix32(key) + b) mod (2^32 - 5)): fmix32 is a bijection, so keys
+    // that agree in many bits still spread; a, b < p keep the product in 64 bits.
+    __device__ static __forceinline__ uint32_t hash(uint32_t key, uint64_t a, uint64_t b) {
+        uint64_t mixed = a * (uint64_t)gh_fmix32(key) + b;
+        return (uint32_t)(mixed % GH_PRIME32);
+    }
+
+    __device__ static __forceinline__ uint32_t choice(uint32_t key, uint32_t seed) {
+        return gh_fmix32(gh_fmix32(key) ^ seed);
+    }
+
+    // Keys j * 4 .. j * 4 + 3 of a lane's slice from its j-th 16-byte load.
+    __device__ static __forceinline__ void unpack(uint4 raw, uint32_t j, uint32_t (&out)[kPerLane]) {
+        out[4 * j] = raw.x;
+        out[4 * j + 1] = raw.y;
+        out[4 * j + 2] = raw.z;
+        out[4 * j + 3] = raw.w;
+    }
+
+    __device__ static __forceinline__ uint32_t cas(uint32_t *slot, uint32_t expected, uint32_t value) {
+        return atomicCAS(slot, expected, value);
+    }
+};
+
+// u64 keys: 16 keys a bucket (still one 128-byte line a probe).
+template <>
+struct Keys<uint64_t> {
+    static constexpr uint32_t kSlots = GH_CUCKOO_BUCKET_BYTES / 8;
+    static constexpr uint32_t kPerLane = kSlots / kTile;
+    static constexpr uint64_t kEmpty = 0xffffffffffffffffull;
+
+    // ((a * (fmix64(key) mod p) + b) mod (2^61 - 1)), folded to 32 bits.
+    __device__ static __forceinline__ uint32_t hash(uint64_t key, uint64_t a, uint64_t b) {
+        uint64_t k = gh_reduce61(gh_fmix64(key));
+        uint64_t lo = a * k;
+        uint64_t hi = __umul64hi(a, k);
+        uint64_t high_part = (hi << 3) | (lo >> 61);
+        uint64_t product = gh_reduce61(high_part + (lo & GH_PRIME61));
+        uint64_t h = gh_reduce61(product + b);
+        return (uint32_t)(h ^ (h >> 32));
+    }
+
+    __device__ static __forceinline__ uint32_t choice(uint64_t key, uint32_t seed) {
+        return (uint32_t)gh_fmix64(gh_fmix64(key) ^ seed);
+    }
+
+    __device__ static __forceinline__ void unpack(uint4 raw, uint32_t j, uint64_t (&out)[kPerLane]) {
+        out[2 * j] = ((uint64_t)raw.y << 32) | raw.x;
+        out[2 * j + 1] = ((uint64_t)raw.w << 32) | raw.z;
+    }
+
+    __device__ static __forceinline__ uint64_t cas(uint64_t *slot, uint64_t expected, uint64_t value) {
+        return atomicCAS((unsigned long long *)slot, (unsigned long long)expected,
+                         (unsigned long long)value);
+    }
+};
+
+// H mod buckets for 32-bit H, exact for buckets < 2^32 (Lemire, Kaser, Kurz).
+__device__ __forceinline__ uint64_t fastmod(uint32_t h, uint64_t magic, uint64_t buckets) {
+    return __umul64hi(magic * (uint64_t)h, buckets);
+}
+
+template <typename K>
+__device__ __forceinline__ uint64_t bucket_of(const GhCuckooSubtable &s, K key) {
+    return fastmod(Keys<K>::hash(key, s.hash_a, s.hash_b), s.fastmod, s.buckets);
+}
+
+// A tile: GH_CUCKOO_TILE consecutive lanes of a warp working as one.
+struct Tile {
+    uint32_t base;  // first lane of the tile in the warp
+    uint32_t mask;  // the tile's lanes, for *_sync intrinsics
+    uint32_t rank;  // this lane's place in the tile
+
+    __device__ static __forceinline__ Tile mine() {
+        uint32_t lane = threadIdx.x & 31u;
+        Tile t;
+        t.base = lane & ~(kTile - 1u);
+        t.mask = ((1u << kTile) - 1u) << t.base;
+        t.rank = lane - t.base;
+        return t;
+    }
+
+    // Bit r set when the tile's lane r has `pred`.
+    __device__ __forceinline__ uint32_t ballot(bool pred) const {
+        return (__ballot_sync(mask, pred) >> base) & ((1u << kTile) - 1u);
+    }
+
+    template <typename T>
+    __device__ __forceinline__ T shfl(T v, uint32_t from) const {
+        return __shfl_sync(mask, v, (int)from, (int)kTile);
+    }
+
+    __device__ __forceinline__ uint32_t lanes_below() const { return (1u << rank) - 1u; }
+};
+
+__device__ __forceinline__ uint64_t tile_index() {
+    return ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) / kTile;
+}
+
+__device__ __forceinline__ uint64_t tile_count() {
+    return (uint64_t)gridDim.x * blockDim.x / kTile;
+}
+
+// The lane's 128 / GH_CUCKOO_TILE bytes of a bucket. `coherent` reads bypass L1, for buckets
+// that other warps change while this kernel runs (under bucket locks).
+template <typename K>
+__device__ __forceinline__ void load_slice(const GhCuckooSubtable &s, uint64_t bucket, uint32_t rank,
+                                           bool coherent, K (&out)[Keys<K>::kPerLane]) {
+    constexpr uint32_t kLoads = Keys<K>::kPerLane * sizeof(K) / 16;
+    const uint4 *line = reinterpret_cast<const uint4 *>(
+                            static_cast<const char *>(s.keys) + bucket * GH_CUCKOO_BUCKET_BYTES) +
+                        rank * kLoads;
+    uint4 raw[kLoads];
+#pragma unroll
+    for (uint32_t j = 0; j < kLoads; ++j) raw[j] = coherent ? __ldcg(line + j) : __ldg(line + j);
+#pragma unroll
+    for (uint32_t j = 0; j < kLoads; ++j) Keys<K>::unpack(raw[j], j, out);
+}
+
+// Bit j set when the lane's key j equals `key`.
+template <typename K>
+__device__ __forceinline__ uint32_t match_bits(const K (&slice)[Keys<K>::kPerLane], K key) {
+    uint32_t bits = 0;
+#pragma unroll
+    for (uint32_t j = 0; j < Keys<K>::kPerLane; ++j) {
+        bits |= (slice[j] == key ? 1u : 0u) << j;
+    }
+    return bits;
+}
+
+template <typename K>
+__device__ __forceinline__ K pick(const K (&slice)[Keys<K>::kPerLane], uint32_t j) {
+    K out = slice[0];
+#pragma unroll
+    for (uint32_t i = 1; i < Keys<K>::kPerLane; ++i) {
+        if (i == j) out = slice[i];
+    }
+    return out;
+}
+
+// The first slot of the bucket whose lane has a bit in `bits`, or kSlots.
+template <typename K>
+__device__ __forceinline__ uint32_t first_slot(const Tile &t, uint32_t bits) {
+    uint32_t lanes = t.ballot(bits != 0);
+    if (lanes == 0) return Keys<K>::kSlots;
+    uint32_t lane = __ffs(lanes) - 1;
+    uint32_t lane_bits = t.shfl(bits, lane);
+    return lane * Keys<K>::kPerLane + (__ffs(lane_bits) - 1);
+}
+
+__device__ __forceinline__ void prefetch_l2(const void *address) {
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(address));
+}
+
+__device__ __forceinline__ bool try_lock(uint32_t *lock) {
+    uint32_t old;
+    asm volatile("atom.acquire.gpu.global.cas.b32 %0, [%1], %2, %3;"
+                 : "=r"(old)
+                 : "l"(lock), "r"(0u), "r"(1u)
+                 : "memory");
+    return old == 0;
+}
+
+__device__ __forceinline__ void unlock(uint32_t *lock) {
+    asm volatile("st.release.gpu.global.b32 [%0], %1;" ::"l"(lock), "r"(0u) : "memory");
+}
+
+// Writes the reserved key's value into the side slot, under the slot's lock;
+// saves the value it replaces in `old` (when not null and one was present).
+template <uint32_t MaxW>
+__device__ __forceinline__ void side_write(uint32_t *side, const uint32_t (&value)[MaxW], uint32_t words,
+                                           uint32_t *old) {
+    while (!try_lock(side + GH_CUCKOO_SIDE_LOCK)) {
+    }
+    bool present = __ldcg(side + GH_CUCKOO_SIDE_PRESENT) != 0;
+#pragma unroll
+    for (uint32_t w = 0; w < MaxW; ++w) {
+        if (w < words) {
+            if (old != nullptr && present) old[w] = __ldcg(side + GH_CUCKOO_SIDE_VALUE + w);
+            side[GH_CUCKOO_SIDE_VALUE + w] = value[w];
+        }
+    }
+    side[GH_CUCKOO_SIDE_PRESENT] = 1u;
+    unlock(side + GH_CUCKOO_SIDE_LOCK);
+}
+
+// Subtables of a table copied into shared memory, where a lane may index them
+// by a run-time subtable number without spilling the parameter struct.
+__device__ __forceinline__ void stage_subtables(const GhCuckooTable &table, GhCuckooSubtable *shared) {
+    if (threadIdx.x < kMaxSub) shared[threadIdx.x] = table.sub[threadIdx.x];
+    __syncthreads();
+}
+
+}  // namespace gh_cuckoo

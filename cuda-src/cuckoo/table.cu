@@ -1,0 +1,504 @@
+// DyHash (seed 003): d bucketed cuckoo subtables, voter-coordinated inserts,
+// resizing one subtable at a time. Every kernel comes for u32 and u64 keys;
+// values are value_words 4-byte words stored apart from the keys.
+#include "cuckoo/cuckoo.cuh"
+
+namespace gh_cuckoo {
+namespace {
+
+// Per-block changes of the subtable counts, added to the table's counts once
+// at the end of a kernel instead of once a pair.
+struct BlockCounts {
+    long long delta[kMaxSub];
+
+    __device__ void init() {
+        if (threadIdx.x < kMaxSub) delta[threadIdx.x] = 0;
+    }
+
+    __device__ void add(uint32_t subtable, long long d) {
+        atomicAdd(reinterpret_cast<unsigned long long *>(&delta[subtable]), (unsigned long long)d);
+    }
+
+    __device__ void flush(uint64_t *counts, uint32_t subtables) {
+        __syncthreads();
+        if (threadIdx.x < subtables && delta[threadIdx.x] != 0) {
+            atomicAdd(reinterpret_cast<unsigned long long *>(counts + threadIdx.x),
+                      (unsigned long long)delta[threadIdx.x]);
+        }
+    }
+};
+
+// Adds `n` (one value per lane, summed over the warp) to *counter once a warp.
+__device__ __forceinline__ void warp_add(uint64_t *counter, uint64_t n) {
+    for (int offset = 16; offset > 0; offset /= 2) n += __shfl_down_sync(0xffffffffu, n, offset);
+    if ((threadIdx.x & 31u) == 0 && n != 0) atomicAdd(reinterpret_cast<unsigned long long *>(counter), n);
+}
+
+template <typename K>
+__device__ __forceinline__ uint64_t slot_index(uint64_t bucket, uint32_t slot) {
+    return bucket * Keys<K>::kSlots + slot;
+}
+
+// -------------------------------------------------------------- update
+
+// Where `key` sits: subtable in *sub_out, bucket in *bucket_out; false if absent.
+template <typename K>
+__device__ bool locate(const Tile &t, const GhCuckooSubtable *subs, uint32_t d, K key, bool coherent,
+                       uint32_t *sub_out, uint64_t *bucket_out, uint32_t *slot_out) {
+    for (uint32_t s = 0; s < d; ++s) {
+        const uint64_t bucket = bucket_of(subs[s], key);
+        K slice[Keys<K>::kPerLane];
+        load_slice(subs[s], bucket, t.rank, coherent, slice);
+        const uint32_t slot = first_slot<K>(t, match_bits(slice, key));
+        if (slot < Keys<K>::kSlots) {
+            *sub_out = s;
+            *bucket_out = bucket;
+            *slot_out = slot;
+            return true;
+        }
+    }
+    return false;
+}
+
+template <typename K>
+__device__ void update(const GhCuckooUpdateParams &p) {
+    __shared__ GhCuckooSubtable subs[kMaxSub];
+    stage_subtables(p.table, subs);
+    const Tile t = Tile::mine();
+    const uint32_t words = p.table.value_words;
+    const K *keys = static_cast<const K *>(p.keys);
+    for (uint64_t i = tile_index(); i < p.count; i += tile_count()) {
+        if (p.found[i] == 0) continue;
+        const K key = keys[i];
+        const uint32_t *value = p.values + i * words;
+        uint32_t *old = p.old_values == nullptr ? nullptr : p.old_values + i * words;
+        if (key == Keys<K>::kEmpty) {
+            if (t.rank == 0) {
+                uint32_t v[kMaxWords];
+#pragma unroll
+                for (uint32_t w = 0; w < kMaxWords; ++w) v[w] = w < words ? value[w] : 0u;
+                side_write(p.table.side, v, words, old);
+            }
+            continue;
+        }
+        uint32_t s, slot;
+        uint64_t bucket;
+        if (!locate(t, subs, p.table.subtables, key, false, &s, &bucket, &slot)) continue;
+        // Keys do not move in this kernel: only duplicates of one key meet here,
+        // and the lock makes one whole value win.
+        uint32_t *lock = subs[s].locks + bucket;
+        bool locked = false;
+        do {
+            if (t.rank == 0) locked = try_lock(lock);
+            locked = t.shfl(locked, 0);
+        } while (!locked);
+        uint32_t *dst = subs[s].values + slot_index<K>(bucket, slot) * words;
+        for (uint32_t w = t.rank; w < words; w += kTile) {
+            if (old != nullptr) old[w] = __ldcg(dst + w);
+            dst[w] = value[w];
+        }
+        // Every lane's writes reach the device before the lock opens.
+        __threadfence();
+        __syncwarp(t.mask);
+        if (t.rank == 0) unlock(lock);
+    }
+}
+
+// -------------------------------------------------------------- insert
+
+__device__ __forceinline__ uint32_t next_subtable(uint32_t s, uint32_t d, uint32_t exclude) {
+    s = s + 1 == d ? 0 : s + 1;
+    if (s == exclude) s = s + 1 == d ? 0 : s + 1;
+    return s;
+}
+
+template <typename K>
+__device__ __forceinline__ uint32_t home_subtable(const GhCuckooHome &home, uint32_t d, uint32_t exclude, K key) {
+    const uint32_t r = Keys<K>::choice(key, home.seed);
+    uint32_t s = 0;
+    while (s + 1 < d && r >= home.thresholds[s]) ++s;
+    return s == exclude ? next_subtable(s, d, exclude) : s;
+}
+
+// ---------------------------------------------------------------- find
+
+template <typename K>
+__device__ void find(const GhCuckooFindParams &p) {
+    __shared__ GhCuckooSubtable subs[kMaxSub];
+    stage_subtables(p.table, subs);
+    const Tile t = Tile::mine();
+    const uint32_t words = p.table.value_words;
+    const uint32_t d = p.table.subtables;
+    const K *keys = static_cast<const K *>(p.keys);
+    uint64_t hits = 0;
+    const uint64_t chunks = (p.count + kTile - 1) / kTile;
+    for (uint64_t c = tile_index(); c < chunks; c += tile_count()) {
+        // Each lane takes one key of the chunk and prefetches its likeliest bucket into
+        // L2, so that the tile's turns below find their first line close by.
+        const uint64_t mine = c * kTile + t.rank;
+        const K my_key = mine < p.count ? keys[mine] : Keys<K>::kEmpty;
+        if (my_key != Keys<K>::kEmpty) {
+            const GhCuckooSubtable &sub = subs[home_subtable(p.home, d, GH_CUCKOO_NO_EXCLUDE, my_key)];
+            prefetch_l2(static_cast<const char *>(sub.keys) + bucket_of(sub, my_key) * GH_CUCKOO_BUCKET_BYTES);
+        }
+        const uint64_t left = p.count - c * kTile;
+        const uint32_t turns = left < kTile ? (uint32_t)left : kTile;
+        uint32_t my_found = 0;
+        for (uint32_t q = 0; q < turns; ++q) {
+        const uint64_t i = c * kTile + q;
+        const K key = t.shfl(my_key, q);
+        bool found = false;
+        if (key == Keys<K>::kEmpty) {
+            found = __ldcg(p.table.side + GH_CUCKOO_SIDE_PRESENT) != 0;
+            if (found && p.values_out != nullptr) {
+                for (uint32_t w = t.rank; w < words; w += kTile) {
+                    p.values_out[i * words + w] = __ldcg(p.table.side + GH_CUCKOO_SIDE_VALUE + w);
+                }
+            }
+        } else {
+            // The subtable the key would start in now first: most pairs rest there.
+            const uint32_t first = home_subtable(p.home, d, GH_CUCKOO_NO_EXCLUDE, key);
+            for (uint32_t j = 0; j < d && !found; ++j) {
+                const uint32_t s = j == 0 ? first : (j <= first ? j - 1 : j);
+                const GhCuckooSubtable &sub = subs[s];
+                const uint64_t bucket = bucket_of(sub, key);
+                K slice[Keys<K>::kPerLane];
+                load_slice(sub, bucket, t.rank, false, slice);
+                const uint32_t slot = first_slot<K>(t, match_bits(slice, key));
+                if (slot < Keys<K>::kSlots) {
+                    found = true;
+                    if (p.values_out != nullptr) {
+                        const uint32_t *src = sub.values + slot_index<K>(bucket, slot) * words;
+                        for (uint32_t w = t.rank; w < words; w += kTile) p.values_out[i * words + w] = src[w];
+                    }
+                }
+            }
+        }
+        if (t.rank == q) my_found = found ? 1 : 0;
+        }
+        if (t.rank < turns) {
+            if (p.found_out != nullptr) p.found_out[mine] = (uint8_t)my_found;
+            hits += my_found;
+        }
+    }
+    if (p.hits != nullptr) warp_add(p.hits, hits);
+}
+
+// MaxW: most value words a lane carries; 1 for the common 4-byte values, which
+// saves registers and raises occupancy.
+template <typename K, uint32_t MaxW>
+__device__ void insert(const GhCuckooInsertParams &p) {
+    __shared__ GhCuckooSubtable subs[kMaxSub];
+    __shared__ BlockCounts counts;
+    counts.init();
+    stage_subtables(p.table, subs);
+    const Tile t = Tile::mine();
+    const uint32_t words = p.table.value_words;
+    const uint32_t d = p.table.subtables;
+    constexpr uint32_t S = Keys<K>::kSlots;
+    const K *keys = static_cast<const K *>(p.keys);
+    const uint64_t chunks = (p.count + kTile - 1) / kTile;
+
+    for (uint64_t c = tile_index(); c < chunks; c += tile_count()) {
+        // Each lane of the tile owns one pair of the chunk.
+        const uint64_t i = c * kTile + t.rank;
+        bool active = i < p.count && (p.skip == nullptr || p.skip[i] == 0);
+        K key = Keys<K>::kEmpty;
+        uint32_t value[MaxW];
+        uint32_t sub = 0;
+        uint32_t evictions = 0;
+#pragma unroll
+        for (uint32_t w = 0; w < MaxW; ++w) value[w] = (active && w < words) ? p.values[i * words + w] : 0u;
+        if (active) {
+            key = keys[i];
+            if (key == Keys<K>::kEmpty) {
+                side_write(p.table.side, value, words, nullptr);
+                active = false;
+            } else {
+                sub = home_subtable(p.home, d, p.exclude, key);
+                // Bring the bucket and its lock into L2 while the tile serves other lanes.
+                const uint64_t bucket = bucket_of(subs[sub], key);
+                prefetch_l2(static_cast<const char *>(subs[sub].keys) + bucket * GH_CUCKOO_BUCKET_BYTES);
+                prefetch_l2(subs[sub].locks + bucket);
+            }
+        }
+
+        // Voter coordination: lanes whose lock failed sit out the next votes
+        // until every pending lane has failed once.
+        uint32_t failed = 0;
+        while (true) {
+            const uint32_t pending = t.ballot(active);
+            if (pending == 0) break;
+            uint32_t voters = pending & ~failed;
+            if (voters == 0) {
+                failed = 0;
+                voters = pending;
+            }
+            const uint32_t leader = __ffs(voters) - 1;
+            const bool lead = t.rank == leader;
+            const K lkey = t.shfl(key, leader);
+            const uint32_t lsub = t.shfl(sub, leader);
+            const GhCuckooSubtable &st = subs[lsub];
+            const uint64_t bucket = bucket_of(st, lkey);
+            uint32_t *lock = st.locks + bucket;
+            bool locked = false;
+            if (lead) locked = try_lock(lock);
+            locked = t.shfl(locked, leader);
+            if (!locked) {
+                failed |= 1u << leader;
+                continue;
+            }
+            K slice[Keys<K>::kPerLane];
+            load_slice(st, bucket, t.rank, true, slice);
+            uint32_t slot = first_slot<K>(t, match_bits(slice, lkey));
+            const bool replace = slot < S;
+            bool place = false;
+            if (!replace) {
+                slot = first_slot<K>(t, match_bits(slice, Keys<K>::kEmpty));
+                place = slot < S;
+            }
+            if (!replace && !place) {
+                // Full: swap with a random resident, which moves to the next subtable.
+                const uint32_t lev = t.shfl(evictions, leader);
+                slot = gh_fmix32((uint32_t)lkey ^ (uint32_t)(lkey >> 16) ^ (lev * 0x9e3779b9u) ^ p.salt) % S;
+            }
+            const K resident = t.shfl(pick(slice, slot % Keys<K>::kPerLane), slot / Keys<K>::kPerLane);
+            if (lead) {
+                K *kslot = static_cast<K *>(st.keys) + slot_index<K>(bucket, slot);
+                uint32_t *vslot = st.values + slot_index<K>(bucket, slot) * words;
+                if (replace || place) {
+#pragma unroll
+                    for (uint32_t w = 0; w < MaxW; ++w) {
+                        if (w < words) vslot[w] = value[w];
+                    }
+                    if (place) {
+                        *kslot = key;
+                        counts.add(lsub, 1);
+                    }
+                    active = false;
+                } else {
+#pragma unroll
+                    for (uint32_t w = 0; w < MaxW; ++w) {
+                        if (w < words) {
+                            const uint32_t old = __ldcg(vslot + w);
+                            vslot[w] = value[w];
+                            value[w] = old;
+                        }
+                    }
+                    *kslot = key;
+                    key = resident;
+                    sub = next_subtable(sub, d, p.exclude);
+                    ++evictions;
+                    const uint64_t at = atomicAdd(reinterpret_cast<unsigned long long *>(p.log_count), 1ull);
+                    if (at < p.log_capacity) static_cast<K *>(p.log_keys)[at] = resident;
+                }
+                // The release store orders the leader's writes before the lock opens.
+                unlock(lock);
+                if (active && evictions > p.max_evictions) {
+                    // Homeless after the eviction bound: keep the pair for the host.
+                    const uint64_t at = atomicAdd(reinterpret_cast<unsigned long long *>(p.failed_count), 1ull);
+                    static_cast<K *>(p.failed_keys)[at] = key;
+#pragma unroll
+                    for (uint32_t w = 0; w < MaxW; ++w) {
+                        if (w < words) p.failed_values[at * words + w] = value[w];
+                    }
+                    active = false;
+                }
+            }
+            failed = 0;
+        }
+    }
+    counts.flush(p.table.counts, d);
+}
+
+// --------------------------------------------------------- remove, dedup
+
+// Empties copies of `key`: all of them, or (keep_first) all but the first, or
+// (first_only) just the first. Returns slots emptied (on rank 0).
+template <typename K>
+__device__ uint32_t remove_copies(const Tile &t, const GhCuckooSubtable *subs, uint32_t d, K key, bool keep_first,
+                                  bool first_only, BlockCounts &counts) {
+    bool seen = false;
+    uint32_t removed = 0;
+    for (uint32_t s = 0; s < d; ++s) {
+        const uint64_t bucket = bucket_of(subs[s], key);
+        K slice[Keys<K>::kPerLane];
+        load_slice(subs[s], bucket, t.rank, true, slice);
+        const uint32_t slot = first_slot<K>(t, match_bits(slice, key));
+        if (slot == Keys<K>::kSlots) continue;
+        if (!(keep_first && !seen) && t.rank == 0) {
+            K *kslot = static_cast<K *>(subs[s].keys) + slot_index<K>(bucket, slot);
+            if (Keys<K>::cas(kslot, key, Keys<K>::kEmpty) == key) {
+                counts.add(s, -1);
+                ++removed;
+            }
+        }
+        seen = true;
+        if (first_only) break;
+    }
+    return removed;
+}
+
+template <typename K>
+__device__ void remove(const GhCuckooRemoveParams &p) {
+    __shared__ GhCuckooSubtable subs[kMaxSub];
+    __shared__ BlockCounts counts;
+    counts.init();
+    stage_subtables(p.table, subs);
+    const Tile t = Tile::mine();
+    const K *keys = static_cast<const K *>(p.keys);
+    uint64_t removed = 0;
+    for (uint64_t i = tile_index(); i < p.count; i += tile_count()) {
+        if (p.skip != nullptr && p.skip[i] != 0) continue;
+        const K key = keys[i];
+        if (key == Keys<K>::kEmpty) {
+            if (t.rank == 0 && atomicExch(p.table.side + GH_CUCKOO_SIDE_PRESENT, 0u) != 0) ++removed;
+            continue;
+        }
+        removed += remove_copies(t, subs, p.table.subtables, key, false, p.all_copies == 0, counts);
+    }
+    if (p.removed != nullptr) warp_add(p.removed, removed);
+    counts.flush(p.table.counts, p.table.subtables);
+}
+
+template <typename K>
+__device__ void dedup(const GhCuckooDedupParams &p) {
+    __shared__ GhCuckooSubtable subs[kMaxSub];
+    __shared__ BlockCounts counts;
+    counts.init();
+    stage_subtables(p.table, subs);
+    const Tile t = Tile::mine();
+    const K *keys = static_cast<const K *>(p.keys);
+    for (uint64_t i = tile_index(); i < p.count; i += tile_count()) {
+        if (p.skip != nullptr && p.skip[i] != 0) continue;
+        const K key = keys[i];
+        if (key == Keys<K>::kEmpty) continue;
+        remove_copies(t, subs, p.table.subtables, key, true, false, counts);
+    }
+    counts.flush(p.table.counts, p.table.subtables);
+}
+
+// -------------------------------------------------------------- resize
+
+// Moves a lane's slice of one old bucket: pairs for `target` go to the next free
+// slots of new bucket `target` (counted by *used); for upsizing a second target
+// (target + from.buckets) has its own count; what finds no room is a residual.
+template <typename K>
+__device__ __forceinline__ void move_pair(const GhCuckooResizeParams &p, uint64_t old_bucket, uint32_t old_slot,
+                                          K key, uint64_t new_bucket, uint32_t position) {
+    const uint32_t words = p.value_words;
+    const uint32_t *src = p.from.values + slot_index<K>(old_bucket, old_slot) * words;
+    if (position < Keys<K>::kSlots) {
+        static_cast<K *>(p.to.keys)[slot_index<K>(new_bucket, position)] = key;
+        uint32_t *dst = p.to.values + slot_index<K>(new_bucket, position) * words;
+        for (uint32_t w = 0; w < words; ++w) dst[w] = src[w];
+    } else {
+        const uint64_t at = atomicAdd(reinterpret_cast<unsigned long long *>(p.residual_count), 1ull);
+        static_cast<K *>(p.residual_keys)[at] = key;
+        for (uint32_t w = 0; w < words; ++w) p.residual_values[at * words + w] = src[w];
+    }
+}
+
+template <typename K>
+__device__ void resize(const GhCuckooResizeParams &p) {
+    const Tile t = Tile::mine();
+    constexpr uint32_t P = Keys<K>::kPerLane;
+    const bool up = p.to.buckets > p.from.buckets;
+    // Upsizing: a tile per old bucket, split into two new ones. Downsizing: a
+    // tile per new bucket, merging two old ones.
+    const uint64_t units = up ? p.from.buckets : p.to.buckets;
+    for (uint64_t u = tile_index(); u < units; u += tile_count()) {
+        uint32_t used_low = 0, used_high = 0;
+        const uint32_t sources = up ? 1 : 2;
+        for (uint32_t src = 0; src < sources; ++src) {
+            const uint64_t old_bucket = up ? u : u + src * p.to.buckets;
+            K slice[P];
+            load_slice(p.from, old_bucket, t.rank, false, slice);
+#pragma unroll
+            for (uint32_t j = 0; j < P; ++j) {
+                const K key = slice[j];
+                const bool valid = key != Keys<K>::kEmpty;
+                uint64_t new_bucket = u;
+                if (valid && up) new_bucket = bucket_of(p.to, key);
+                const bool high = valid && new_bucket != u;
+                const uint32_t low_lanes = t.ballot(valid && !high);
+                const uint32_t high_lanes = t.ballot(high);
+                if (valid) {
+                    const uint32_t position = high ? used_high + __popc(high_lanes & t.lanes_below())
+                                                   : used_low + __popc(low_lanes & t.lanes_below());
+                    move_pair<K>(p, old_bucket, t.rank * P + j, key, new_bucket, position);
+                }
+                used_low += __popc(low_lanes);
+                used_high += __popc(high_lanes);
+            }
+        }
+    }
+}
+
+// -------------------------------------------------------------- export
+
+template <typename K>
+__device__ void export_pairs(const GhCuckooExportParams &p) {
+    const Tile t = Tile::mine();
+    constexpr uint32_t P = Keys<K>::kPerLane;
+    const uint32_t words = p.table.value_words;
+    for (uint32_t s = 0; s < p.table.subtables; ++s) {
+        const GhCuckooSubtable &sub = p.table.sub[s];
+        for (uint64_t b = tile_index(); b < sub.buckets; b += tile_count()) {
+            K slice[P];
+            load_slice(sub, b, t.rank, false, slice);
+            uint32_t mine = 0;
+#pragma unroll
+            for (uint32_t j = 0; j < P; ++j) mine += slice[j] != Keys<K>::kEmpty ? 1 : 0;
+            // Exclusive prefix over the tile's lanes.
+            uint32_t prefix = mine;
+            for (uint32_t offset = 1; offset < kTile; offset *= 2) {
+                const uint32_t up = __shfl_up_sync(t.mask, prefix, offset, kTile);
+                if (t.rank >= offset) prefix += up;
+            }
+            const uint32_t total = t.shfl(prefix, kTile - 1);
+            prefix -= mine;
+            unsigned long long base = 0;
+            if (t.rank == 0 && total != 0) {
+                base = atomicAdd(reinterpret_cast<unsigned long long *>(p.written), (unsigned long long)total);
+            }
+            base = t.shfl(base, 0);
+            uint64_t at = base + prefix;
+#pragma unroll
+            for (uint32_t j = 0; j < P; ++j) {
+                if (slice[j] == Keys<K>::kEmpty) continue;
+                if (at < p.capacity) {
+                    static_cast<K *>(p.keys_out)[at] = slice[j];
+                    const uint32_t *src = sub.values + slot_index<K>(b, t.rank * P + j) * words;
+                    for (uint32_t w = 0; w < words; ++w) p.values_out[at * words + w] = src[w];
+                }
+                ++at;
+            }
+        }
+    }
+}
+
+}  // namespace
+}  // namespace gh_cuckoo
+
+#define GH_CUCKOO_KERNELS(K, suffix)                                                                      \
+    extern "C" __global__ void gh_cuckoo_find_##suffix(GhCuckooFindParams p) { gh_cuckoo::find<K>(p); }     \
+    extern "C" __global__ void gh_cuckoo_update_##suffix(GhCuckooUpdateParams p) { gh_cuckoo::update<K>(p); } \
+    extern "C" __global__ void gh_cuckoo_insert_##suffix(GhCuckooInsertParams p) {                         \
+        gh_cuckoo::insert<K, GH_CUCKOO_MAX_VALUE_WORDS>(p);                                               \
+    }                                                                                                     \
+    extern "C" __global__ void gh_cuckoo_insert1_##suffix(GhCuckooInsertParams p) { gh_cuckoo::insert<K, 1>(p); } \
+    extern "C" __global__ void gh_cuckoo_remove_##suffix(GhCuckooRemoveParams p) { gh_cuckoo::remove<K>(p); } \
+    extern "C" __global__ void gh_cuckoo_dedup_##suffix(GhCuckooDedupParams p) { gh_cuckoo::dedup<K>(p); }    \
+    extern "C" __global__ void gh_cuckoo_resize_##suffix(GhCuckooResizeParams p) { gh_cuckoo::resize<K>(p); } \
+    extern "C" __global__ void gh_cuckoo_export_##suffix(GhCuckooExportParams p) { gh_cuckoo::export_pairs<K>(p); }
+
+GH_CUCKOO_KERNELS(uint32_t, u32)
+GH_CUCKOO_KERNELS(uint64_t, u64)
+
+extern "C" __global__ void gh_cuckoo_fill(GhCuckooFillParams p) {
+    const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < p.count; i += stride) {
+        p.words[i] = p.value;
+    }
+}

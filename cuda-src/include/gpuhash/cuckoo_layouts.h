@@ -1,0 +1,179 @@
+/* Kernel parameter layouts of gpuhash-cuckoo (DyHash), read by the kernels in
+ * cuda-src/cuckoo/ and, through bindgen, by crates/gpuhash-cuckoo/src/layouts.rs.
+ * Plain C; every kernel takes exactly one of these structs by value. */
+#ifndef GPUHASH_CUCKOO_LAYOUTS_H
+#define GPUHASH_CUCKOO_LAYOUTS_H
+
+#include <stdint.h>
+
+/* Most subtables a table may have (the paper's d). */
+#define GH_CUCKOO_MAX_SUBTABLES 8u
+/* Most 4-byte words a value may take (64 bytes). */
+#define GH_CUCKOO_MAX_VALUE_WORDS 16u
+/* Lanes that read one 128-byte bucket together (the paper's warp), 64 bytes a
+ * lane: a warp serves sixteen buckets at a time. On the H100, tiles of 8 and 4
+ * lanes measured slower for both insert and find (docs/benchmarks/cuckoo.md). */
+#define GH_CUCKOO_TILE 2u
+/* Bytes of the keys of one bucket: one cache line. */
+#define GH_CUCKOO_BUCKET_BYTES 128u
+/* `exclude` value meaning every subtable may take pairs. */
+#define GH_CUCKOO_NO_EXCLUDE 0xffffffffu
+/* Word indices of the reserved-key side slot: flag, lock, then the value. */
+#define GH_CUCKOO_SIDE_PRESENT 0u
+#define GH_CUCKOO_SIDE_LOCK 1u
+#define GH_CUCKOO_SIDE_VALUE 2u
+
+/* One subtable: `buckets` buckets of GH_CUCKOO_BUCKET_BYTES / sizeof(key) keys.
+ * Keys and values are separate arrays (struct of arrays), so a miss reads keys
+ * only. The bucket of a key is H_i(key) mod buckets, where H_i depends on the
+ * key and the subtable's coefficients only, so doubling `buckets` sends bucket
+ * loc to loc or loc + buckets, and halving sends loc and loc + buckets/2 to loc. */
+typedef struct GhCuckooSubtable {
+    /* buckets * slots keys (uint32_t or uint64_t); all ones marks an empty slot. */
+    void *keys;
+    /* buckets * slots * value_words words: slot s of bucket b at (b * slots + s) * value_words. */
+    uint32_t *values;
+    /* One lock word per bucket, 0 when free. */
+    uint32_t *locks;
+    uint64_t buckets;
+    /* ceil(2^64 / buckets): H mod buckets with two multiplications (Lemire's fastmod). */
+    uint64_t fastmod;
+    /* Universal hash coefficients: H = ((a * mix(key) + b) mod p), folded to 32 bits. */
+    uint64_t hash_a;
+    uint64_t hash_b;
+} GhCuckooSubtable;
+
+/* The whole table as kernels see it. */
+typedef struct GhCuckooTable {
+    GhCuckooSubtable sub[GH_CUCKOO_MAX_SUBTABLES];
+    /* Pairs held by each subtable, kept by the kernels. */
+    uint64_t *counts;
+    /* The side slot of the reserved (all ones) key: present flag, lock, value words. */
+    uint32_t *side;
+    uint32_t subtables;
+    uint32_t value_words;
+} GhCuckooTable;
+
+/* Where a new pair starts: the first subtable t with choice(key) < thresholds[t],
+ * choice a 32-bit hash of the key and `seed` (fixed for a table, so a lookup can
+ * probe first the subtable a pair would start in now); thresholds are cumulative,
+ * the last 2^32 - 1. */
+typedef struct GhCuckooHome {
+    uint32_t thresholds[GH_CUCKOO_MAX_SUBTABLES];
+    uint32_t seed;
+} GhCuckooHome;
+
+/* Looks up keys[i] for i < count, probing first the subtable `home` names. found_out[i] = 1 when present (may be null),
+ * values_out[i * value_words ...] = its value when present (may be null, else
+ * left unwritten for misses); *hits (may be null) gains the number found. */
+typedef struct GhCuckooFindParams {
+    GhCuckooTable table;
+    GhCuckooHome home;
+    const void *keys;
+    uint32_t *values_out;
+    uint8_t *found_out;
+    uint64_t *hits;
+    uint64_t count;
+} GhCuckooFindParams;
+
+/* Overwrites the value of every keys[i] already present (found[i] != 0), each
+ * under its bucket's lock, so that of duplicate keys exactly one value wins.
+ * When old_values is not null, the value replaced is saved there first (for
+ * undoing the batch). Keys do not move during this kernel. */
+typedef struct GhCuckooUpdateParams {
+    GhCuckooTable table;
+    const void *keys;
+    const uint32_t *values;
+    const uint8_t *found;
+    uint32_t *old_values;
+    uint64_t count;
+} GhCuckooUpdateParams;
+
+/* Inserts (keys[i], values[i]) for i < count with skip == null or skip[i] == 0,
+ * by voter coordination: each tile of GH_CUCKOO_TILE lanes votes a leader among
+ * its lanes with pending pairs, the leader locks the bucket with one atomic, the
+ * tile places the pair (replacing the value of an equal key) or swaps it with a
+ * random resident, which moves on to the next subtable. A lane whose lock fails
+ * lets the tile re-vote. A pair still homeless after max_evictions swaps goes to
+ * the failed list; every key swapped out is logged (for the duplicate check). */
+typedef struct GhCuckooInsertParams {
+    GhCuckooTable table;
+    const void *keys;
+    const uint32_t *values;
+    const uint8_t *skip;
+    uint64_t count;
+    /* Capacity count. */
+    void *failed_keys;
+    uint32_t *failed_values;
+    uint64_t *failed_count;
+    /* Capacity log_capacity; *log_count may pass it (the overflow is then known). */
+    void *log_keys;
+    uint64_t *log_count;
+    uint64_t log_capacity;
+    /* Home subtable of a new pair. */
+    GhCuckooHome home;
+    /* Varies the random choice of the pair a full bucket gives up, launch to launch. */
+    uint32_t salt;
+    uint32_t max_evictions;
+    /* Subtable that takes no pairs (downsizing residuals), or GH_CUCKOO_NO_EXCLUDE. */
+    uint32_t exclude;
+} GhCuckooInsertParams;
+
+/* Removes keys[i] for i < count (skip as for insert). With all_copies, every
+ * copy of the key in its d buckets goes (duplicate cleanup, undo); without, the
+ * first. *removed (may be null) gains the number of slots emptied. */
+typedef struct GhCuckooRemoveParams {
+    GhCuckooTable table;
+    const void *keys;
+    const uint8_t *skip;
+    uint64_t *removed;
+    uint64_t count;
+    uint32_t all_copies;
+    uint32_t pad;
+} GhCuckooRemoveParams;
+
+/* Keeps only the copy in the lowest subtable of each keys[i] (i < count): after
+ * an insert batch, a key of the batch that was swapped out may have come to rest
+ * in a second place. Slots emptied leave the counts. */
+typedef struct GhCuckooDedupParams {
+    GhCuckooTable table;
+    const void *keys;
+    const uint8_t *skip;
+    uint64_t count;
+} GhCuckooDedupParams;
+
+/* Moves every pair of subtable `from` (the old arrays) into `to` (new arrays of
+ * twice or half the buckets, keys all empty, locks zero). Upsizing: bucket loc
+ * goes to loc or loc + from.buckets, never a conflict. Downsizing: buckets loc
+ * and loc + to.buckets merge into loc; what does not fit goes to the residual
+ * list (residual_keys, residual_values, *residual_count), to be inserted into the
+ * other subtables. */
+typedef struct GhCuckooResizeParams {
+    GhCuckooSubtable from;
+    GhCuckooSubtable to;
+    void *residual_keys;
+    uint32_t *residual_values;
+    uint64_t *residual_count;
+    uint32_t value_words;
+    uint32_t pad;
+} GhCuckooResizeParams;
+
+/* Appends every pair of the table's subtables to keys_out / values_out, with
+ * *written counting them; capacity is the room the outputs have. */
+typedef struct GhCuckooExportParams {
+    GhCuckooTable table;
+    void *keys_out;
+    uint32_t *values_out;
+    uint64_t *written;
+    uint64_t capacity;
+} GhCuckooExportParams;
+
+/* words[i] = value for i < count. */
+typedef struct GhCuckooFillParams {
+    uint32_t *words;
+    uint64_t count;
+    uint32_t value;
+    uint32_t pad;
+} GhCuckooFillParams;
+
+#endif
