@@ -160,8 +160,8 @@ fn run(options: &Options) -> Result<(), Box<dyn Error>> {
                 );
                 println!("{}", Measurement::HEADER);
                 let mut memory = Vec::new();
-                for utilization in slab_hash_bench::UTILIZATIONS {
-                    let (rows, line) = slab_hash_bench::bulk(&stream, n, utilization, runs)?;
+                for sizing in slab_hash_bench::SIZINGS {
+                    let (rows, line) = slab_hash_bench::bulk(&stream, n, sizing, runs)?;
                     rows.into_iter().for_each(print);
                     memory.push(line);
                 }
@@ -170,7 +170,7 @@ fn run(options: &Options) -> Result<(), Box<dyn Error>> {
                     "## slab-hash memory (MiB): after build, after removing half, after flush"
                 );
                 println!(
-                    "| target utilization | pair bytes | slabs in use | reserved | pair bytes after removal | in use after removal | in use after flush |"
+                    "| sizing | pair bytes | slabs in use | reserved | pair bytes after removal | in use after removal | in use after flush |"
                 );
                 println!("| --- | --- | --- | --- | --- | --- | --- |");
                 memory.iter().for_each(|line| println!("{line}"));

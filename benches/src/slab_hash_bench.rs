@@ -11,8 +11,39 @@ use gpuhash_slab_hash::{SlabHashError, SlabHashMap, SlabHashOptions, sizing};
 
 use crate::measure::{Measurement, Runs, median_ms};
 
-/// Memory utilizations W1 builds at (seed 002's measure: pair bytes over slab bytes).
-pub const UTILIZATIONS: [f64; 2] = [0.5, 0.9];
+/// How W1 sizes the table.
+#[derive(Debug, Clone, Copy)]
+pub enum Sizing {
+    /// Buckets such that pairs fill slab memory to this share: seed 002's memory
+    /// utilization (pair bytes over bytes of slabs in use).
+    Utilization(f64),
+    /// Buckets = n / (15 * load): head slabs this full on average, lists beyond them.
+    HeadLoad(f64),
+}
+
+impl Sizing {
+    fn buckets(self, n: usize) -> u32 {
+        match self {
+            Sizing::Utilization(target) => sizing::buckets_for_utilization(n as u64, target),
+            Sizing::HeadLoad(load) => (n as f64 / (15.0 * load)).ceil() as u32,
+        }
+    }
+
+    fn label(self) -> String {
+        match self {
+            Sizing::Utilization(target) => format!("memory utilization {target}"),
+            Sizing::HeadLoad(load) => format!("head-slab load {load}"),
+        }
+    }
+}
+
+/// The sizings W1 runs at.
+pub const SIZINGS: [Sizing; 4] = [
+    Sizing::Utilization(0.5),
+    Sizing::Utilization(0.9),
+    Sizing::HeadLoad(0.5),
+    Sizing::HeadLoad(0.9),
+];
 
 /// W3's mixes: shares of (insert, remove, find hit, find miss) in percent.
 pub const MIXES: [(&str, [u32; 4]); 3] = [
@@ -39,14 +70,14 @@ fn check(ok: bool, what: &str) -> Result<(), SlabHashError> {
     }
 }
 
-/// W1 at one utilization: rows for build, find hit, find miss, and the memory line.
+/// W1 at one sizing: rows for build, find hit, find miss, and the memory line.
 pub fn bulk(
     stream: &Stream,
     n: usize,
-    utilization: f64,
+    sizing: Sizing,
     runs: Runs,
 ) -> Result<(Vec<Measurement>, String), SlabHashError> {
-    let buckets = sizing::buckets_for_utilization(n as u64, utilization);
+    let buckets = sizing.buckets(n);
     let mut map = map_for(stream, n, buckets)?;
     let mut keys = DeviceBuffer::<u32>::zeroed(stream, n)?;
     let mut values = DeviceBuffer::<u32>::zeroed(stream, n)?;
@@ -109,7 +140,8 @@ pub fn bulk(
 
     let label = |what: &str| {
         format!(
-            "slab hash {what}, utilization {:.2}, {buckets} buckets",
+            "slab hash {what}, {}: {buckets} buckets, utilization {:.2}",
+            sizing.label(),
             memory.utilization()
         )
     };
@@ -141,7 +173,8 @@ pub fn bulk(
     let flushed = map.memory()?;
     let mib = |bytes: u64| bytes as f64 / f64::from(1 << 20);
     let memory_line = format!(
-        "| {utilization:.1} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} |",
+        "| {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} |",
+        sizing.label(),
         mib(memory.entry_bytes),
         mib(memory.bytes_in_use),
         mib(memory.bytes_reserved),
@@ -162,7 +195,7 @@ pub fn mixed(
     runs: Runs,
 ) -> Result<Measurement, SlabHashError> {
     let base = n / 2;
-    let mut map = map_for(stream, n, sizing::buckets_for_utilization(n as u64, 0.5))?;
+    let mut map = map_for(stream, n, Sizing::Utilization(0.5).buckets(n))?;
     let (present, present_values) = workload::host_pairs(KeySet::Hits, 0, base as u32);
     let mut ops = Vec::with_capacity(n);
     let mut keys = Vec::with_capacity(n);
