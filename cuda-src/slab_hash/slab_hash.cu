@@ -22,9 +22,8 @@ __device__ void run_ops(const GhSlabOpsParams &p) {
             key = p.keys[i];
             value = p.values != nullptr ? p.values[i] : 0;
         }
-        gh::serve_head_slabs<kKind>(p.table, active, op, key, value, status, result);
         gh::serve_warp<kKind>(p.table, allocator, active, op, key, value, status, result);
-        if (status != GH_STATUS_PENDING) {
+        if (active) {
             p.status[i] = status;
             if (p.results != nullptr) {
                 p.results[i] = result;

@@ -104,6 +104,11 @@ __device__ void serve_warp(const GhSlabTable &table, WarpAllocator &allocator, b
     uint32_t served = 32;  // the lane whose operation the warp works on
     uint32_t *slab = nullptr;
     uint32_t tally = 0;  // counts and removals of the served lane so far (uniform)
+    // The warp serves its lanes one at a time, each a dependent read of a head slab: have
+    // all 32 head slabs on their way to L2 before the first is needed.
+    if (active) {
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(head_slab(table, mine.bucket)));
+    }
     while (true) {
         uint32_t queue = __ballot_sync(kFullWarp, active);
         if (queue == 0) {
@@ -192,77 +197,6 @@ __device__ void serve_warp(const GhSlabTable &table, WarpAllocator &allocator, b
             }
         } else {
             slab = slab_pointer(table.alloc, next);
-        }
-    }
-}
-
-// Serves, from the head slabs alone, the operations that end there: lookups and removes
-// whose key the head slab holds or that have no next slab, and inserts that find their key
-// or a free spot in it. The warp reads all 32 head slabs before it looks at any, so 32
-// reads are in flight instead of one: walking lists one operation at a time leaves a warp
-// waiting on memory for each. What this pass cannot finish (longer lists, lost races,
-// counts) stays active for serve_warp, which starts again from the head.
-template <uint32_t kKind>
-__device__ void serve_head_slabs(const GhSlabTable &table, bool &active, uint32_t op, uint32_t key, uint32_t value,
-                                 uint32_t &status, uint32_t &result) {
-    const uint32_t lane = lane_id();
-    const bool key_lane = is_key_lane<kKind>(lane);
-    const Placement mine = place(table, key);
-    const uint32_t queue = __ballot_sync(kFullWarp, active);
-    uint32_t heads[32];
-#pragma unroll
-    for (uint32_t q = 0; q < 32; ++q) {
-        uint32_t bucket = __shfl_sync(kFullWarp, mine.bucket, q);
-        heads[q] = (queue >> q) & 1 ? read_slab(head_slab(table, bucket)) : GH_INVALID_SLAB;
-    }
-#pragma unroll
-    for (uint32_t q = 0; q < 32; ++q) {
-        if (((queue >> q) & 1) == 0) {
-            continue;
-        }
-        uint32_t word = heads[q];
-        uint32_t src_op = __shfl_sync(kFullWarp, op, q);
-        uint32_t src_stored = __shfl_sync(kFullWarp, mine.stored, q);
-        uint32_t src_value = __shfl_sync(kFullWarp, value, q);
-        uint32_t *slab = head_slab(table, __shfl_sync(kFullWarp, mine.bucket, q));
-        bool at_tail = __shfl_sync(kFullWarp, word, GH_SLAB_NEXT_LANE) == GH_INVALID_SLAB;
-        uint32_t matches = __ballot_sync(kFullWarp, key_lane && word == src_stored);
-        uint32_t found = __ffs(matches) - 1;
-        Step step{false, GH_STATUS_PENDING, 0};
-        if (src_op == GH_OP_GET) {
-            uint32_t found_value = __shfl_sync(kFullWarp, word, kKind == GH_TABLE_SET ? found : found + 1);
-            if (matches != 0) {
-                step = Step{true, GH_STATUS_DONE, found_value};
-            } else if (at_tail) {
-                step = Step{true, GH_STATUS_ABSENT, 0};
-            }
-        } else if (src_op == GH_OP_REMOVE && kKind != GH_TABLE_MULTIMAP) {
-            bool removed = matches != 0 && lane == found &&
-                           atomicCAS(slab + lane, src_stored, GH_TOMBSTONE_KEY) == src_stored;
-            if (__ballot_sync(kFullWarp, removed) != 0) {
-                step = Step{true, GH_STATUS_DONE, 1};
-            } else if (matches == 0 && at_tail) {
-                step = Step{true, GH_STATUS_ABSENT, 0};
-            }
-        } else if (src_op == GH_OP_INSERT) {
-            uint32_t empties = __ballot_sync(kFullWarp, key_lane && word == GH_EMPTY_KEY);
-            if (matches != 0 && kKind != GH_TABLE_MULTIMAP) {
-                if (kKind == GH_TABLE_MAP && lane == found + 1) {
-                    atomicExch(slab + lane, src_value);
-                }
-                step = Step{true, kKind == GH_TABLE_SET ? GH_STATUS_ABSENT : GH_STATUS_DONE, 0};
-            } else if (empties != 0) {
-                uint32_t spot = __ffs(empties) - 1;
-                bool stored = lane == spot && claim_spot<kKind>(slab, lane, src_stored, src_value);
-                if (__ballot_sync(kFullWarp, stored) != 0) {
-                    step = Step{true, GH_STATUS_DONE, 0};
-                }
-            }
-        }
-        if (step.finished && lane == q) {
-            status = step.status;
-            result = step.result;
-            active = false;
         }
     }
 }
