@@ -48,6 +48,9 @@ struct DeviceInner {
     context: Arc<CudaContext>,
     properties: DeviceProperties,
     modules: Mutex<HashMap<&'static str, Arc<CudaModule>>>,
+    /// Each kernel once looked up, with how many of its blocks of the size it was
+    /// launched with one multiprocessor keeps resident.
+    functions: Mutex<HashMap<(&'static str, &'static str, u32), (CudaFunction, u32)>>,
 }
 
 impl fmt::Debug for Device {
@@ -76,6 +79,7 @@ impl Device {
                 context,
                 properties,
                 modules: Mutex::new(HashMap::new()),
+                functions: Mutex::new(HashMap::new()),
             }),
         })
     }
@@ -147,9 +151,21 @@ impl Device {
         Ok(self.inner.context.synchronize()?)
     }
 
-    /// The kernel `name` of `image`, loading the image on first use. Loading happens once
-    /// per device; later calls only look the function up.
-    pub(crate) fn function(&self, image: &'static KernelImage, name: &str) -> Result<CudaFunction> {
+    /// The kernel `name` of `image`, loading the image on first use, with the number of its
+    /// blocks of `threads` threads (and `shared_bytes` of dynamic shared memory) that one
+    /// multiprocessor keeps resident. Loading and the occupancy query happen once per
+    /// device; later calls only look the kernel up.
+    pub(crate) fn function(
+        &self,
+        image: &'static KernelImage,
+        name: &'static str,
+        threads: u32,
+        shared_bytes: u32,
+    ) -> Result<(CudaFunction, u32)> {
+        let key = (image.name, name, threads);
+        if let Some(found) = self.inner.functions.lock().get(&key) {
+            return Ok(found.clone());
+        }
         let module = {
             let mut modules = self.inner.modules.lock();
             match modules.get(image.name) {
@@ -161,7 +177,15 @@ impl Device {
                 }
             }
         };
-        Ok(module.load_function(name)?)
+        let function = module.load_function(name)?;
+        let resident = function.occupancy_max_active_blocks_per_multiprocessor(
+            threads,
+            shared_bytes as usize,
+            None,
+        )?;
+        let entry = (function, resident.max(1));
+        self.inner.functions.lock().insert(key, entry.clone());
+        Ok(entry)
     }
 
     fn load(&self, image: &'static KernelImage) -> Result<Arc<CudaModule>> {

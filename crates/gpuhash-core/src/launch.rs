@@ -105,15 +105,27 @@ impl<P: KernelParams> Kernel<P> {
 
     /// Queues the kernel on `stream` with `params`.
     ///
+    /// Every gpuhash kernel is a grid-stride loop, so the grid is cut to the blocks the
+    /// device keeps resident at once for this kernel: a grid sized for full occupancy
+    /// would, for a kernel whose registers allow fewer blocks, leave a second partial wave
+    /// that doubles the tail.
+    ///
     /// # Safety
     /// Every device pointer in `params` must point to memory of the stream's device that
     /// stays allocated until the kernel has finished, and is large enough for every access
     /// the kernel makes with these parameters; memory the kernel writes must not be read or
     /// written by other work that may run at the same time.
     pub unsafe fn launch(&self, stream: &Stream, shape: LaunchShape, params: P) -> Result<()> {
-        let function = stream.device().function(self.image, self.name)?;
+        let device = stream.device();
+        let (function, resident_per_sm) = device.function(
+            self.image,
+            self.name,
+            shape.threads_per_block,
+            shape.shared_bytes,
+        )?;
+        let resident = resident_per_sm.saturating_mul(device.properties().multiprocessors.max(1));
         let config = LaunchConfig {
-            grid_dim: (shape.blocks, 1, 1),
+            grid_dim: (shape.blocks.min(resident), 1, 1),
             block_dim: (shape.threads_per_block, 1, 1),
             shared_mem_bytes: shape.shared_bytes,
         };
