@@ -36,6 +36,9 @@ pub struct DeviceProperties {
     pub compute_capability: (i32, i32),
 }
 
+/// A kernel launched with a block size: (image, kernel, threads per block).
+type KernelKey = (&'static str, &'static str, u32);
+
 /// One GPU, ready for work. Cheap to clone; every clone shares the context and the kernel
 /// images loaded so far. `Send + Sync`: several host threads may use one device, each on
 /// its own [`Stream`].
@@ -50,7 +53,7 @@ struct DeviceInner {
     modules: Mutex<HashMap<&'static str, Arc<CudaModule>>>,
     /// Each kernel once looked up, with how many of its blocks of the size it was
     /// launched with one multiprocessor keeps resident.
-    functions: Mutex<HashMap<(&'static str, &'static str, u32), (CudaFunction, u32)>>,
+    functions: Mutex<HashMap<KernelKey, (CudaFunction, u32)>>,
 }
 
 impl fmt::Debug for Device {
