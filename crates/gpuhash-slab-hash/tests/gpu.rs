@@ -184,10 +184,7 @@ fn running_out_of_device_memory_names_the_inserts_that_did_not_go_in() {
     let keys: Vec<u32> = (10..4_000_010).map(fmix32).collect();
     // Leave room for the batch's own buffers (keys, values, results, status) and 16 MiB
     // of slabs; the 4M pairs need about 42 MiB of slabs in 2^16 buckets.
-    let room = keys.len() * 16 + (16 << 20);
-    let filler =
-        DeviceBuffer::<u8>::zeroed(s, s.device().free_memory().unwrap().saturating_sub(room))
-            .unwrap();
+    let filler = fill_device_except(s, keys.len() * 16 + (16 << 20));
     let Err(SlabHashError::NotInserted { not_inserted, .. }) = map.insert(&keys, &keys) else {
         panic!("4M pairs cannot fit in 16 MiB of slabs");
     };
@@ -203,6 +200,25 @@ fn running_out_of_device_memory_names_the_inserts_that_did_not_go_in() {
         map.get(&[1, 2, 3]).unwrap(),
         vec![Some(1), Some(2), Some(3)]
     );
+}
+
+/// Takes all device memory but `room` bytes. Allocates until the device refuses rather
+/// than trusting the free-memory figure, which leaves out what the stream-ordered memory
+/// pool keeps cached from earlier frees.
+fn fill_device_except(s: &Stream, room: usize) -> Vec<DeviceBuffer<u8>> {
+    let mut chunks = Vec::new();
+    for size in [1usize << 30, 64 << 20, 4 << 20] {
+        while let Ok(chunk) = DeviceBuffer::<u8>::zeroed(s, size) {
+            chunks.push(chunk);
+        }
+    }
+    let mut freed = 0;
+    while freed < room {
+        freed += chunks.pop().map_or(room, |chunk| chunk.len());
+    }
+    // Frees are queued on `s`; once done, batches on other streams may reuse the memory.
+    s.synchronize().unwrap();
+    chunks
 }
 
 /// A batch sequence: each step inserts, removes or looks up keys drawn from a small range
