@@ -86,6 +86,8 @@ struct SlabRun {
 class WarpAllocator {
   public:
     // Costs nothing until the first allocate(): most warps of a lookup never allocate.
+    // Keeps a reference, not a copy, to `alloc`, which must outlive it: the kernel's
+    // parameter, read from the constant bank, costs no registers.
     __device__ explicit WarpAllocator(const GhSlabAllocContext &alloc)
         : alloc_(alloc), warp_((blockIdx.x * blockDim.x + threadIdx.x) / 32u) {}
 
@@ -166,7 +168,7 @@ class WarpAllocator {
         bitmap_ = __ldcg(words_ + lane_id());
     }
 
-    GhSlabAllocContext alloc_;
+    const GhSlabAllocContext &alloc_;
     uint32_t warp_;
     uint32_t moves_ = 0;
     uint32_t *words_ = nullptr;
