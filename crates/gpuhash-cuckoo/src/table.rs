@@ -448,40 +448,7 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
             let m = self.mirror.lock();
             (m.counts.iter().sum::<u64>() as usize, m.side_present)
         };
-        let mut keys = DeviceBuffer::<K>::zeroed(stream, slotted)?;
-        let mut values = DeviceBuffer::<V>::zeroed(stream, slotted)?;
-        let mut written = DeviceBuffer::<u64>::zeroed(stream, 1)?;
-        {
-            let view = self.view();
-            let mut guards = Vec::new();
-            let table = Self::describe(&view, stream, &mut guards);
-            let k = keys.address_mut(stream);
-            let v = values.address_mut(stream);
-            let w = written.address_mut(stream);
-            let params = GhCuckooExportParams {
-                table,
-                keys_out: k.address as *mut _,
-                values_out: v.address as *mut u32,
-                written: w.address as *mut u64,
-                capacity: slotted as u64,
-            };
-            let buckets: u64 = view.subs.iter().map(|s| s.buckets).max().unwrap_or(1);
-            // SAFETY: the table's arrays are held by the read guards in `subs` and their
-            // address guards; the outputs hold `slotted` keys and values, the kernel writes
-            // below `capacity` only and counts the rest in `written`.
-            unsafe {
-                K::kernels()
-                    .export
-                    .launch(stream, tile_shape(stream, buckets), params)
-            }?;
-        }
-        let written = written.to_host(stream)?[0] as usize;
-        if written != slotted {
-            return Err(Error::InvalidInput(format!(
-                "export found {written} pairs where the counts say {slotted}"
-            ))
-            .into());
-        }
+        let (keys, values) = self.export_slotted(stream, slotted)?;
         let mut out: Vec<(K, V)> = keys
             .to_host(stream)?
             .into_iter()
@@ -1233,12 +1200,14 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
     /// The rehash-everything baseline: every subtable doubled (or halved) and every pair
     /// inserted again. The old arrays stay until all pairs are in the new ones, so a failure
     /// leaves the table as it was.
-    fn rehash_all(&self, stream: &Stream, up: bool) -> Result<()> {
-        let words = Self::WORDS;
-        let (slotted, counts_before) = {
-            let m = self.mirror.lock();
-            (m.counts.iter().sum::<u64>() as usize, m.counts.clone())
-        };
+    /// Every pair in the subtables (not the side slot) into new device buffers of the
+    /// `slotted` pairs the counts say they hold; an error if the kernel found another
+    /// number (it writes below `slotted` only), so nothing is lost unnoticed.
+    fn export_slotted(
+        &self,
+        stream: &Stream,
+        slotted: usize,
+    ) -> Result<(DeviceBuffer<K>, DeviceBuffer<V>)> {
         let mut keys = DeviceBuffer::<K>::zeroed(stream, slotted)?;
         let mut values = DeviceBuffer::<V>::zeroed(stream, slotted)?;
         let mut written = DeviceBuffer::<u64>::zeroed(stream, 1)?;
@@ -1257,13 +1226,32 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
                 capacity: slotted as u64,
             };
             let buckets: u64 = view.subs.iter().map(|s| s.buckets).max().unwrap_or(1);
-            // SAFETY: as in `export`.
+            // SAFETY: the table's arrays are held by the read guards in `subs` and their
+            // address guards; the outputs hold `slotted` keys and values, the kernel writes
+            // below `capacity` only and counts the rest in `written`.
             unsafe {
                 K::kernels()
                     .export
                     .launch(stream, tile_shape(stream, buckets), params)
             }?;
         }
+        let written = written.to_host(stream)?[0] as usize;
+        if written != slotted {
+            return Err(Error::InvalidInput(format!(
+                "export found {written} pairs where the counts say {slotted}"
+            ))
+            .into());
+        }
+        Ok((keys, values))
+    }
+
+    fn rehash_all(&self, stream: &Stream, up: bool) -> Result<()> {
+        let words = Self::WORDS;
+        let (slotted, counts_before) = {
+            let m = self.mirror.lock();
+            (m.counts.iter().sum::<u64>() as usize, m.counts.clone())
+        };
+        let (keys, values) = self.export_slotted(stream, slotted)?;
         let mut factor = 1u64;
         loop {
             factor *= 2;

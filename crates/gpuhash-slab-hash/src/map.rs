@@ -4,7 +4,7 @@ use gpuhash_core::{DeviceBuffer, Stream};
 use gpuhash_slab_alloc::Exhaustion;
 
 use crate::layouts::{GH_OP_GET, GH_OP_INSERT, GH_OP_REMOVE, GH_STATUS_DONE};
-use crate::table::{Batch, Kind, MemoryUsage, SlabHashOptions, SlabTable};
+use crate::table::{Batch, Kind, SlabHashOptions, SlabTable};
 use crate::{Op, Outcome, Result};
 
 /// A concurrent GPU hash map from `u32` to `u32` over slab lists.
@@ -17,6 +17,8 @@ pub struct SlabHashMap {
 }
 
 impl SlabHashMap {
+    crate::table::housekeeping!("pairs");
+
     /// An empty map on the stream's device.
     pub fn new(stream: &Stream, options: SlabHashOptions) -> Result<Self> {
         Ok(Self {
@@ -75,37 +77,10 @@ impl SlabHashMap {
             .collect())
     }
 
-    /// Number of pairs.
-    pub fn len(&self) -> Result<usize> {
-        self.table.len(&self.table.stream()?)
-    }
-
-    /// True when the map holds no pair.
-    pub fn is_empty(&self) -> Result<bool> {
-        Ok(self.len()? == 0)
-    }
-
     /// Every pair, in no particular order.
     pub fn export(&self) -> Result<Vec<(u32, u32)>> {
         let (keys, values) = self.table.export(&self.table.stream()?)?;
         Ok(keys.into_iter().zip(values).collect())
-    }
-
-    /// Removes every pair, keeping the memory.
-    pub fn clear(&mut self) -> Result<()> {
-        let stream = self.table.stream()?;
-        self.table.clear(&stream)
-    }
-
-    /// Compacts every bucket's list and returns the slabs it empties to the allocator.
-    pub fn flush(&mut self) -> Result<()> {
-        let stream = self.table.stream()?;
-        self.table.flush(&stream)
-    }
-
-    /// Device memory reserved and in use.
-    pub fn memory(&self) -> Result<MemoryUsage> {
-        self.table.memory(&self.table.stream()?)
     }
 
     /// Queues inserts of device-resident pairs on `stream` and returns without waiting.

@@ -5,7 +5,7 @@ use gpuhash_core::{DeviceBuffer, Stream};
 use crate::Result;
 use crate::layouts::{GH_OP_COUNT, GH_OP_INSERT, GH_OP_REMOVE};
 use crate::map::check_pairs;
-use crate::table::{Kind, MemoryUsage, SlabHashOptions, SlabTable};
+use crate::table::{Kind, SlabHashOptions, SlabTable};
 
 /// A concurrent GPU multimap from `u32` to `u32` over slab lists: a key may hold many
 /// values, and the same pair twice. Every `u32` is a valid key; batch calls take `&self`.
@@ -15,6 +15,8 @@ pub struct SlabHashMultiMap {
 }
 
 impl SlabHashMultiMap {
+    crate::table::housekeeping!("pairs");
+
     /// An empty multimap on the stream's device.
     pub fn new(stream: &Stream, options: SlabHashOptions) -> Result<Self> {
         Ok(Self {
@@ -54,36 +56,9 @@ impl SlabHashMultiMap {
         Ok(self.table.run_host(GH_OP_REMOVE, keys, None, None)?.results)
     }
 
-    /// Number of pairs.
-    pub fn len(&self) -> Result<usize> {
-        self.table.len(&self.table.stream()?)
-    }
-
-    /// True when the multimap holds no pair.
-    pub fn is_empty(&self) -> Result<bool> {
-        Ok(self.len()? == 0)
-    }
-
     /// Every pair, in no particular order.
     pub fn export(&self) -> Result<Vec<(u32, u32)>> {
         let (keys, values) = self.table.export(&self.table.stream()?)?;
         Ok(keys.into_iter().zip(values).collect())
-    }
-
-    /// Removes every pair, keeping the memory.
-    pub fn clear(&mut self) -> Result<()> {
-        let stream = self.table.stream()?;
-        self.table.clear(&stream)
-    }
-
-    /// Compacts every bucket's list and returns the slabs it empties to the allocator.
-    pub fn flush(&mut self) -> Result<()> {
-        let stream = self.table.stream()?;
-        self.table.flush(&stream)
-    }
-
-    /// Device memory reserved and in use.
-    pub fn memory(&self) -> Result<MemoryUsage> {
-        self.table.memory(&self.table.stream()?)
     }
 }

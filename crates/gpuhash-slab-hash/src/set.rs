@@ -4,7 +4,7 @@ use gpuhash_core::Stream;
 
 use crate::Result;
 use crate::layouts::{GH_OP_GET, GH_OP_INSERT, GH_OP_REMOVE, GH_STATUS_DONE};
-use crate::table::{Kind, MemoryUsage, SlabHashOptions, SlabTable};
+use crate::table::{Kind, SlabHashOptions, SlabTable};
 
 /// A concurrent GPU hash set of `u32` over slab lists of 30 keys. Every `u32` is a valid
 /// key; batch calls take `&self`.
@@ -14,6 +14,8 @@ pub struct SlabHashSet {
 }
 
 impl SlabHashSet {
+    crate::table::housekeeping!("keys");
+
     /// An empty set on the stream's device.
     pub fn new(stream: &Stream, options: SlabHashOptions) -> Result<Self> {
         Ok(Self {
@@ -52,35 +54,8 @@ impl SlabHashSet {
             .collect())
     }
 
-    /// Number of keys.
-    pub fn len(&self) -> Result<usize> {
-        self.table.len(&self.table.stream()?)
-    }
-
-    /// True when the set holds no key.
-    pub fn is_empty(&self) -> Result<bool> {
-        Ok(self.len()? == 0)
-    }
-
     /// Every key, in no particular order.
     pub fn export(&self) -> Result<Vec<u32>> {
         Ok(self.table.export(&self.table.stream()?)?.0)
-    }
-
-    /// Removes every key, keeping the memory.
-    pub fn clear(&mut self) -> Result<()> {
-        let stream = self.table.stream()?;
-        self.table.clear(&stream)
-    }
-
-    /// Compacts every bucket's list and returns the slabs it empties to the allocator.
-    pub fn flush(&mut self) -> Result<()> {
-        let stream = self.table.stream()?;
-        self.table.flush(&stream)
-    }
-
-    /// Device memory reserved and in use.
-    pub fn memory(&self) -> Result<MemoryUsage> {
-        self.table.memory(&self.table.stream()?)
     }
 }

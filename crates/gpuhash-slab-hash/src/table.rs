@@ -138,6 +138,40 @@ impl std::fmt::Debug for SlabTable {
     }
 }
 
+/// The methods every slab hash table has in the same words, for a struct whose `table`
+/// field is its [`SlabTable`]; `$entries` names what it holds ("pairs", "keys").
+macro_rules! housekeeping {
+    ($entries:literal) => {
+        #[doc = concat!("Number of ", $entries, ".")]
+        pub fn len(&self) -> Result<usize> {
+            self.table.len(&self.table.stream()?)
+        }
+
+        #[doc = concat!("True when it holds no ", $entries, ".")]
+        pub fn is_empty(&self) -> Result<bool> {
+            Ok(self.len()? == 0)
+        }
+
+        #[doc = concat!("Removes all ", $entries, ", keeping the memory.")]
+        pub fn clear(&mut self) -> Result<()> {
+            let stream = self.table.stream()?;
+            self.table.clear(&stream)
+        }
+
+        /// Compacts every bucket's list and returns the slabs it empties to the allocator.
+        pub fn flush(&mut self) -> Result<()> {
+            let stream = self.table.stream()?;
+            self.table.flush(&stream)
+        }
+
+        /// Device memory reserved and in use.
+        pub fn memory(&self) -> Result<crate::MemoryUsage> {
+            self.table.memory(&self.table.stream()?)
+        }
+    };
+}
+pub(crate) use housekeeping;
+
 /// Status and result of each element of a batch.
 pub(crate) struct Answers {
     pub status: Vec<u32>,
