@@ -11,55 +11,109 @@
 
 namespace gh {
 
-// Where a key lives: its bucket and the word stored in the slab. The reserved key words
-// go to the two extra buckets as the stored key 0, so every key value is usable.
-struct Placement {
-    uint32_t bucket;
-    uint32_t stored;
+// One kind of slab: the table kind and the widths, in 32-bit words, of keys and values.
+// An entry takes 1, 2 or 4 lanes (a 3-word entry is padded to 4), so that every 64-bit
+// key or value starts at an even lane, 8-byte aligned, where 64-bit atomics reach it.
+template <uint32_t kKindArg, uint32_t kKeyWordsArg, uint32_t kValueWordsArg>
+struct SlabShape {
+    static constexpr uint32_t kKind = kKindArg;
+    static constexpr uint32_t kKeyWords = kKeyWordsArg;
+    static constexpr uint32_t kValueWords = kKind == GH_TABLE_SET ? 0 : kValueWordsArg;
+    static constexpr uint32_t kEntryWords = kKeyWords + kValueWords == 3 ? 4 : kKeyWords + kValueWords;
+    static constexpr uint32_t kEntries = GH_SLAB_KEYS / kEntryWords;
+    // Lanes from an entry's key to its value.
+    static constexpr uint32_t kValueLane = kKeyWords + kValueWords == 3 ? 2 : kKeyWords;
+    // The reserved key words at this width: a never-used spot, a removed entry.
+    static constexpr uint64_t kEmpty = kKeyWords == 1 ? GH_EMPTY_KEY : ~0ull;
+    static constexpr uint64_t kTombstone = kEmpty - 1;
+
+    __device__ static bool is_key_lane(uint32_t lane) {
+        return lane < kEntries * kEntryWords && lane % kEntryWords == 0;
+    }
 };
 
-__device__ __forceinline__ Placement place(const GhSlabTable &table, uint32_t key) {
-    if (key == GH_EMPTY_KEY) {
+// Where a key lives: its bucket and the key stored in the slab. The two reserved keys go
+// to the two extra buckets as the stored key 0, so every key value is usable.
+struct Placement {
+    uint32_t bucket;
+    uint64_t stored;
+};
+
+template <typename Shape>
+__device__ __forceinline__ Placement place(const GhSlabTable &table, uint64_t key) {
+    if (key == Shape::kEmpty) {
         return Placement{table.bucket_count, 0};
     }
-    if (key == GH_TOMBSTONE_KEY) {
+    if (key == Shape::kTombstone) {
         return Placement{table.bucket_count + 1, 0};
     }
-    return Placement{gh_universal32(key, table.hash), key};
+    uint32_t folded = Shape::kKeyWords == 1 ? (uint32_t)key : (uint32_t)gh_fmix64(key);
+    return Placement{gh_universal32(folded, table.hash), key};
 }
 
-// The user's key of a stored word found in `bucket`.
-__device__ __forceinline__ uint32_t user_key(const GhSlabTable &table, uint32_t bucket, uint32_t stored) {
+// The user's key of a stored key found in `bucket`.
+template <typename Shape>
+__device__ __forceinline__ uint64_t user_key(const GhSlabTable &table, uint32_t bucket, uint64_t stored) {
     if (bucket == table.bucket_count) {
-        return GH_EMPTY_KEY;
+        return Shape::kEmpty;
     }
-    return bucket == table.bucket_count + 1 ? GH_TOMBSTONE_KEY : stored;
+    return bucket == table.bucket_count + 1 ? Shape::kTombstone : stored;
 }
 
 __device__ __forceinline__ uint32_t *head_slab(const GhSlabTable &table, uint32_t bucket) {
     return table.buckets + (uint64_t)bucket * GH_SLAB_WORDS;
 }
 
-// Lanes that hold keys: the even lanes below 30 for pairs, all lanes below 30 for sets.
-template <uint32_t kKind>
-__device__ __forceinline__ bool is_key_lane(uint32_t lane) {
-    return kKind == GH_TABLE_SET ? lane < GH_SLAB_KEYS : lane < 2 * GH_SLAB_PAIRS && lane % 2 == 0;
-}
-
 // Reads one slab, one word a lane. From L2: slabs change under atomics of other warps,
 // and a retry after a failed compare-and-swap must see the new words.
 __device__ __forceinline__ uint32_t read_slab(const uint32_t *slab) { return __ldcg(slab + lane_id()); }
 
-// Stores a key (and value) in an empty spot with one compare-and-swap: 64 bits for a
-// pair, so a reader never sees a key without its value.
-template <uint32_t kKind>
-__device__ __forceinline__ bool claim_spot(uint32_t *slab, uint32_t lane, uint32_t stored, uint32_t value) {
-    if (kKind == GH_TABLE_SET) {
-        return atomicCAS(slab + lane, GH_EMPTY_KEY, stored) == GH_EMPTY_KEY;
+// Each lane's word joined with the next lane's: at a lane holding a 64-bit key or value,
+// the whole of it. All 32 lanes must call it.
+template <uint32_t kWords>
+__device__ __forceinline__ uint64_t join_words(uint32_t word) {
+    uint32_t high = __shfl_down_sync(kFullWarp, word, 1);
+    return kWords == 1 ? word : ((uint64_t)high << 32) | word;
+}
+
+// A 64-bit value stored from `lane` (words lane and lane + 1), or a 32-bit one.
+template <uint32_t kWords>
+__device__ __forceinline__ void store_value(uint32_t *slab, uint32_t lane, uint64_t value) {
+    if (kWords == 1) {
+        atomicExch(slab + lane, (uint32_t)value);
+    } else {
+        atomicExch(reinterpret_cast<unsigned long long *>(slab + lane), (unsigned long long)value);
     }
-    const unsigned long long empty = ((unsigned long long)GH_EMPTY_KEY << 32) | GH_EMPTY_KEY;
-    unsigned long long pair = ((unsigned long long)value << 32) | stored;
-    return atomicCAS(reinterpret_cast<unsigned long long *>(slab + lane), empty, pair) == empty;
+}
+
+// Compare-and-swap of the key at `lane`, 32 or 64 bits.
+template <uint32_t kWords>
+__device__ __forceinline__ bool swap_key(uint32_t *slab, uint32_t lane, uint64_t expected, uint64_t desired) {
+    if (kWords == 1) {
+        return atomicCAS(slab + lane, (uint32_t)expected, (uint32_t)desired) == (uint32_t)expected;
+    }
+    auto *word = reinterpret_cast<unsigned long long *>(slab + lane);
+    return atomicCAS(word, expected, desired) == expected;
+}
+
+// Stores an entry in the empty spot at `lane`. A 32-bit key with a 32-bit value goes in
+// with one 64-bit compare-and-swap, so a reader never sees that key without its value.
+// Wider entries claim the key first and write the value after: a reader running in the
+// same launch may see such a key with its value not yet written; later launches see both.
+template <typename Shape>
+__device__ __forceinline__ bool claim_spot(uint32_t *slab, uint32_t lane, uint64_t stored, uint64_t value) {
+    if (Shape::kKeyWords == 1 && Shape::kValueWords == 1) {
+        const unsigned long long empty = ((unsigned long long)GH_EMPTY_KEY << 32) | GH_EMPTY_KEY;
+        unsigned long long pair = (value << 32) | stored;
+        return atomicCAS(reinterpret_cast<unsigned long long *>(slab + lane), empty, pair) == empty;
+    }
+    if (!swap_key<Shape::kKeyWords>(slab, lane, Shape::kEmpty, stored)) {
+        return false;
+    }
+    if (Shape::kValueWords != 0) {
+        store_value<Shape::kValueWords>(slab, lane + Shape::kValueLane, value);
+    }
+    return true;
 }
 
 // Appends a fresh slab after `slab` unless another warp did first. All 32 lanes call it.
@@ -74,9 +128,8 @@ __device__ __forceinline__ bool extend_list(WarpAllocator &allocator, const GhSl
     fresh[lane_id()] = GH_EMPTY_KEY;
     // The empty words must be visible before the slab is reachable from the list.
     __threadfence();
-    uint32_t linked = 0;
     if (lane_id() == GH_SLAB_NEXT_LANE) {
-        linked = atomicCAS(slab + GH_SLAB_NEXT_LANE, GH_INVALID_SLAB, address) == GH_INVALID_SLAB;
+        bool linked = atomicCAS(slab + GH_SLAB_NEXT_LANE, GH_INVALID_SLAB, address) == GH_INVALID_SLAB;
         if (!linked) {
             deallocate(alloc, address);
         }
@@ -89,21 +142,22 @@ __device__ __forceinline__ bool extend_list(WarpAllocator &allocator, const GhSl
 struct Step {
     bool finished;
     uint32_t status;
-    uint32_t result;
+    uint64_t result;
 };
 
 // Serves the operations of the lanes of a warp, one at a time, all 32 lanes reading each
 // slab. `op`, `key` and `value` are this lane's operation; `active` says whether it has
 // one. Writes this lane's status and result when it is served.
-template <uint32_t kKind>
+template <typename Shape>
 __device__ void serve_warp(const GhSlabTable &table, WarpAllocator &allocator, bool active, uint32_t op,
-                           uint32_t key, uint32_t value, uint32_t &status, uint32_t &result) {
+                           uint64_t key, uint64_t value, uint32_t &status, uint64_t &result) {
+    constexpr uint32_t kKind = Shape::kKind;
     const uint32_t lane = lane_id();
-    const bool key_lane = is_key_lane<kKind>(lane);
-    const Placement mine = place(table, key);
+    const bool key_lane = Shape::is_key_lane(lane);
+    const Placement mine = place<Shape>(table, key);
     uint32_t served = 32;  // the lane whose operation the warp works on
     uint32_t *slab = nullptr;
-    uint32_t tally = 0;  // counts and removals of the served lane so far (uniform)
+    uint64_t tally = 0;  // counts and removals of the served lane so far (uniform)
     // The warp serves its lanes one at a time, each a dependent read of a head slab: have
     // all 32 head slabs on their way to L2 before the first is needed.
     if (active) {
@@ -116,24 +170,26 @@ __device__ void serve_warp(const GhSlabTable &table, WarpAllocator &allocator, b
         }
         uint32_t src = __ffs(queue) - 1;
         uint32_t src_op = __shfl_sync(kFullWarp, op, src);
-        uint32_t src_stored = __shfl_sync(kFullWarp, mine.stored, src);
-        uint32_t src_value = __shfl_sync(kFullWarp, value, src);
+        uint64_t src_stored = __shfl_sync(kFullWarp, mine.stored, src);
+        uint64_t src_value = __shfl_sync(kFullWarp, value, src);
         if (src != served) {
             served = src;
             slab = head_slab(table, __shfl_sync(kFullWarp, mine.bucket, src));
             tally = 0;
         }
         uint32_t word = read_slab(slab);
+        uint64_t here = join_words<Shape::kKeyWords>(word);
+        uint64_t value_here = join_words<Shape::kValueWords == 2 ? 2 : 1>(word);
         uint32_t next = __shfl_sync(kFullWarp, word, GH_SLAB_NEXT_LANE);
-        uint32_t matches = __ballot_sync(kFullWarp, key_lane && word == src_stored);
+        uint32_t matches = __ballot_sync(kFullWarp, key_lane && here == src_stored);
         bool at_tail = next == GH_INVALID_SLAB;
         Step step{false, GH_STATUS_PENDING, 0};
 
         if (src_op == GH_OP_GET) {
             if (matches != 0) {
                 uint32_t found = __ffs(matches) - 1;
-                uint32_t found_value = __shfl_sync(kFullWarp, word, kKind == GH_TABLE_SET ? found : found + 1);
-                step = Step{true, GH_STATUS_DONE, found_value};
+                uint64_t found_value = __shfl_sync(kFullWarp, value_here, found + Shape::kValueLane);
+                step = Step{true, GH_STATUS_DONE, kKind == GH_TABLE_SET ? 0 : found_value};
             } else if (at_tail) {
                 step = Step{true, GH_STATUS_ABSENT, 0};
             }
@@ -143,7 +199,8 @@ __device__ void serve_warp(const GhSlabTable &table, WarpAllocator &allocator, b
                 step = Step{true, GH_STATUS_DONE, tally};
             }
         } else if (src_op == GH_OP_REMOVE && kKind == GH_TABLE_MULTIMAP) {
-            bool removed = ((matches >> lane) & 1) && atomicCAS(slab + lane, src_stored, GH_TOMBSTONE_KEY) == src_stored;
+            bool removed = ((matches >> lane) & 1) &&
+                           swap_key<Shape::kKeyWords>(slab, lane, src_stored, Shape::kTombstone);
             tally += __popc(__ballot_sync(kFullWarp, removed));
             if (at_tail) {
                 step = Step{true, tally > 0 ? GH_STATUS_DONE : GH_STATUS_ABSENT, tally};
@@ -151,7 +208,8 @@ __device__ void serve_warp(const GhSlabTable &table, WarpAllocator &allocator, b
         } else if (src_op == GH_OP_REMOVE) {
             if (matches != 0) {
                 uint32_t found = __ffs(matches) - 1;
-                bool removed = lane == found && atomicCAS(slab + lane, src_stored, GH_TOMBSTONE_KEY) == src_stored;
+                bool removed =
+                    lane == found && swap_key<Shape::kKeyWords>(slab, lane, src_stored, Shape::kTombstone);
                 if (__ballot_sync(kFullWarp, removed) != 0) {
                     step = Step{true, GH_STATUS_DONE, 1};
                 } else {
@@ -164,17 +222,17 @@ __device__ void serve_warp(const GhSlabTable &table, WarpAllocator &allocator, b
             if (matches != 0 && kKind != GH_TABLE_MULTIMAP) {
                 // Unique keys: a map replaces the value, a set has nothing to do.
                 uint32_t found = __ffs(matches) - 1;
-                if (kKind == GH_TABLE_MAP && lane == found + 1) {
-                    atomicExch(slab + lane, src_value);
+                if (kKind == GH_TABLE_MAP && lane == found) {
+                    store_value<Shape::kValueWords>(slab, lane + Shape::kValueLane, src_value);
                 }
                 step = Step{true, kKind == GH_TABLE_SET ? GH_STATUS_ABSENT : GH_STATUS_DONE, 0};
             } else {
-                // Pairs are only ever added at the first empty spot of the list, so a key
-                // not met before that spot is in the list nowhere.
-                uint32_t empties = __ballot_sync(kFullWarp, key_lane && word == GH_EMPTY_KEY);
+                // Entries are only ever added at the first empty spot of the list, so a
+                // key not met before that spot is in the list nowhere.
+                uint32_t empties = __ballot_sync(kFullWarp, key_lane && here == Shape::kEmpty);
                 if (empties != 0) {
                     uint32_t spot = __ffs(empties) - 1;
-                    bool stored = lane == spot && claim_spot<kKind>(slab, lane, src_stored, src_value);
+                    bool stored = lane == spot && claim_spot<Shape>(slab, lane, src_stored, src_value);
                     if (__ballot_sync(kFullWarp, stored) == 0) {
                         continue;  // another warp took the spot: read the slab again
                     }

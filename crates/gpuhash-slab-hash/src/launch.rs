@@ -1,13 +1,14 @@
 //! The kernels of `cuda-src/slab_hash/slab_hash.cu`: the only place this crate hands raw
 //! device pointers to the GPU.
 
+use bytemuck::Pod;
 use gpuhash_core::launch::{Kernel, KernelImage, KernelParams, LaunchShape};
 use gpuhash_core::{DeviceBuffer, Stream};
 
-use crate::Kind;
 use crate::layouts::{
     GhFillParams, GhSlabBucketsParams, GhSlabGatherParams, GhSlabOpsParams, GhSlabTable,
 };
+use crate::table::{Kind, Shape};
 
 // SAFETY: bindgen's repr(C) copies of the C structs the kernels take.
 unsafe impl KernelParams for GhSlabOpsParams {}
@@ -20,17 +21,17 @@ unsafe impl KernelParams for GhFillParams {}
 
 static IMAGE: KernelImage = gpuhash_core::kernel_image!("slab_hash");
 
-/// The four kernels of one table kind.
-struct KindKernels {
+/// The four kernels of one slab shape.
+struct ShapeKernels {
     ops: Kernel<GhSlabOpsParams>,
     count: Kernel<GhSlabBucketsParams>,
     export: Kernel<GhSlabBucketsParams>,
     flush: Kernel<GhSlabBucketsParams>,
 }
 
-macro_rules! kind_kernels {
+macro_rules! shape_kernels {
     ($name:literal) => {
-        KindKernels {
+        ShapeKernels {
             ops: Kernel::new(&IMAGE, concat!("gh_slab_ops_", $name)),
             count: Kernel::new(&IMAGE, concat!("gh_slab_count_", $name)),
             export: Kernel::new(&IMAGE, concat!("gh_slab_export_", $name)),
@@ -39,42 +40,64 @@ macro_rules! kind_kernels {
     };
 }
 
-static MAP: KindKernels = kind_kernels!("map");
-static SET: KindKernels = kind_kernels!("set");
-static MULTIMAP: KindKernels = kind_kernels!("multimap");
-static GATHER: Kernel<GhSlabGatherParams> = Kernel::new(&IMAGE, "gh_slab_gather");
+/// Kernels by (kind, key words, value words), as `cuda-src/slab_hash/slab_hash.cu`
+/// instantiates them.
+static SHAPES: [((Kind, u32, u32), ShapeKernels); 10] = [
+    ((Kind::Map, 1, 1), shape_kernels!("map_k1v1")),
+    ((Kind::Map, 1, 2), shape_kernels!("map_k1v2")),
+    ((Kind::Map, 2, 1), shape_kernels!("map_k2v1")),
+    ((Kind::Map, 2, 2), shape_kernels!("map_k2v2")),
+    ((Kind::MultiMap, 1, 1), shape_kernels!("multimap_k1v1")),
+    ((Kind::MultiMap, 1, 2), shape_kernels!("multimap_k1v2")),
+    ((Kind::MultiMap, 2, 1), shape_kernels!("multimap_k2v1")),
+    ((Kind::MultiMap, 2, 2), shape_kernels!("multimap_k2v2")),
+    ((Kind::Set, 1, 0), shape_kernels!("set_k1v0")),
+    ((Kind::Set, 2, 0), shape_kernels!("set_k2v0")),
+];
+
+static GATHERS: [((u32, u32), Kernel<GhSlabGatherParams>); 4] = [
+    ((1, 1), Kernel::new(&IMAGE, "gh_slab_gather_k1v1")),
+    ((1, 2), Kernel::new(&IMAGE, "gh_slab_gather_k1v2")),
+    ((2, 1), Kernel::new(&IMAGE, "gh_slab_gather_k2v1")),
+    ((2, 2), Kernel::new(&IMAGE, "gh_slab_gather_k2v2")),
+];
 static FILL: Kernel<GhFillParams> = Kernel::new(&IMAGE, "gh_slab_fill");
 
 const THREADS: u32 = 128;
 
-fn kernels(kind: Kind) -> &'static KindKernels {
-    match kind {
-        Kind::Map => &MAP,
-        Kind::Set => &SET,
-        Kind::MultiMap => &MULTIMAP,
-    }
+fn kernels(shape: Shape) -> gpuhash_core::Result<&'static ShapeKernels> {
+    let key = (shape.kind, shape.key_words, shape.value_words);
+    Ok(&SHAPES
+        .iter()
+        .find(|(k, _)| *k == key)
+        .ok_or_else(|| no_kernel(shape))?
+        .1)
 }
 
-fn shape(stream: &Stream, threads: u64) -> LaunchShape {
+fn no_kernel(shape: Shape) -> gpuhash_core::Error {
+    gpuhash_core::Error::InvalidInput(format!("no slab hash kernels for {shape:?}"))
+}
+
+fn grid(stream: &Stream, threads: u64) -> LaunchShape {
     LaunchShape::grid_stride(stream.device(), threads, THREADS)
 }
 
 /// Where the ops kernel reads and writes; every buffer has `keys.len()` elements.
-pub(crate) struct OpsBuffers<'a> {
+pub(crate) struct OpsBuffers<'a, K, V> {
     pub ops: Option<&'a DeviceBuffer<u32>>,
     pub uniform_op: u32,
-    pub keys: &'a DeviceBuffer<u32>,
-    pub values: Option<&'a DeviceBuffer<u32>>,
-    pub results: Option<&'a mut DeviceBuffer<u32>>,
+    pub keys: &'a DeviceBuffer<K>,
+    pub values: Option<&'a DeviceBuffer<V>>,
+    pub results: Option<&'a mut DeviceBuffer<V>>,
     pub status: &'a mut DeviceBuffer<u32>,
 }
 
 /// One pass of operations over the table; elements not PENDING are skipped.
-pub(crate) fn ops(
+pub(crate) fn ops<K: Pod, V: Pod>(
     stream: &Stream,
-    kind: Kind,
+    shape: Shape,
     table: GhSlabTable,
-    buffers: OpsBuffers<'_>,
+    buffers: OpsBuffers<'_, K, V>,
 ) -> gpuhash_core::Result<()> {
     let count = buffers.keys.len();
     if count == 0 {
@@ -101,51 +124,48 @@ pub(crate) fn ops(
         count: count as u64,
         uniform_op: buffers.uniform_op,
     };
+    let kernel = &kernels(shape)?.ops;
     // SAFETY: `table` comes from the live table and allocator context the caller holds;
     // every buffer holds `count` elements (checked by the caller) and stays borrowed until
     // the launch is queued; the kernel touches elements below count only.
-    unsafe {
-        kernels(kind)
-            .ops
-            .launch(stream, shape(stream, count as u64), params)
-    }
+    unsafe { kernel.launch(stream, grid(stream, count as u64), params) }
 }
 
 /// Which per-bucket pass to run.
-pub(crate) enum BucketPass<'a> {
+pub(crate) enum BucketPass<'a, K, V> {
     /// counts[b] = live entries of bucket b.
     Count { counts: &'a mut DeviceBuffer<u64> },
     /// Entries of bucket b written from offsets[b] on.
     Export {
         offsets: &'a DeviceBuffer<u64>,
-        keys: &'a mut DeviceBuffer<u32>,
-        values: Option<&'a mut DeviceBuffer<u32>>,
+        keys: &'a mut DeviceBuffer<K>,
+        values: Option<&'a mut DeviceBuffer<V>>,
     },
     /// Compact every bucket and free emptied slabs.
     Flush,
 }
 
 /// One warp per bucket, `buckets` of them (the reserved-key buckets included).
-pub(crate) fn buckets(
+pub(crate) fn buckets<K: Pod, V: Pod>(
     stream: &Stream,
-    kind: Kind,
+    shape: Shape,
     table: GhSlabTable,
     buckets: u32,
-    pass: BucketPass<'_>,
+    pass: BucketPass<'_, K, V>,
 ) -> gpuhash_core::Result<()> {
     let mut params = GhSlabBucketsParams {
         table,
         ..GhSlabBucketsParams::default()
     };
-    let shape = shape(stream, u64::from(buckets) * 32);
-    let kernels = kernels(kind);
+    let launch_shape = grid(stream, u64::from(buckets) * 32);
+    let kernels = kernels(shape)?;
     match pass {
         BucketPass::Count { counts } => {
             let counts = counts.address_mut(stream);
             params.counts = counts.address as *mut u64;
             // SAFETY: `counts` holds one word per bucket (checked by the caller); the
             // table comes from the live table; the kernel only reads slabs.
-            unsafe { kernels.count.launch(stream, shape, params) }
+            unsafe { kernels.count.launch(stream, launch_shape, params) }
         }
         BucketPass::Export {
             offsets,
@@ -162,22 +182,23 @@ pub(crate) fn buckets(
                 .map_or(std::ptr::null_mut(), |a| a.address as *mut u32);
             // SAFETY: offsets come from a count pass on the same, unchanged table, so
             // every write lands below the total the caller sized the outputs to.
-            unsafe { kernels.export.launch(stream, shape, params) }
+            unsafe { kernels.export.launch(stream, launch_shape, params) }
         }
         // SAFETY: the table and its allocator context are live; flush holds the table
         // exclusively (`&mut self`), so no other kernel walks the lists meanwhile.
-        BucketPass::Flush => unsafe { kernels.flush.launch(stream, shape, params) },
+        BucketPass::Flush => unsafe { kernels.flush.launch(stream, launch_shape, params) },
     }
 }
 
 /// Multimap: the values of each key into `out`, from its offset, at most its count.
-pub(crate) fn gather(
+pub(crate) fn gather<K: Pod, V: Pod>(
     stream: &Stream,
+    shape: Shape,
     table: GhSlabTable,
-    keys: &DeviceBuffer<u32>,
+    keys: &DeviceBuffer<K>,
     counts: &DeviceBuffer<u32>,
     offsets: &DeviceBuffer<u64>,
-    out: &mut DeviceBuffer<u32>,
+    out: &mut DeviceBuffer<V>,
 ) -> gpuhash_core::Result<()> {
     let count = keys.len();
     if count == 0 {
@@ -197,10 +218,16 @@ pub(crate) fn gather(
         out: w.address as *mut u32,
         count: count as u64,
     };
+    let key = (shape.key_words, shape.value_words);
+    let kernel = &GATHERS
+        .iter()
+        .find(|(k, _)| *k == key)
+        .ok_or_else(|| no_kernel(shape))?
+        .1;
     // SAFETY: keys, counts and offsets hold `count` elements; offsets are the prefix sums
     // of counts and `out` holds their total (checked by the caller); the kernel writes at
     // most counts[i] values from offsets[i].
-    unsafe { GATHER.launch(stream, shape(stream, count as u64), params) }
+    unsafe { kernel.launch(stream, grid(stream, count as u64), params) }
 }
 
 /// Sets every word of `words` to `value`.
@@ -217,5 +244,5 @@ pub(crate) fn fill(
         value,
     };
     // SAFETY: the kernel writes the buffer's `count` words only.
-    unsafe { FILL.launch(stream, shape(stream, count as u64), params) }
+    unsafe { FILL.launch(stream, grid(stream, count as u64), params) }
 }

@@ -17,7 +17,11 @@
 //!
 //! Three tables share the engine: [`SlabHashMap`] (unique keys, insert replaces),
 //! [`SlabHashSet`] (keys only) and [`SlabHashMultiMap`] (duplicates kept, with
-//! [`SlabHashMultiMap::get_all`], `count` and `remove_all`).
+//! [`SlabHashMultiMap::get_all`], `count` and `remove_all`). Keys and values are `u32` or
+//! `u64` ([`SlabWord`]); an entry with a 64-bit part takes 2 or 4 lanes, so a slab holds 7
+//! to 30 entries. A 32-bit pair is stored with one 64-bit compare-and-swap; wider entries
+//! claim the key first and then write the value, so a lookup *in the same launch* may see
+//! such a key before its value (later launches always see both).
 //!
 //! Beyond the paper:
 //! - **Every key is usable.** The two words slabs reserve (empty and tombstone) are stored
@@ -61,5 +65,4 @@ pub use map::SlabHashMap;
 pub use multimap::SlabHashMultiMap;
 pub use op::{Op, Outcome};
 pub use set::SlabHashSet;
-pub(crate) use table::Kind;
-pub use table::{MemoryUsage, SlabHashOptions};
+pub use table::{MemoryUsage, SlabHashOptions, SlabWord};

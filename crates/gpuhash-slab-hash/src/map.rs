@@ -1,34 +1,38 @@
 //! `SlabHashMap`: unique keys, an insert replaces the value.
 
+use std::marker::PhantomData;
+
 use gpuhash_core::{DeviceBuffer, Stream};
 use gpuhash_slab_alloc::Exhaustion;
 
 use crate::layouts::{GH_OP_GET, GH_OP_INSERT, GH_OP_REMOVE, GH_STATUS_DONE};
-use crate::table::{Batch, Kind, SlabHashOptions, SlabTable};
+use crate::table::{Batch, Kind, Shape, SlabHashOptions, SlabTable, SlabWord};
 use crate::{Op, Outcome, Result};
 
-/// A concurrent GPU hash map from `u32` to `u32` over slab lists.
+/// A concurrent GPU hash map over slab lists, keys and values `u32` or `u64`.
 ///
 /// Batch calls take `&self`: several host threads may use one map at once, each call on a
-/// stream of its own. Every `u32` is a valid key.
+/// stream of its own. Every key value is valid, the all-ones key included.
 #[derive(Debug)]
-pub struct SlabHashMap {
+pub struct SlabHashMap<K: SlabWord = u32, V: SlabWord = u32> {
     table: SlabTable,
+    types: PhantomData<fn(K, V)>,
 }
 
-impl SlabHashMap {
+impl<K: SlabWord, V: SlabWord> SlabHashMap<K, V> {
     crate::table::housekeeping!("pairs");
 
     /// An empty map on the stream's device.
     pub fn new(stream: &Stream, options: SlabHashOptions) -> Result<Self> {
         Ok(Self {
-            table: SlabTable::new(stream, Kind::Map, options)?,
+            table: SlabTable::new(stream, Shape::of::<K, V>(Kind::Map), options)?,
+            types: PhantomData,
         })
     }
 
     /// Inserts each pair; an existing key gets the new value. Within one batch, of pairs
     /// with the same key exactly one value stays.
-    pub fn insert(&self, keys: &[u32], values: &[u32]) -> Result<()> {
+    pub fn insert(&self, keys: &[K], values: &[V]) -> Result<()> {
         check_pairs(keys, values)?;
         self.table
             .run_host(GH_OP_INSERT, keys, Some(values), None)
@@ -36,8 +40,8 @@ impl SlabHashMap {
     }
 
     /// The value of each key, or None.
-    pub fn get(&self, keys: &[u32]) -> Result<Vec<Option<u32>>> {
-        let answers = self.table.run_host(GH_OP_GET, keys, None, None)?;
+    pub fn get(&self, keys: &[K]) -> Result<Vec<Option<V>>> {
+        let answers = self.table.run_host::<K, V>(GH_OP_GET, keys, None, None)?;
         Ok(answers
             .status
             .iter()
@@ -47,13 +51,15 @@ impl SlabHashMap {
     }
 
     /// Whether each key is in the map.
-    pub fn contains(&self, keys: &[u32]) -> Result<Vec<bool>> {
+    pub fn contains(&self, keys: &[K]) -> Result<Vec<bool>> {
         Ok(self.get(keys)?.iter().map(Option::is_some).collect())
     }
 
     /// Removes each key; true where it was there.
-    pub fn remove(&self, keys: &[u32]) -> Result<Vec<bool>> {
-        let answers = self.table.run_host(GH_OP_REMOVE, keys, None, None)?;
+    pub fn remove(&self, keys: &[K]) -> Result<Vec<bool>> {
+        let answers = self
+            .table
+            .run_host::<K, V>(GH_OP_REMOVE, keys, None, None)?;
         Ok(answers
             .status
             .iter()
@@ -64,22 +70,24 @@ impl SlabHashMap {
     /// Runs a batch of mixed operations in one launch, as concurrent work: operations on
     /// different keys do not wait for each other, and of operations on the same key any
     /// order may win.
-    pub fn apply(&self, ops: &[Op]) -> Result<Vec<Outcome>> {
-        let (codes, keys, values): (Vec<u32>, Vec<u32>, Vec<u32>) =
-            ops.iter().map(Op::encode).collect();
+    pub fn apply(&self, ops: &[Op<K, V>]) -> Result<Vec<Outcome<V>>> {
+        let codes: Vec<u32> = ops.iter().map(Op::code).collect();
+        let keys: Vec<K> = ops.iter().map(Op::key).collect();
+        let values: Vec<V> = ops.iter().map(Op::value).collect();
         let answers = self
             .table
             .run_host(GH_OP_INSERT, &keys, Some(&values), Some(&codes))?;
+        let answered = answers.status.iter().zip(&answers.results);
         Ok(ops
             .iter()
-            .zip(answers.status.iter().zip(&answers.results))
+            .zip(answered)
             .map(|(op, (&s, &r))| op.outcome(s, r))
             .collect())
     }
 
     /// Every pair, in no particular order.
-    pub fn export(&self) -> Result<Vec<(u32, u32)>> {
-        let (keys, values) = self.table.export(&self.table.stream()?)?;
+    pub fn export(&self) -> Result<Vec<(K, V)>> {
+        let (keys, values) = self.table.export::<K, V>(&self.table.stream()?)?;
         Ok(keys.into_iter().zip(values).collect())
     }
 
@@ -90,8 +98,8 @@ impl SlabHashMap {
     pub fn insert_async(
         &self,
         stream: &Stream,
-        keys: &DeviceBuffer<u32>,
-        values: &DeviceBuffer<u32>,
+        keys: &DeviceBuffer<K>,
+        values: &DeviceBuffer<V>,
         status: &mut DeviceBuffer<u32>,
     ) -> Result<Exhaustion> {
         let batch = Batch {
@@ -108,8 +116,8 @@ impl SlabHashMap {
     pub fn insert_device(
         &self,
         stream: &Stream,
-        keys: &DeviceBuffer<u32>,
-        values: &DeviceBuffer<u32>,
+        keys: &DeviceBuffer<K>,
+        values: &DeviceBuffer<V>,
         status: &mut DeviceBuffer<u32>,
     ) -> Result<()> {
         let batch = Batch {
@@ -127,11 +135,11 @@ impl SlabHashMap {
     pub fn get_async(
         &self,
         stream: &Stream,
-        keys: &DeviceBuffer<u32>,
-        values: &mut DeviceBuffer<u32>,
+        keys: &DeviceBuffer<K>,
+        values: &mut DeviceBuffer<V>,
         status: &mut DeviceBuffer<u32>,
     ) -> Result<()> {
-        let batch = Batch {
+        let batch = Batch::<K, V> {
             ops: None,
             uniform_op: GH_OP_GET,
             keys,
@@ -149,9 +157,9 @@ impl SlabHashMap {
         &self,
         stream: &Stream,
         ops: &DeviceBuffer<u32>,
-        keys: &DeviceBuffer<u32>,
-        values: &DeviceBuffer<u32>,
-        results: &mut DeviceBuffer<u32>,
+        keys: &DeviceBuffer<K>,
+        values: &DeviceBuffer<V>,
+        results: &mut DeviceBuffer<V>,
         status: &mut DeviceBuffer<u32>,
     ) -> Result<Exhaustion> {
         let batch = Batch {
@@ -164,7 +172,7 @@ impl SlabHashMap {
     }
 }
 
-pub(crate) fn check_pairs(keys: &[u32], values: &[u32]) -> Result<()> {
+pub(crate) fn check_pairs<K, V>(keys: &[K], values: &[V]) -> Result<()> {
     if keys.len() == values.len() {
         Ok(())
     } else {

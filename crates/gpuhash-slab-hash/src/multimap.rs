@@ -1,31 +1,36 @@
 //! `SlabHashMultiMap`: every inserted pair is kept, duplicates included.
 
+use std::marker::PhantomData;
+
 use gpuhash_core::{DeviceBuffer, Stream};
 
 use crate::Result;
 use crate::layouts::{GH_OP_COUNT, GH_OP_INSERT, GH_OP_REMOVE};
 use crate::map::check_pairs;
-use crate::table::{Kind, SlabHashOptions, SlabTable};
+use crate::table::{Kind, Shape, SlabHashOptions, SlabTable, SlabWord};
 
-/// A concurrent GPU multimap from `u32` to `u32` over slab lists: a key may hold many
-/// values, and the same pair twice. Every `u32` is a valid key; batch calls take `&self`.
+/// A concurrent GPU multimap over slab lists, keys and values `u32` or `u64`: a key may
+/// hold many values, and the same pair twice. Every key value is valid; batch calls take
+/// `&self`.
 #[derive(Debug)]
-pub struct SlabHashMultiMap {
+pub struct SlabHashMultiMap<K: SlabWord = u32, V: SlabWord = u32> {
     table: SlabTable,
+    types: PhantomData<fn(K, V)>,
 }
 
-impl SlabHashMultiMap {
+impl<K: SlabWord, V: SlabWord> SlabHashMultiMap<K, V> {
     crate::table::housekeeping!("pairs");
 
     /// An empty multimap on the stream's device.
     pub fn new(stream: &Stream, options: SlabHashOptions) -> Result<Self> {
         Ok(Self {
-            table: SlabTable::new(stream, Kind::MultiMap, options)?,
+            table: SlabTable::new(stream, Shape::of::<K, V>(Kind::MultiMap), options)?,
+            types: PhantomData,
         })
     }
 
     /// Adds every pair, keeping what the keys held already.
-    pub fn insert(&self, keys: &[u32], values: &[u32]) -> Result<()> {
+    pub fn insert(&self, keys: &[K], values: &[V]) -> Result<()> {
         check_pairs(keys, values)?;
         self.table
             .run_host(GH_OP_INSERT, keys, Some(values), None)
@@ -33,18 +38,18 @@ impl SlabHashMultiMap {
     }
 
     /// How many values each key holds.
-    pub fn count(&self, keys: &[u32]) -> Result<Vec<u32>> {
-        Ok(self.table.run_host(GH_OP_COUNT, keys, None, None)?.results)
+    pub fn count(&self, keys: &[K]) -> Result<Vec<u32>> {
+        self.counted(GH_OP_COUNT, keys)
     }
 
     /// Whether each key holds a value.
-    pub fn contains(&self, keys: &[u32]) -> Result<Vec<bool>> {
+    pub fn contains(&self, keys: &[K]) -> Result<Vec<bool>> {
         Ok(self.count(keys)?.iter().map(|&c| c > 0).collect())
     }
 
     /// Every value of each key, in no particular order: a count pass, a prefix sum, and a
     /// pass that writes each key's values at its offset.
-    pub fn get_all(&self, keys: &[u32]) -> Result<Vec<Vec<u32>>> {
+    pub fn get_all(&self, keys: &[K]) -> Result<Vec<Vec<V>>> {
         let counts = self.count(keys)?;
         let stream = self.table.stream()?;
         let device_keys = DeviceBuffer::from_host(&stream, keys)?;
@@ -52,13 +57,19 @@ impl SlabHashMultiMap {
     }
 
     /// Removes every pair of each key; how many each had.
-    pub fn remove_all(&self, keys: &[u32]) -> Result<Vec<u32>> {
-        Ok(self.table.run_host(GH_OP_REMOVE, keys, None, None)?.results)
+    pub fn remove_all(&self, keys: &[K]) -> Result<Vec<u32>> {
+        self.counted(GH_OP_REMOVE, keys)
     }
 
     /// Every pair, in no particular order.
-    pub fn export(&self) -> Result<Vec<(u32, u32)>> {
-        let (keys, values) = self.table.export(&self.table.stream()?)?;
+    pub fn export(&self) -> Result<Vec<(K, V)>> {
+        let (keys, values) = self.table.export::<K, V>(&self.table.stream()?)?;
         Ok(keys.into_iter().zip(values).collect())
+    }
+
+    /// Runs `op` on every key; the counts it answered (the kernels widen them to `V`).
+    fn counted(&self, op: u32, keys: &[K]) -> Result<Vec<u32>> {
+        let answers = self.table.run_host::<K, V>(op, keys, None, None)?;
+        Ok(answers.results.iter().map(|c| c.widen() as u32).collect())
     }
 }

@@ -8,7 +8,7 @@ use parking_lot::RwLock;
 
 use crate::launch::{self, BucketPass, OpsBuffers};
 use crate::layouts::{
-    GH_EMPTY_KEY, GH_SLAB_KEYS, GH_SLAB_PAIRS, GH_STATUS_NO_SLAB, GH_STATUS_PENDING, GH_TABLE_MAP,
+    GH_EMPTY_KEY, GH_SLAB_KEYS, GH_STATUS_NO_SLAB, GH_STATUS_PENDING, GH_TABLE_MAP,
     GH_TABLE_MULTIMAP, GH_TABLE_SET, GhSlabTable,
 };
 use crate::{Result, SlabHashError, sizing};
@@ -29,14 +29,74 @@ impl Kind {
             Kind::MultiMap => GH_TABLE_MULTIMAP,
         }
     }
+}
+
+/// A key or value type a slab hash table stores: `u32` or `u64`.
+pub trait SlabWord:
+    bytemuck::Pod + Eq + std::hash::Hash + std::fmt::Debug + Send + Sync + private::Sealed
+{
+    /// 32-bit words it takes.
+    const WORDS: u32;
+    /// The value, widened.
+    fn widen(self) -> u64;
+}
+
+mod private {
+    pub trait Sealed {}
+    impl Sealed for u32 {}
+    impl Sealed for u64 {}
+}
+
+impl SlabWord for u32 {
+    const WORDS: u32 = 1;
+    fn widen(self) -> u64 {
+        u64::from(self)
+    }
+}
+
+impl SlabWord for u64 {
+    const WORDS: u32 = 2;
+    fn widen(self) -> u64 {
+        self
+    }
+}
+
+/// What a slab holds: the table kind and the widths of keys and values (0 for sets), in
+/// 32-bit words, as the kernels are instantiated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Shape {
+    pub kind: Kind,
+    pub key_words: u32,
+    pub value_words: u32,
+}
+
+impl Shape {
+    pub(crate) fn of<K: SlabWord, V: SlabWord>(kind: Kind) -> Self {
+        let value_words = if kind == Kind::Set { 0 } else { V::WORDS };
+        Self {
+            kind,
+            key_words: K::WORDS,
+            value_words,
+        }
+    }
+
+    /// Lanes an entry takes: 3-word entries are padded to 4, so that 64-bit words stay
+    /// 8-byte aligned.
+    fn entry_lanes(self) -> u32 {
+        match self.key_words + self.value_words {
+            3 => 4,
+            words => words,
+        }
+    }
 
     /// Entries one slab holds.
     fn per_slab(self) -> u64 {
-        u64::from(if self == Kind::Set {
-            GH_SLAB_KEYS
-        } else {
-            GH_SLAB_PAIRS
-        })
+        u64::from(GH_SLAB_KEYS / self.entry_lanes())
+    }
+
+    /// Bytes of one entry's key and value.
+    fn entry_bytes(self) -> u64 {
+        4 * u64::from(self.key_words + self.value_words)
     }
 }
 
@@ -79,7 +139,7 @@ impl SlabHashOptions {
         }
     }
 
-    fn bucket_count(&self, kind: Kind) -> Result<u32> {
+    fn bucket_count(&self, shape: Shape) -> Result<u32> {
         if let Some(buckets) = self.buckets {
             return (buckets > 0)
                 .then_some(buckets)
@@ -91,7 +151,7 @@ impl SlabHashOptions {
                 self.load
             )));
         }
-        let buckets = (self.expected_entries as f64 / (kind.per_slab() as f64 * self.load))
+        let buckets = (self.expected_entries as f64 / (shape.per_slab() as f64 * self.load))
             .ceil()
             .max(1.0);
         u32::try_from(buckets as u64).map_err(|_| invalid("more than 2^32 buckets"))
@@ -109,7 +169,7 @@ pub struct MemoryUsage {
     pub bytes_reserved: u64,
     /// Bytes of slabs in use: bucket heads and allocated slabs.
     pub bytes_in_use: u64,
-    /// Bytes the live entries themselves take (4 per key, 4 per value).
+    /// Bytes the live entries themselves take (4 or 8 per key, and per value).
     pub entry_bytes: u64,
 }
 
@@ -121,7 +181,7 @@ impl MemoryUsage {
 }
 
 pub(crate) struct SlabTable {
-    kind: Kind,
+    shape: Shape,
     device: Device,
     heads: DeviceBuffer<u32>,
     bucket_count: u32,
@@ -132,7 +192,7 @@ pub(crate) struct SlabTable {
 impl std::fmt::Debug for SlabTable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SlabTable")
-            .field("kind", &self.kind)
+            .field("shape", &self.shape)
             .field("buckets", &self.bucket_count)
             .finish()
     }
@@ -173,23 +233,23 @@ macro_rules! housekeeping {
 pub(crate) use housekeeping;
 
 /// Status and result of each element of a batch.
-pub(crate) struct Answers {
+pub(crate) struct Answers<V> {
     pub status: Vec<u32>,
-    pub results: Vec<u32>,
+    pub results: Vec<V>,
 }
 
 /// What one batch asks: `ops` per element or `uniform_op` for all, on `keys` (and
 /// `values`), answering into `results` and `status`.
-pub(crate) struct Batch<'a> {
+pub(crate) struct Batch<'a, K, V> {
     pub ops: Option<&'a DeviceBuffer<u32>>,
     pub uniform_op: u32,
-    pub keys: &'a DeviceBuffer<u32>,
-    pub values: Option<&'a DeviceBuffer<u32>>,
+    pub keys: &'a DeviceBuffer<K>,
+    pub values: Option<&'a DeviceBuffer<V>>,
 }
 
 impl SlabTable {
-    pub(crate) fn new(stream: &Stream, kind: Kind, options: SlabHashOptions) -> Result<Self> {
-        let bucket_count = options.bucket_count(kind)?;
+    pub(crate) fn new(stream: &Stream, shape: Shape, options: SlabHashOptions) -> Result<Self> {
+        let bucket_count = options.bucket_count(shape)?;
         let hash = Universal32::from_seed(options.seed, bucket_count)?;
         let head_words = (u64::from(bucket_count) + 2) * 32;
         let mut heads = DeviceBuffer::zeroed(stream, head_words as usize)?;
@@ -198,7 +258,7 @@ impl SlabTable {
         // quarter more for the spread between lists; the allocator grows past that if it
         // must.
         let all =
-            sizing::expected_slabs(options.expected_entries, bucket_count, kind.per_slab()) as u64;
+            sizing::expected_slabs(options.expected_entries, bucket_count, shape.per_slab()) as u64;
         let beyond_heads = all.saturating_sub(u64::from(bucket_count));
         let initial_slabs = beyond_heads + beyond_heads / 4 + 1024;
         let alloc = SlabAlloc::new(
@@ -209,7 +269,7 @@ impl SlabTable {
             },
         )?;
         Ok(Self {
-            kind,
+            shape,
             device: stream.device().clone(),
             heads,
             bucket_count,
@@ -233,7 +293,7 @@ impl SlabTable {
         launch(GhSlabTable {
             buckets: heads.address as *mut u32,
             bucket_count: self.bucket_count,
-            kind: self.kind.code(),
+            kind: self.shape.kind.code(),
             hash: self.hash.layout(),
             alloc: context.params(),
         })
@@ -250,11 +310,11 @@ impl SlabTable {
 
     /// Queues one pass of `batch`; returns without waiting. Inserts that found no free slab
     /// end with status NO_SLAB, and the returned flag says so once the stream gets there.
-    pub(crate) fn pass(
+    pub(crate) fn pass<K: SlabWord, V: SlabWord>(
         &self,
         stream: &Stream,
-        batch: &Batch<'_>,
-        results: Option<&mut DeviceBuffer<u32>>,
+        batch: &Batch<'_, K, V>,
+        results: Option<&mut DeviceBuffer<V>>,
         status: &mut DeviceBuffer<u32>,
     ) -> Result<Exhaustion> {
         check_lengths(batch, results.as_deref(), status)?;
@@ -268,7 +328,7 @@ impl SlabTable {
                 results,
                 status,
             };
-            Ok(launch::ops(stream, self.kind, table, buffers)?)
+            Ok(launch::ops(stream, self.shape, table, buffers)?)
         })?;
         Ok(exhaustion)
     }
@@ -276,11 +336,11 @@ impl SlabTable {
     /// Runs `batch` to the end: when inserts find no free slab the allocator grows and they
     /// run again. If it cannot grow, every other operation has taken effect and the error
     /// names the inserts that did not. `status` must start PENDING.
-    pub(crate) fn run(
+    pub(crate) fn run<K: SlabWord, V: SlabWord>(
         &self,
         stream: &Stream,
-        batch: &Batch<'_>,
-        mut results: Option<&mut DeviceBuffer<u32>>,
+        batch: &Batch<'_, K, V>,
+        mut results: Option<&mut DeviceBuffer<V>>,
         status: &mut DeviceBuffer<u32>,
     ) -> Result<()> {
         loop {
@@ -326,18 +386,21 @@ impl SlabTable {
 
     /// Runs one batch from host slices on a stream of its own, so batches from several
     /// host threads overlap; returns each element's status and result.
-    pub(crate) fn run_host(
+    pub(crate) fn run_host<K: SlabWord, V: SlabWord>(
         &self,
         uniform_op: u32,
-        keys: &[u32],
-        values: Option<&[u32]>,
+        keys: &[K],
+        values: Option<&[V]>,
         ops: Option<&[u32]>,
-    ) -> Result<Answers> {
+    ) -> Result<Answers<V>> {
         let stream = self.device.new_stream()?;
-        let upload = |data: &[u32]| DeviceBuffer::from_host(&stream, data);
-        let keys_buffer = upload(keys)?;
-        let values_buffer = values.map(upload).transpose()?;
-        let ops_buffer = ops.map(upload).transpose()?;
+        let keys_buffer = DeviceBuffer::from_host(&stream, keys)?;
+        let values_buffer = values
+            .map(|v| DeviceBuffer::from_host(&stream, v))
+            .transpose()?;
+        let ops_buffer = ops
+            .map(|o| DeviceBuffer::from_host(&stream, o))
+            .transpose()?;
         let batch = Batch {
             ops: ops_buffer.as_ref(),
             uniform_op,
@@ -363,9 +426,9 @@ impl SlabTable {
         let buckets = self.bucket_count + 2;
         let mut counts = DeviceBuffer::zeroed(stream, buckets as usize)?;
         self.with_table_reading(stream, |table| {
-            Ok(launch::buckets(
+            Ok(launch::buckets::<u32, u32>(
                 stream,
-                self.kind,
+                self.shape,
                 table,
                 buckets,
                 BucketPass::Count {
@@ -386,21 +449,24 @@ impl SlabTable {
     }
 
     /// Every live entry: keys, and values unless the table is a set.
-    pub(crate) fn export(&self, stream: &Stream) -> Result<(Vec<u32>, Vec<u32>)> {
+    pub(crate) fn export<K: SlabWord, V: SlabWord>(
+        &self,
+        stream: &Stream,
+    ) -> Result<(Vec<K>, Vec<V>)> {
         let counts = self.bucket_counts(stream)?.to_host(stream)?;
         let (offsets, total) = exclusive_prefix_sum(&counts);
         let offsets = DeviceBuffer::from_host(stream, &offsets)?;
-        let mut keys = DeviceBuffer::zeroed(stream, total as usize)?;
-        let mut values = DeviceBuffer::zeroed(
+        let mut keys = DeviceBuffer::<K>::zeroed(stream, total as usize)?;
+        let mut values = DeviceBuffer::<V>::zeroed(
             stream,
-            if self.kind == Kind::Set {
+            if self.shape.kind == Kind::Set {
                 0
             } else {
                 total as usize
             },
         )?;
         self.with_table_reading(stream, |table| {
-            let values = (self.kind != Kind::Set).then_some(&mut values);
+            let values = (self.shape.kind != Kind::Set).then_some(&mut values);
             let pass = BucketPass::Export {
                 offsets: &offsets,
                 keys: &mut keys,
@@ -408,7 +474,7 @@ impl SlabTable {
             };
             Ok(launch::buckets(
                 stream,
-                self.kind,
+                self.shape,
                 table,
                 self.bucket_count + 2,
                 pass,
@@ -420,9 +486,9 @@ impl SlabTable {
     /// Compacts every list and returns emptied slabs to the allocator.
     pub(crate) fn flush(&mut self, stream: &Stream) -> Result<()> {
         self.with_table_reading(stream, |table| {
-            Ok(launch::buckets(
+            Ok(launch::buckets::<u32, u32>(
                 stream,
-                self.kind,
+                self.shape,
                 table,
                 self.bucket_count + 2,
                 BucketPass::Flush,
@@ -442,29 +508,29 @@ impl SlabTable {
     pub(crate) fn memory(&self, stream: &Stream) -> Result<MemoryUsage> {
         let alloc = self.alloc.read();
         let head_bytes = self.heads.size_bytes() as u64;
-        let entry_words = if self.kind == Kind::Set { 1 } else { 2 };
         Ok(MemoryUsage {
             bytes_reserved: head_bytes + alloc.bytes_reserved() as u64,
             bytes_in_use: head_bytes + alloc.slabs_in_use(stream)? * 128,
-            entry_bytes: self.len(stream)? as u64 * 4 * entry_words,
+            entry_bytes: self.len(stream)? as u64 * self.shape.entry_bytes(),
         })
     }
 
     /// Multimap: every value of every key, in the order of the keys.
-    pub(crate) fn gather(
+    pub(crate) fn gather<K: SlabWord, V: SlabWord>(
         &self,
         stream: &Stream,
-        keys: &DeviceBuffer<u32>,
+        keys: &DeviceBuffer<K>,
         counts: &[u32],
-    ) -> Result<Vec<Vec<u32>>> {
+    ) -> Result<Vec<Vec<V>>> {
         let wide: Vec<u64> = counts.iter().map(|&c| u64::from(c)).collect();
         let (offsets, total) = exclusive_prefix_sum(&wide);
         let device_counts = DeviceBuffer::from_host(stream, counts)?;
         let device_offsets = DeviceBuffer::from_host(stream, &offsets)?;
-        let mut out = DeviceBuffer::zeroed(stream, total as usize)?;
+        let mut out = DeviceBuffer::<V>::zeroed(stream, total as usize)?;
         self.with_table_reading(stream, |table| {
             Ok(launch::gather(
                 stream,
+                self.shape,
                 table,
                 keys,
                 &device_counts,
@@ -481,28 +547,26 @@ impl SlabTable {
     }
 }
 
-fn check_lengths(
-    batch: &Batch<'_>,
-    results: Option<&DeviceBuffer<u32>>,
+fn check_lengths<K, V>(
+    batch: &Batch<'_, K, V>,
+    results: Option<&DeviceBuffer<V>>,
     status: &DeviceBuffer<u32>,
-) -> Result<()> {
+) -> Result<()>
+where
+    K: SlabWord,
+    V: SlabWord,
+{
     let n = batch.keys.len();
     let others = [
-        ("ops", batch.ops.map(DeviceBuffer::len)),
-        ("values", batch.values.map(DeviceBuffer::len)),
-        ("results", results.map(DeviceBuffer::len)),
-        ("status", Some(status.len())),
+        ("keys and operations", batch.ops.map(DeviceBuffer::len)),
+        ("keys and values", batch.values.map(DeviceBuffer::len)),
+        ("keys and results", results.map(DeviceBuffer::len)),
+        ("keys and status", Some(status.len())),
     ];
     for (what, len) in others {
         if let Some(len) = len
             && len != n
         {
-            let what = match what {
-                "ops" => "keys and operations",
-                "values" => "keys and values",
-                "results" => "keys and results",
-                _ => "keys and status",
-            };
             return Err(gpuhash_core::Error::LengthMismatch {
                 what,
                 left: n,
@@ -546,12 +610,28 @@ mod tests {
             load: 0.5,
             ..Default::default()
         };
-        assert_eq!(options.bucket_count(Kind::Map).unwrap(), 2000);
-        assert_eq!(options.bucket_count(Kind::Set).unwrap(), 1000);
+        assert_eq!(
+            options
+                .bucket_count(Shape::of::<u32, u32>(Kind::Map))
+                .unwrap(),
+            2000
+        );
+        assert_eq!(
+            options
+                .bucket_count(Shape::of::<u32, u32>(Kind::Set))
+                .unwrap(),
+            1000
+        );
+        // 64-bit keys with 32-bit values are padded to 4 lanes: 7 to a slab.
+        let wide = Shape::of::<u64, u32>(Kind::Map);
+        assert_eq!(
+            options.bucket_count(wide).unwrap(),
+            15_000u32.div_ceil(7) * 2
+        );
         for load in [0.0, -1.0, 1.5, f64::NAN] {
             assert!(
                 SlabHashOptions { load, ..options }
-                    .bucket_count(Kind::Map)
+                    .bucket_count(Shape::of::<u32, u32>(Kind::Map))
                     .is_err()
             );
         }
@@ -560,7 +640,7 @@ mod tests {
                 buckets: Some(0),
                 ..options
             }
-            .bucket_count(Kind::Map)
+            .bucket_count(Shape::of::<u32, u32>(Kind::Map))
             .is_err()
         );
         assert_eq!(
@@ -568,7 +648,7 @@ mod tests {
                 buckets: Some(7),
                 ..options
             }
-            .bucket_count(Kind::Map)
+            .bucket_count(Shape::of::<u32, u32>(Kind::Map))
             .unwrap(),
             7
         );

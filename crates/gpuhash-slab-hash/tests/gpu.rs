@@ -70,7 +70,7 @@ fn check_map(map: &SlabHashMap, model: &HashMap<u32, u32>) {
 #[ignore = "needs a CUDA device"]
 fn map_holds_every_key_value_including_the_reserved_words() {
     let _memory = shared_memory();
-    let map = SlabHashMap::new(stream(), options(1 << 12, None)).unwrap();
+    let map = SlabHashMap::<u32, u32>::new(stream(), options(1 << 12, None)).unwrap();
     let keys = adversarial_keys();
     let values: Vec<u32> = keys.iter().map(|&k| fmix32(k)).collect();
     map.insert(&keys, &values).unwrap();
@@ -100,7 +100,7 @@ fn map_holds_every_key_value_including_the_reserved_words() {
 #[ignore = "needs a CUDA device"]
 fn duplicate_keys_in_one_batch_keep_one_of_their_values() {
     let _memory = shared_memory();
-    let map = SlabHashMap::new(stream(), options(1 << 10, None)).unwrap();
+    let map = SlabHashMap::<u32, u32>::new(stream(), options(1 << 10, None)).unwrap();
     let keys: Vec<u32> = (0..30_000).map(|i| i % 1000).collect();
     let values: Vec<u32> = (0..30_000).collect();
     map.insert(&keys, &values).unwrap();
@@ -114,7 +114,7 @@ fn duplicate_keys_in_one_batch_keep_one_of_their_values() {
 #[ignore = "needs a CUDA device"]
 fn one_bucket_holds_chains_of_many_slabs_and_flush_compacts_them() {
     let _memory = shared_memory();
-    let mut map = SlabHashMap::new(stream(), options(16, Some(1))).unwrap();
+    let mut map = SlabHashMap::<u32, u32>::new(stream(), options(16, Some(1))).unwrap();
     let keys: Vec<u32> = (0..3000).map(fmix32).collect();
     map.insert(&keys, &keys).unwrap();
     let before = map.memory().unwrap();
@@ -146,7 +146,7 @@ fn one_bucket_holds_chains_of_many_slabs_and_flush_compacts_them() {
 #[ignore = "needs a CUDA device"]
 fn the_allocator_grows_under_a_batch_larger_than_the_table() {
     let _memory = shared_memory();
-    let map = SlabHashMap::new(stream(), options(1000, Some(64))).unwrap();
+    let map = SlabHashMap::<u32, u32>::new(stream(), options(1000, Some(64))).unwrap();
     let keys: Vec<u32> = (0..1_000_000).map(fmix32).collect();
     map.insert(&keys, &keys).unwrap();
     let got = map.get(&keys).unwrap();
@@ -158,7 +158,7 @@ fn the_allocator_grows_under_a_batch_larger_than_the_table() {
 #[ignore = "needs a CUDA device"]
 fn mismatched_lengths_are_refused_and_change_nothing() {
     let _memory = shared_memory();
-    let map = SlabHashMap::new(stream(), options(100, None)).unwrap();
+    let map = SlabHashMap::<u32, u32>::new(stream(), options(100, None)).unwrap();
     map.insert(&[1, 2], &[10, 20]).unwrap();
     let refused = map.insert(&[3, 4, 5], &[30]);
     assert!(
@@ -168,7 +168,7 @@ fn mismatched_lengths_are_refused_and_change_nothing() {
         ),
         "{refused:?}"
     );
-    let multimap = SlabHashMultiMap::new(stream(), options(100, None)).unwrap();
+    let multimap = SlabHashMultiMap::<u32, u32>::new(stream(), options(100, None)).unwrap();
     assert!(multimap.insert(&[1], &[]).is_err());
     assert_eq!(multimap.len().unwrap(), 0);
     check_map(&map, &HashMap::from([(1, 10), (2, 20)]));
@@ -179,7 +179,7 @@ fn mismatched_lengths_are_refused_and_change_nothing() {
 fn running_out_of_device_memory_names_the_inserts_that_did_not_go_in() {
     let _memory = all_memory();
     let s = stream();
-    let map = SlabHashMap::new(s, options(1000, Some(1 << 16))).unwrap();
+    let map = SlabHashMap::<u32, u32>::new(s, options(1000, Some(1 << 16))).unwrap();
     map.insert(&[1, 2, 3], &[1, 2, 3]).unwrap();
     let keys: Vec<u32> = (10..4_000_010).map(fmix32).collect();
     // Leave room for the batch's own buffers (keys, values, results, status) and 16 MiB
@@ -224,7 +224,9 @@ fn fill_device_except(s: &Stream, room: usize) -> Vec<DeviceBuffer<u8>> {
 /// A batch sequence: each step inserts, removes or looks up keys drawn from a small range
 /// (so steps collide), against a HashMap.
 fn map_batches_match_the_model(steps: Vec<(u8, Vec<u16>)>, buckets: u8) -> TestResult {
-    let map = SlabHashMap::new(stream(), options(256, Some(1 + u32::from(buckets) % 32))).unwrap();
+    let map =
+        SlabHashMap::<u32, u32>::new(stream(), options(256, Some(1 + u32::from(buckets) % 32)))
+            .unwrap();
     let mut model = HashMap::new();
     for (kind, raw) in steps {
         let keys: Vec<u32> = raw
@@ -283,7 +285,7 @@ fn map_follows_a_hash_map_through_random_batches() {
 #[ignore = "needs a CUDA device"]
 fn a_mixed_batch_answers_each_operation_in_one_launch() {
     let _memory = shared_memory();
-    let map = SlabHashMap::new(stream(), options(1 << 16, None)).unwrap();
+    let map = SlabHashMap::<u32, u32>::new(stream(), options(1 << 16, None)).unwrap();
     let present: Vec<u32> = (0..20_000).map(fmix32).collect();
     map.insert(&present, &present).unwrap();
     // Each key appears once in the batch, so every outcome is determined.
@@ -326,7 +328,7 @@ fn k_index(key: u32) -> u32 {
 #[ignore = "needs a CUDA device"]
 fn threads_share_one_map_each_on_its_own_stream() {
     let _memory = shared_memory();
-    let map = SlabHashMap::new(stream(), options(1 << 18, None)).unwrap();
+    let map = SlabHashMap::<u32, u32>::new(stream(), options(1 << 18, None)).unwrap();
     std::thread::scope(|scope| {
         for t in 0..4u32 {
             let map = &map;
@@ -361,7 +363,7 @@ fn threads_share_one_map_each_on_its_own_stream() {
 #[ignore = "needs a CUDA device"]
 fn set_follows_a_hash_set() {
     let _memory = shared_memory();
-    let mut set = SlabHashSet::new(stream(), options(1 << 12, Some(100))).unwrap();
+    let mut set = SlabHashSet::<u32>::new(stream(), options(1 << 12, Some(100))).unwrap();
     let keys = adversarial_keys();
     assert!(set.insert(&keys).unwrap().iter().all(|&new| new));
     assert!(set.insert(&keys[..10]).unwrap().iter().all(|&new| !new));
@@ -397,7 +399,7 @@ fn set_follows_a_hash_set() {
 #[ignore = "needs a CUDA device"]
 fn multimap_keeps_duplicates_and_gathers_every_value() {
     let _memory = shared_memory();
-    let mut multimap = SlabHashMultiMap::new(stream(), options(1 << 14, None)).unwrap();
+    let mut multimap = SlabHashMultiMap::<u32, u32>::new(stream(), options(1 << 14, None)).unwrap();
     // Zipf-like skew: key k appears about 1000 / (k + 1) times; the reserved words too.
     let mut keys = Vec::new();
     let mut values = Vec::new();
@@ -437,4 +439,118 @@ fn multimap_keeps_duplicates_and_gathers_every_value() {
         .collect();
     expected.sort_unstable();
     assert_eq!(exported, expected);
+}
+
+/// Key and value types of the width tests.
+trait TestWord: gpuhash_slab_hash::SlabWord + Ord {
+    fn from_bits(bits: u64) -> Self;
+}
+
+impl TestWord for u32 {
+    fn from_bits(bits: u64) -> Self {
+        bits as u32
+    }
+}
+
+impl TestWord for u64 {
+    fn from_bits(bits: u64) -> Self {
+        bits
+    }
+}
+
+/// Keys for a width: the two reserved words and zero, keys that agree in their low 32 bits
+/// (for u64), and hashed ones; all distinct.
+fn keys_of<K: TestWord>(n: u64) -> Vec<K> {
+    let mut keys: Vec<K> = [u64::MAX, u64::MAX - 1, 0]
+        .into_iter()
+        .map(K::from_bits)
+        .collect();
+    keys.extend((1..200u64).map(|i| K::from_bits((i << 32) | 0x1234_5678)));
+    keys.extend((0..n).map(|i| K::from_bits(gpuhash_core::hash::fmix64(i + 7))));
+    keys.sort_unstable();
+    keys.dedup();
+    keys
+}
+
+fn map_of_width_follows_a_hash_map<K: TestWord, V: TestWord>() {
+    let mut map = SlabHashMap::<K, V>::new(stream(), options(1 << 14, None)).unwrap();
+    let keys = keys_of::<K>(40_000);
+    let values: Vec<V> = keys
+        .iter()
+        .map(|k| V::from_bits(gpuhash_core::hash::fmix64(k.widen()) | 1))
+        .collect();
+    map.insert(&keys, &values).unwrap();
+    let mut model: HashMap<K, V> = keys.iter().copied().zip(values.iter().copied()).collect();
+    assert_eq!(
+        map.get(&keys).unwrap(),
+        values.iter().map(|&v| Some(v)).collect::<Vec<_>>()
+    );
+    // Replace some values, remove others (the reserved words among them).
+    let replaced: Vec<V> = keys[..100]
+        .iter()
+        .map(|k| V::from_bits(k.widen() ^ 0xff))
+        .collect();
+    map.insert(&keys[..100], &replaced).unwrap();
+    model.extend(keys[..100].iter().copied().zip(replaced));
+    let doomed: Vec<K> = keys.iter().copied().step_by(3).collect();
+    assert!(map.remove(&doomed).unwrap().iter().all(|&r| r));
+    for k in &doomed {
+        model.remove(k);
+    }
+    let mut expected: Vec<(K, V)> = model.iter().map(|(&k, &v)| (k, v)).collect();
+    expected.sort_unstable();
+    assert_eq!(sorted(&map.export().unwrap()), expected);
+    let got = map.get(&keys).unwrap();
+    for (k, g) in keys.iter().zip(got) {
+        assert_eq!(g, model.get(k).copied(), "{k:?}");
+    }
+    map.flush().unwrap();
+    assert_eq!(sorted(&map.export().unwrap()), expected);
+    assert_eq!(map.len().unwrap(), model.len());
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn maps_of_every_key_and_value_width_follow_a_hash_map() {
+    let _memory = shared_memory();
+    map_of_width_follows_a_hash_map::<u32, u64>();
+    map_of_width_follows_a_hash_map::<u64, u32>();
+    map_of_width_follows_a_hash_map::<u64, u64>();
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn sets_and_multimaps_of_64_bit_keys_follow_the_model() {
+    let _memory = shared_memory();
+    let set = SlabHashSet::<u64>::new(stream(), options(1 << 12, Some(50))).unwrap();
+    let keys = keys_of::<u64>(10_000);
+    assert!(set.insert(&keys).unwrap().iter().all(|&new| new));
+    assert!(set.insert(&keys[..5]).unwrap().iter().all(|&new| !new));
+    assert_eq!(sorted(&set.export().unwrap()), keys);
+    let probe = [u64::MAX, u64::MAX - 1, 0, 1, 1 << 40];
+    let expected: Vec<bool> = probe
+        .iter()
+        .map(|k| keys.binary_search(k).is_ok())
+        .collect();
+    assert_eq!(set.contains(&probe).unwrap(), expected);
+
+    let multimap = SlabHashMultiMap::<u64, u64>::new(stream(), options(1 << 12, None)).unwrap();
+    let mut pairs = Vec::new();
+    for (i, &k) in keys[..300].iter().enumerate() {
+        for j in 0..(i % 7) as u64 {
+            pairs.push((k, j << 40 | i as u64));
+        }
+    }
+    let (mk, mv): (Vec<u64>, Vec<u64>) = pairs.iter().copied().unzip();
+    multimap.insert(&mk, &mv).unwrap();
+    let all = multimap.get_all(&keys[..300]).unwrap();
+    let counts = multimap.count(&keys[..300]).unwrap();
+    for (i, (got, &count)) in all.iter().zip(&counts).enumerate() {
+        let expected: Vec<u64> = (0..(i % 7) as u64).map(|j| j << 40 | i as u64).collect();
+        assert_eq!(sorted(got), expected, "values of key {i}");
+        assert_eq!(count as usize, expected.len());
+    }
+    let removed = multimap.remove_all(&keys[..3]).unwrap();
+    assert_eq!(removed, vec![0, 1, 2]);
+    assert_eq!(multimap.len().unwrap(), pairs.len() - 3);
 }
