@@ -72,8 +72,21 @@ __device__ __forceinline__ uint32_t read_slab(const uint32_t *slab) { return __l
 // the whole of it. All 32 lanes must call it.
 template <uint32_t kWords>
 __device__ __forceinline__ uint64_t join_words(uint32_t word) {
-    uint32_t high = __shfl_down_sync(kFullWarp, word, 1);
-    return kWords == 1 ? word : ((uint64_t)high << 32) | word;
+    if constexpr (kWords == 1) {
+        return word;
+    } else {
+        return ((uint64_t)__shfl_down_sync(kFullWarp, word, 1) << 32) | word;
+    }
+}
+
+// `value` of lane `src` in every lane, moving only the words the width has.
+template <uint32_t kWords>
+__device__ __forceinline__ uint64_t broadcast(uint64_t value, uint32_t src) {
+    if constexpr (kWords == 1) {
+        return __shfl_sync(kFullWarp, (uint32_t)value, src);
+    } else {
+        return __shfl_sync(kFullWarp, (unsigned long long)value, src);
+    }
 }
 
 // A 64-bit value stored from `lane` (words lane and lane + 1), or a 32-bit one.
@@ -170,8 +183,8 @@ __device__ void serve_warp(const GhSlabTable &table, WarpAllocator &allocator, b
         }
         uint32_t src = __ffs(queue) - 1;
         uint32_t src_op = __shfl_sync(kFullWarp, op, src);
-        uint64_t src_stored = __shfl_sync(kFullWarp, mine.stored, src);
-        uint64_t src_value = __shfl_sync(kFullWarp, value, src);
+        uint64_t src_stored = broadcast<Shape::kKeyWords>(mine.stored, src);
+        uint64_t src_value = broadcast<Shape::kValueWords == 2 ? 2 : 1>(value, src);
         if (src != served) {
             served = src;
             slab = head_slab(table, __shfl_sync(kFullWarp, mine.bucket, src));
@@ -188,7 +201,8 @@ __device__ void serve_warp(const GhSlabTable &table, WarpAllocator &allocator, b
         if (src_op == GH_OP_GET) {
             if (matches != 0) {
                 uint32_t found = __ffs(matches) - 1;
-                uint64_t found_value = __shfl_sync(kFullWarp, value_here, found + Shape::kValueLane);
+                uint64_t found_value =
+                    broadcast<Shape::kValueWords == 2 ? 2 : 1>(value_here, found + Shape::kValueLane);
                 step = Step{true, GH_STATUS_DONE, kKind == GH_TABLE_SET ? 0 : found_value};
             } else if (at_tail) {
                 step = Step{true, GH_STATUS_ABSENT, 0};
