@@ -19,7 +19,7 @@
 //!   n > 2^21) in batches of 2^20; each batch timed, median of 5 passes (`--runs` does not
 //!   apply); the total rate, the rates of the first and the last batch, and the mean
 //!   device time and host enqueue time of a batch; then the same with 1024 batches of 32
-//!   pairs, the fixed cost of a batch.
+//!   pairs, the fixed cost of a batch, and that cost step by step.
 //! - `slab-hash-curve`: W1 (build, find hit, find miss) at memory utilization 0.2 to 0.93
 //!   with min(n, 2^24) pairs; prints the table, writes the points as CSV to `--csv PATH`
 //!   (default `slab-hash-curve.csv`) and as an SVG line chart to `--svg PATH` (default
@@ -236,6 +236,14 @@ fn run(options: &Options) -> Result<(), Box<dyn Error>> {
                     "{}",
                     slab_hash_bench::incremental(&stream, 1 << 15, 32)?.row()
                 );
+                println!();
+                println!(
+                    "## slab-hash W2 fixed cost, step by step: median of 101 runs after 3 warm-up runs, µs"
+                );
+                println!("| step | device (CUDA events) | host (the call) |\n| --- | --- | --- |");
+                for (step, device_us, host_us) in slab_hash_bench::batch_overhead(&stream, 101)? {
+                    println!("| {step} | {device_us:.1} | {host_us:.1} |");
+                }
             }
             "slab-hash-curve" => {
                 let curve_n = n.min(1 << 24);

@@ -12,7 +12,7 @@ use gpuhash_slab_hash::layouts::{
 };
 use gpuhash_slab_hash::{SlabHashError, SlabHashMap, SlabHashOptions, sizing};
 
-use crate::measure::{Measurement, Runs, median_ms};
+use crate::measure::{Measurement, Runs, WARM_UP_RUNS, median_ms};
 
 /// How W1 sizes the table.
 #[derive(Debug, Clone, Copy)]
@@ -420,6 +420,88 @@ pub fn incremental(
         batch_ms: medians(times),
         enqueue_ms: medians(enqueue_times),
     })
+}
+
+/// Where the fixed cost of one small batch goes: for each step, the median device time
+/// (CUDA events around it, as W2 times a batch) and host time of the call, in
+/// microseconds, over `repeats` repetitions. Steps: nothing between the events; one
+/// generator kernel for 32 pairs (a bare small launch); a cleared exhaustion flag (what
+/// `insert_async` allocates for each batch); `insert_async` of 32 pairs already present.
+pub fn batch_overhead(
+    stream: &Stream,
+    repeats: usize,
+) -> Result<Vec<(&'static str, f64, f64)>, SlabHashError> {
+    const PAIRS: usize = 32;
+    let map = map_for(stream, PAIRS, Sizing::Utilization(0.5).buckets(PAIRS))?;
+    let mut keys = DeviceBuffer::<u32>::zeroed(stream, PAIRS)?;
+    let mut values = DeviceBuffer::<u32>::zeroed(stream, PAIRS)?;
+    workload::generate(stream, KeySet::Hits, 0, &mut keys, Some(&mut values))?;
+    let mut status = DeviceBuffer::<u32>::zeroed(stream, PAIRS)?;
+    map.insert_device(stream, &keys, &values, &mut status)?;
+    let mut scratch = DeviceBuffer::<u32>::zeroed(stream, PAIRS)?;
+    let mut flags = Vec::new();
+
+    type Step<'a> = Box<dyn FnMut(&mut DeviceBuffer<u32>) -> Result<(), SlabHashError> + 'a>;
+    let steps: Vec<(&'static str, Step<'_>)> = vec![
+        ("empty event pair", Box::new(|_| Ok(()))),
+        (
+            "generator kernel, 32 pairs",
+            Box::new(|_| {
+                Ok(workload::generate(
+                    stream,
+                    KeySet::Misses,
+                    0,
+                    &mut scratch,
+                    None,
+                )?)
+            }),
+        ),
+        (
+            "exhaustion flag (alloc + clear)",
+            Box::new(|_| {
+                gpuhash_slab_alloc::Exhaustion::new(stream)?;
+                Ok(())
+            }),
+        ),
+        (
+            "insert_async, 32 pairs",
+            Box::new(|status| {
+                flags.push(map.insert_async(stream, &keys, &values, status)?);
+                Ok(())
+            }),
+        ),
+    ];
+    let mut out = Vec::new();
+    for (name, mut step) in steps {
+        let mut device = Vec::with_capacity(repeats);
+        let mut host = Vec::with_capacity(repeats);
+        for run in 0..WARM_UP_RUNS + repeats {
+            status.fill_zero(stream)?;
+            stream.synchronize()?;
+            let timer = EventTimer::start(stream)?;
+            let queued = Instant::now();
+            step(&mut status)?;
+            let host_ms = queued.elapsed().as_secs_f64() * 1e3;
+            let device_ms = f64::from(timer.stop()?);
+            if run >= WARM_UP_RUNS {
+                device.push(device_ms);
+                host.push(host_ms);
+            }
+        }
+        let median = |mut t: Vec<f64>| {
+            t.sort_by(f64::total_cmp);
+            t[t.len() / 2] * 1e3
+        };
+        out.push((name, median(device), median(host)));
+    }
+    for flag in &flags {
+        check(!flag.happened(stream)?, "the probe ran out of slabs")?;
+    }
+    check(
+        flags.len() == WARM_UP_RUNS + repeats,
+        "the probe skipped inserts",
+    )?;
+    Ok(out)
 }
 
 /// One point of the rate-against-utilization curve: W1 at a utilization target.
