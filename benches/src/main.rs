@@ -4,7 +4,8 @@
 //! the median of the timed runs as markdown tables (M items/s; bandwidth where it counts).
 //!
 //! ```text
-//! gpuhash-bench [core] [slab-alloc] [slab-hash] [cuckoo] [--log2-n N] [--runs R] [--w4-batches B]
+//! gpuhash-bench [core] [slab-alloc] [slab-hash] [slab-hash-w2] [slab-hash-curve] [cuckoo]
+//!               [--log2-n N] [--runs R] [--w4-batches B] [--svg PATH] [--csv PATH]
 //! ```
 //!
 //! - `core`: the device's copy bandwidth and DESIGN.md's workload generator (n = 2^N
@@ -13,6 +14,16 @@
 //!   and light against device-side malloc.
 //! - `slab-hash`: W1 (build, find hit, find miss at memory utilization 0.5 and 0.9, and
 //!   memory after build and flush) and W3 (mixes G0, G1, G2 in one launch).
+//! - `slab-hash-w2`: W2, incremental insertion into an empty table sized to end at memory
+//!   utilization 0.5: 2^21 pairs in batches of 32k, 64k and 128k, and n pairs (when
+//!   n > 2^21) in batches of 2^20; each batch timed, median of 5 passes (`--runs` does not
+//!   apply); the total rate, the rates of the first and the last batch, and the mean
+//!   device time and host enqueue time of a batch; then the same with 1024 batches of 32
+//!   pairs, the fixed cost of a batch, and that cost step by step.
+//! - `slab-hash-curve`: W1 (build, find hit, find miss) at memory utilization 0.2 to 0.93
+//!   with min(n, 2^24) pairs; prints the table, writes the points as CSV to `--csv PATH`
+//!   (default `slab-hash-curve.csv`) and as an SVG line chart to `--svg PATH` (default
+//!   `slab-hash-curve.svg`), both relative to the current directory.
 //! - `cuckoo`: DyHash (gpuhash-cuckoo) on W1 at loads 0.5 to 0.95 and W4 with B batches a
 //!   phase (`--w4-batches`, default 16; 0 skips it).
 //!
@@ -22,18 +33,28 @@
 mod core_bench;
 mod cuckoo;
 mod measure;
+mod plot;
 mod slab_alloc_bench;
 mod slab_hash_bench;
 
 use std::error::Error;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Instant;
 
 use gpuhash_core::Device;
 use gpuhash_slab_alloc::{Claim, Variant};
 use measure::{Measurement, Runs};
 
-const USAGE: &str = "usage: gpuhash-bench [core] [slab-alloc] [slab-hash] [cuckoo] [--log2-n N] [--runs R] [--w4-batches B]";
-const WORKLOADS: [&str; 4] = ["core", "slab-alloc", "slab-hash", "cuckoo"];
+const USAGE: &str = "usage: gpuhash-bench [core] [slab-alloc] [slab-hash] [slab-hash-w2] [slab-hash-curve] [cuckoo] [--log2-n N] [--runs R] [--w4-batches B] [--svg PATH] [--csv PATH]";
+const WORKLOADS: [&str; 6] = [
+    "core",
+    "slab-alloc",
+    "slab-hash",
+    "slab-hash-w2",
+    "slab-hash-curve",
+    "cuckoo",
+];
 
 /// Command-line options.
 struct Options {
@@ -41,6 +62,8 @@ struct Options {
     log2_n: u32,
     runs: usize,
     w4_batches: u32,
+    svg: PathBuf,
+    csv: PathBuf,
 }
 
 fn parse_options() -> Result<Options, String> {
@@ -49,6 +72,8 @@ fn parse_options() -> Result<Options, String> {
         log2_n: 26,
         runs: 11,
         w4_batches: 16,
+        svg: PathBuf::from("slab-hash-curve.svg"),
+        csv: PathBuf::from("slab-hash-curve.csv"),
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -69,6 +94,8 @@ fn parse_options() -> Result<Options, String> {
             "--log2-n" => options.log2_n = number(30)?,
             "--runs" => options.runs = number(1000)? as usize,
             "--w4-batches" => options.w4_batches = if value == "0" { 0 } else { number(64)? },
+            "--svg" => options.svg = PathBuf::from(&value),
+            "--csv" => options.csv = PathBuf::from(&value),
             _ => return Err(format!("unknown argument {arg}; {USAGE}")),
         }
     }
@@ -116,6 +143,7 @@ fn run(options: &Options) -> Result<(), Box<dyn Error>> {
     let print = |row: Measurement| println!("{}", row.row(copy_rate));
     for workload in &options.workloads {
         println!();
+        let started = Instant::now();
         match workload.as_str() {
             "core" => {
                 println!(
@@ -161,9 +189,9 @@ fn run(options: &Options) -> Result<(), Box<dyn Error>> {
                 println!("{}", Measurement::HEADER);
                 let mut memory = Vec::new();
                 for sizing in slab_hash_bench::SIZINGS {
-                    let (rows, line) = slab_hash_bench::bulk(&stream, n, sizing, runs)?;
-                    rows.into_iter().for_each(print);
-                    memory.push(line);
+                    let bulk = slab_hash_bench::bulk(&stream, n, sizing, runs)?;
+                    bulk.rows.into_iter().for_each(print);
+                    memory.push(bulk.memory_line);
                 }
                 println!();
                 println!(
@@ -185,9 +213,78 @@ fn run(options: &Options) -> Result<(), Box<dyn Error>> {
                     print(slab_hash_bench::mixed(&stream, mix_n, name, shares, runs)?);
                 }
             }
+            "slab-hash-w2" => {
+                println!(
+                    "## slab-hash W2: incremental insertion into an empty table sized to end at memory utilization 0.5; u32 keys and values, light allocator; each batch timed, median of {} passes",
+                    slab_hash_bench::W2_PASSES
+                );
+                println!("{}", slab_hash_bench::Incremental::HEADER);
+                let mut sizes = vec![(1 << 21, 1 << 15), (1 << 21, 1 << 16), (1 << 21, 1 << 17)];
+                if n > 1 << 21 {
+                    sizes.push((n, 1 << 20));
+                }
+                for (total, batch) in sizes {
+                    let w2 = slab_hash_bench::incremental(&stream, total, batch)?;
+                    println!("{}", w2.row());
+                }
+                // Batches too small to matter on the device: what remains is the fixed
+                // cost of one batch.
+                println!();
+                println!("## slab-hash W2 fixed cost: the same with batches of 32 pairs");
+                println!("{}", slab_hash_bench::Incremental::HEADER);
+                println!(
+                    "{}",
+                    slab_hash_bench::incremental(&stream, 1 << 15, 32)?.row()
+                );
+                println!();
+                println!(
+                    "## slab-hash W2 fixed cost, step by step: median of 101 runs after 3 warm-up runs, µs"
+                );
+                println!("| step | device (CUDA events) | host (the call) |\n| --- | --- | --- |");
+                for (step, device_us, host_us) in slab_hash_bench::batch_overhead(&stream, 101)? {
+                    println!("| {step} | {device_us:.1} | {host_us:.1} |");
+                }
+            }
+            "slab-hash-curve" => {
+                let curve_n = n.min(1 << 24);
+                println!(
+                    "## slab-hash rate against memory utilization: W1 with n = 2^{} pairs, u32 keys and values, light allocator",
+                    curve_n.trailing_zeros()
+                );
+                println!("{}", slab_hash_bench::CurvePoint::HEADER);
+                let mut points = Vec::new();
+                for target in slab_hash_bench::CURVE_TARGETS {
+                    let point =
+                        slab_hash_bench::CurvePoint::measure(&stream, curve_n, target, runs)?;
+                    println!("{}", point.row());
+                    points.push(point);
+                }
+                let mut csv = String::from(slab_hash_bench::CurvePoint::CSV_HEADER);
+                csv.push('\n');
+                for point in &points {
+                    csv.push_str(&point.csv());
+                    csv.push('\n');
+                }
+                std::fs::write(&options.csv, csv)
+                    .map_err(|e| format!("cannot write {}: {e}", options.csv.display()))?;
+                let chart = slab_hash_bench::curve_chart(&points, curve_n, &p.name);
+                std::fs::write(&options.svg, chart.svg())
+                    .map_err(|e| format!("cannot write {}: {e}", options.svg.display()))?;
+                println!();
+                println!(
+                    "points written to {} and {}",
+                    options.csv.display(),
+                    options.svg.display()
+                );
+            }
             "cuckoo" => cuckoo::run(&device, options.log2_n, options.runs, options.w4_batches)?,
             _ => unreachable!("parse_options admits only known workloads"),
         }
+        println!();
+        println!(
+            "({workload}: {:.1} s wall clock)",
+            started.elapsed().as_secs_f64()
+        );
     }
     Ok(())
 }

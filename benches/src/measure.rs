@@ -36,6 +36,11 @@ impl Measurement {
         self.bytes.map(|bytes| bytes as f64 / (self.ms / 1e3))
     }
 
+    /// Items a second.
+    pub fn items_per_second(&self) -> f64 {
+        self.items as f64 / (self.ms / 1e3)
+    }
+
     /// A table row, with bandwidth as a share of `copy_bytes_per_second` where it counts.
     pub fn row(&self, copy_bytes_per_second: f64) -> String {
         let (bandwidth, share) = match self.bytes_per_second() {
@@ -45,7 +50,7 @@ impl Measurement {
             ),
             None => ("-".into(), "-".into()),
         };
-        let rate = self.items as f64 / (self.ms / 1e3) / 1e6;
+        let rate = self.items_per_second() / 1e6;
         format!(
             "| {} | {} | {:.3} | {rate:.0} | {bandwidth} | {share} |",
             self.name, self.items, self.ms

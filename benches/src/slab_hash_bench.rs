@@ -1,15 +1,18 @@
-//! Slab hash: W1 (bulk build, then find all-hit and all-miss at a memory utilization) and
-//! W3 (concurrent mixes in one launch) of DESIGN.md, u32 keys and values.
+//! Slab hash: W1 (bulk build, then find all-hit and all-miss at a memory utilization), W2
+//! (incremental insertion in batches) and W3 (concurrent mixes in one launch) of DESIGN.md,
+//! u32 keys and values.
+
+use std::time::Instant;
 
 use gpuhash_core::workload::{self, KeySet};
-use gpuhash_core::{DeviceBuffer, Error, Stream};
+use gpuhash_core::{DeviceBuffer, Error, EventTimer, Stream};
 use gpuhash_slab_alloc::Variant;
 use gpuhash_slab_hash::layouts::{
     GH_OP_GET, GH_OP_INSERT, GH_OP_REMOVE, GH_STATUS_ABSENT, GH_STATUS_DONE,
 };
 use gpuhash_slab_hash::{SlabHashError, SlabHashMap, SlabHashOptions, sizing};
 
-use crate::measure::{Measurement, Runs, median_ms};
+use crate::measure::{Measurement, Runs, WARM_UP_RUNS, median_ms};
 
 /// How W1 sizes the table.
 #[derive(Debug, Clone, Copy)]
@@ -22,7 +25,8 @@ pub enum Sizing {
 }
 
 impl Sizing {
-    fn buckets(self, n: usize) -> u32 {
+    /// The bucket count for `n` pairs.
+    pub fn buckets(self, n: usize) -> u32 {
         match self {
             Sizing::Utilization(target) => sizing::buckets_for_utilization(n as u64, target),
             Sizing::HeadLoad(load) => (n as f64 / (15.0 * load)).ceil() as u32,
@@ -44,6 +48,12 @@ pub const SIZINGS: [Sizing; 4] = [
     Sizing::HeadLoad(0.5),
     Sizing::HeadLoad(0.9),
 ];
+
+/// Memory utilization targets of the rate-against-utilization curve (seed 002's figure).
+/// Pairs take 120 of a full slab's 128 bytes, so utilization stays below 15/16 = 0.9375
+/// however long the lists: 0.93 (lists of about 58 slabs at 2^24 pairs) is the last point,
+/// as 0.94 cannot be reached.
+pub const CURVE_TARGETS: [f64; 9] = [0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.93];
 
 /// W3's mixes: shares of (insert, remove, find hit, find miss) in percent.
 pub const MIXES: [(&str, [u32; 4]); 3] = [
@@ -70,13 +80,20 @@ fn check(ok: bool, what: &str) -> Result<(), SlabHashError> {
     }
 }
 
+/// What W1 measured at one sizing.
+pub struct Bulk {
+    /// Buckets of the table.
+    pub buckets: u32,
+    /// Memory utilization after the build, measured.
+    pub utilization: f64,
+    /// Rows for build, find hit and find miss, in that order.
+    pub rows: Vec<Measurement>,
+    /// The row of the memory table.
+    pub memory_line: String,
+}
+
 /// W1 at one sizing: rows for build, find hit, find miss, and the memory line.
-pub fn bulk(
-    stream: &Stream,
-    n: usize,
-    sizing: Sizing,
-    runs: Runs,
-) -> Result<(Vec<Measurement>, String), SlabHashError> {
+pub fn bulk(stream: &Stream, n: usize, sizing: Sizing, runs: Runs) -> Result<Bulk, SlabHashError> {
     let buckets = sizing.buckets(n);
     let mut map = map_for(stream, n, buckets)?;
     let mut keys = DeviceBuffer::<u32>::zeroed(stream, n)?;
@@ -182,7 +199,12 @@ pub fn bulk(
         mib(removed.bytes_in_use),
         mib(flushed.bytes_in_use),
     );
-    Ok((rows, memory_line))
+    Ok(Bulk {
+        buckets,
+        utilization: memory.utilization(),
+        rows,
+        memory_line,
+    })
 }
 
 /// W3: a table holding pairs 0..n/2, then one launch of n operations mixed as `shares`
@@ -242,4 +264,363 @@ pub fn mixed(
         bytes: None,
         ms,
     })
+}
+
+/// Timed passes of W2, each batch's median reported.
+pub const W2_PASSES: usize = 5;
+
+/// What W2 measured for one batch size.
+pub struct Incremental {
+    /// Pairs inserted in all.
+    pub total: usize,
+    /// Pairs a batch.
+    pub batch: usize,
+    /// Buckets of the table.
+    pub buckets: u32,
+    /// Memory utilization after the last batch, measured.
+    pub utilization: f64,
+    /// Median device time of each batch (CUDA events around `insert_async`), in
+    /// milliseconds, in the order they ran.
+    pub batch_ms: Vec<f64>,
+    /// Median host time of each `insert_async` call (queueing the batch), milliseconds.
+    pub enqueue_ms: Vec<f64>,
+}
+
+impl Incremental {
+    /// The header of the table [`Incremental::row`] prints into.
+    pub const HEADER: &'static str = "| batch | batches | total pairs | buckets | utilization at the end | sum of batch medians ms | M keys/s | first batch M keys/s | last batch M keys/s | mean batch µs | mean host enqueue µs |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |";
+
+    /// Pairs over the sum of the batch medians, in millions a second.
+    pub fn rate(&self) -> f64 {
+        self.total as f64 / self.batch_ms.iter().sum::<f64>() / 1e3
+    }
+
+    /// The rate of batch `index`, in millions of pairs a second.
+    pub fn batch_rate(&self, index: usize) -> f64 {
+        self.batch as f64 / self.batch_ms[index] / 1e3
+    }
+
+    /// A table row.
+    pub fn row(&self) -> String {
+        let mean_us = |ms: &[f64]| ms.iter().sum::<f64>() / ms.len() as f64 * 1e3;
+        format!(
+            "| {} | {} | {} | {} | {:.2} | {:.3} | {:.0} | {:.0} | {:.0} | {:.1} | {:.1} |",
+            self.batch,
+            self.batch_ms.len(),
+            self.total,
+            self.buckets,
+            self.utilization,
+            self.batch_ms.iter().sum::<f64>(),
+            self.rate(),
+            self.batch_rate(0),
+            self.batch_rate(self.batch_ms.len() - 1),
+            mean_us(&self.batch_ms),
+            mean_us(&self.enqueue_ms)
+        )
+    }
+}
+
+/// W2: pairs `0..total` inserted into an empty table in batches of `batch` (`insert_async`
+/// each, timed with CUDA events), the table sized to end at memory utilization 0.5. One
+/// untimed pass grows the allocator; then [`W2_PASSES`] timed passes, the table cleared
+/// (untimed) before each, and the median of each batch over them.
+pub fn incremental(
+    stream: &Stream,
+    total: usize,
+    batch: usize,
+) -> Result<Incremental, SlabHashError> {
+    check(
+        batch > 0 && total.is_multiple_of(batch),
+        "the batch size must divide the total",
+    )?;
+    let buckets = Sizing::Utilization(0.5).buckets(total);
+    let mut map = map_for(stream, total, buckets)?;
+    let batches = total / batch;
+    let mut keys = Vec::with_capacity(batches);
+    let mut values = Vec::with_capacity(batches);
+    let mut status = Vec::with_capacity(batches);
+    for b in 0..batches {
+        let mut k = DeviceBuffer::<u32>::zeroed(stream, batch)?;
+        let mut v = DeviceBuffer::<u32>::zeroed(stream, batch)?;
+        workload::generate(
+            stream,
+            KeySet::Hits,
+            (b * batch) as u32,
+            &mut k,
+            Some(&mut v),
+        )?;
+        keys.push(k);
+        values.push(v);
+        status.push(DeviceBuffer::<u32>::zeroed(stream, batch)?);
+    }
+    // The untimed pass: the allocator grows to what the whole run needs, and keeps that
+    // memory through `clear`.
+    for b in 0..batches {
+        map.insert_device(stream, &keys[b], &values[b], &mut status[b])?;
+    }
+    check(map.len()? == total, "the untimed pass lost pairs")?;
+
+    let mut times = vec![Vec::with_capacity(W2_PASSES); batches];
+    let mut enqueue_times = vec![Vec::with_capacity(W2_PASSES); batches];
+    let mut utilization = 0.0;
+    for _ in 0..W2_PASSES {
+        map.clear()?;
+        for s in &mut status {
+            s.fill_zero(stream)?;
+        }
+        stream.synchronize()?;
+        let mut flags = Vec::with_capacity(batches);
+        for b in 0..batches {
+            let timer = EventTimer::start(stream)?;
+            let queued = Instant::now();
+            flags.push(map.insert_async(stream, &keys[b], &values[b], &mut status[b])?);
+            enqueue_times[b].push(queued.elapsed().as_secs_f64() * 1e3);
+            times[b].push(f64::from(timer.stop()?));
+        }
+        for flag in &flags {
+            check(!flag.happened(stream)?, "a timed batch ran out of slabs")?;
+        }
+        check(map.len()? == total, "the batches lost pairs")?;
+        // Every 997th pair and the last one must be there with their values, and as many
+        // keys never inserted must be absent.
+        let sample: Vec<u32> = (0..total as u32)
+            .step_by(997)
+            .chain([total as u32 - 1])
+            .collect();
+        let hits: Vec<u32> = sample.iter().map(|&i| KeySet::Hits.key(i)).collect();
+        let found = map.get(&hits)?;
+        check(
+            sample
+                .iter()
+                .zip(&found)
+                .all(|(&i, &v)| v == Some(workload::value(i))),
+            "a sampled pair has a wrong value or is missing",
+        )?;
+        let misses: Vec<u32> = sample.iter().map(|&i| KeySet::Misses.key(i)).collect();
+        check(
+            map.get(&misses)?.iter().all(Option::is_none),
+            "a key never inserted was found",
+        )?;
+        utilization = map.memory()?.utilization();
+    }
+    let medians = |times: Vec<Vec<f64>>| -> Vec<f64> {
+        times
+            .into_iter()
+            .map(|mut t| {
+                t.sort_by(f64::total_cmp);
+                t[t.len() / 2]
+            })
+            .collect()
+    };
+    Ok(Incremental {
+        total,
+        batch,
+        buckets,
+        utilization,
+        batch_ms: medians(times),
+        enqueue_ms: medians(enqueue_times),
+    })
+}
+
+/// Where the fixed cost of one small batch goes: for each step, the median device time
+/// (CUDA events around it, as W2 times a batch) and host time of the call, in
+/// microseconds, over `repeats` repetitions. Steps: nothing between the events; one
+/// generator kernel for 32 pairs (a bare small launch); a cleared exhaustion flag (what
+/// `insert_async` allocates for each batch); `insert_async` of 32 pairs already present.
+pub fn batch_overhead(
+    stream: &Stream,
+    repeats: usize,
+) -> Result<Vec<(&'static str, f64, f64)>, SlabHashError> {
+    const PAIRS: usize = 32;
+    let map = map_for(stream, PAIRS, Sizing::Utilization(0.5).buckets(PAIRS))?;
+    let mut keys = DeviceBuffer::<u32>::zeroed(stream, PAIRS)?;
+    let mut values = DeviceBuffer::<u32>::zeroed(stream, PAIRS)?;
+    workload::generate(stream, KeySet::Hits, 0, &mut keys, Some(&mut values))?;
+    let mut status = DeviceBuffer::<u32>::zeroed(stream, PAIRS)?;
+    map.insert_device(stream, &keys, &values, &mut status)?;
+    let mut scratch = DeviceBuffer::<u32>::zeroed(stream, PAIRS)?;
+    let mut flags = Vec::new();
+
+    type Step<'a> = Box<dyn FnMut(&mut DeviceBuffer<u32>) -> Result<(), SlabHashError> + 'a>;
+    let steps: Vec<(&'static str, Step<'_>)> = vec![
+        ("empty event pair", Box::new(|_| Ok(()))),
+        (
+            "generator kernel, 32 pairs",
+            Box::new(|_| {
+                Ok(workload::generate(
+                    stream,
+                    KeySet::Misses,
+                    0,
+                    &mut scratch,
+                    None,
+                )?)
+            }),
+        ),
+        (
+            "exhaustion flag (alloc + clear)",
+            Box::new(|_| {
+                gpuhash_slab_alloc::Exhaustion::new(stream)?;
+                Ok(())
+            }),
+        ),
+        (
+            "insert_async, 32 pairs",
+            Box::new(|status| {
+                flags.push(map.insert_async(stream, &keys, &values, status)?);
+                Ok(())
+            }),
+        ),
+    ];
+    let mut out = Vec::new();
+    for (name, mut step) in steps {
+        let mut device = Vec::with_capacity(repeats);
+        let mut host = Vec::with_capacity(repeats);
+        for run in 0..WARM_UP_RUNS + repeats {
+            status.fill_zero(stream)?;
+            stream.synchronize()?;
+            let timer = EventTimer::start(stream)?;
+            let queued = Instant::now();
+            step(&mut status)?;
+            let host_ms = queued.elapsed().as_secs_f64() * 1e3;
+            let device_ms = f64::from(timer.stop()?);
+            if run >= WARM_UP_RUNS {
+                device.push(device_ms);
+                host.push(host_ms);
+            }
+        }
+        let median = |mut t: Vec<f64>| {
+            t.sort_by(f64::total_cmp);
+            t[t.len() / 2] * 1e3
+        };
+        out.push((name, median(device), median(host)));
+    }
+    for flag in &flags {
+        check(!flag.happened(stream)?, "the probe ran out of slabs")?;
+    }
+    check(
+        flags.len() == WARM_UP_RUNS + repeats,
+        "the probe skipped inserts",
+    )?;
+    Ok(out)
+}
+
+/// One point of the rate-against-utilization curve: W1 at a utilization target.
+pub struct CurvePoint {
+    /// The memory utilization the table was sized for.
+    pub target: f64,
+    /// Buckets of the table.
+    pub buckets: u32,
+    /// Memory utilization after the build, measured.
+    pub utilization: f64,
+    /// Build, find hit and find miss, in millions of operations a second.
+    pub rates: [f64; 3],
+}
+
+impl CurvePoint {
+    /// The header of [`CurvePoint::row`]'s table.
+    pub const HEADER: &'static str = "| target utilization | buckets | measured utilization | build M ops/s | find hit M ops/s | find miss M ops/s |\n| --- | --- | --- | --- | --- | --- |";
+
+    /// The header line of [`CurvePoint::csv`].
+    pub const CSV_HEADER: &'static str =
+        "target_utilization,buckets,measured_utilization,build_mops,find_hit_mops,find_miss_mops";
+
+    /// W1 at memory utilization `target`.
+    pub fn measure(
+        stream: &Stream,
+        n: usize,
+        target: f64,
+        runs: Runs,
+    ) -> Result<Self, SlabHashError> {
+        let bulk = bulk(stream, n, Sizing::Utilization(target), runs)?;
+        let rate = |i: usize| bulk.rows[i].items_per_second() / 1e6;
+        Ok(CurvePoint {
+            target,
+            buckets: bulk.buckets,
+            utilization: bulk.utilization,
+            rates: [rate(0), rate(1), rate(2)],
+        })
+    }
+
+    /// A markdown table row.
+    pub fn row(&self) -> String {
+        let [build, hit, miss] = self.rates;
+        format!(
+            "| {} | {} | {:.3} | {build:.0} | {hit:.0} | {miss:.0} |",
+            self.target, self.buckets, self.utilization
+        )
+    }
+
+    /// A CSV line under [`CurvePoint::CSV_HEADER`].
+    pub fn csv(&self) -> String {
+        let [build, hit, miss] = self.rates;
+        format!(
+            "{},{},{:.4},{build:.1},{hit:.1},{miss:.1}",
+            self.target, self.buckets, self.utilization
+        )
+    }
+}
+
+/// The curve as a chart: x the measured utilization, y the rates.
+pub fn curve_chart(points: &[CurvePoint], n: usize, device: &str) -> crate::plot::Chart {
+    let line = |name: &str, color, i: usize| crate::plot::Series {
+        name: name.into(),
+        color,
+        points: points.iter().map(|p| (p.utilization, p.rates[i])).collect(),
+    };
+    crate::plot::Chart {
+        title: format!(
+            "Slab hash W1, n = 2^{} u32 pairs, {device}",
+            n.trailing_zeros()
+        ),
+        x_label: "memory utilization (pair bytes / slab bytes in use)".into(),
+        y_label: "M operations / s".into(),
+        series: vec![
+            line("build", "#1f77b4", 0),
+            line("find hit", "#2ca02c", 1),
+            line("find miss", "#d62728", 2),
+        ],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn curve_targets_are_reachable_at_the_curve_size() {
+        // A target at or above 15/16 would drive the bucket search down to one bucket.
+        let n = 1u64 << 24;
+        for target in CURVE_TARGETS {
+            let buckets = sizing::buckets_for_utilization(n, target);
+            let predicted = n as f64 * 8.0 / (128.0 * sizing::expected_slabs(n, buckets, 15));
+            assert!(
+                (predicted - target).abs() < 0.002,
+                "{target}: {predicted} with {buckets} buckets"
+            );
+            // Lists of at most about 270 slabs, so that a point takes seconds, not hours.
+            assert!(
+                u64::from(buckets) >= n / 4096,
+                "{target}: {buckets} buckets"
+            );
+        }
+    }
+
+    #[test]
+    fn incremental_rates_count_pairs_over_batch_medians() {
+        let w2 = Incremental {
+            total: 4000,
+            batch: 1000,
+            buckets: 10,
+            utilization: 0.5,
+            batch_ms: vec![0.001, 0.002, 0.003, 0.004],
+            enqueue_ms: vec![0.001, 0.001, 0.001, 0.005],
+        };
+        assert!((w2.rate() - 4000.0 / 0.01e-3 / 1e6).abs() < 1e-6);
+        assert!((w2.batch_rate(0) - 1000.0).abs() < 1e-9);
+        assert!((w2.batch_rate(3) - 250.0).abs() < 1e-9);
+        assert_eq!(
+            w2.row(),
+            "| 1000 | 4 | 4000 | 10 | 0.50 | 0.010 | 400 | 1000 | 250 | 2.5 | 2.0 |"
+        );
+    }
 }
