@@ -206,6 +206,9 @@ fn running_out_of_device_memory_names_the_inserts_that_did_not_go_in() {
 /// than trusting the free-memory figure, which leaves out what the stream-ordered memory
 /// pool keeps cached from earlier frees.
 fn fill_device_except(s: &Stream, room: usize) -> Vec<DeviceBuffer<u8>> {
+    // Frees still pending on other streams leave memory in the pool that this stream
+    // cannot take yet but a later batch could: let them finish first.
+    s.device().synchronize().unwrap();
     let mut chunks = Vec::new();
     for size in [1usize << 30, 64 << 20, 4 << 20] {
         while let Ok(chunk) = DeviceBuffer::<u8>::zeroed(s, size) {
