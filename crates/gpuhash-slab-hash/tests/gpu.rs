@@ -181,12 +181,13 @@ fn running_out_of_device_memory_names_the_inserts_that_did_not_go_in() {
     let s = stream();
     let map = SlabHashMap::<u32, u32>::new(s, options(1000, Some(1 << 16))).unwrap();
     map.insert(&[1, 2, 3], &[1, 2, 3]).unwrap();
-    let keys: Vec<u32> = (10..4_000_010).map(fmix32).collect();
-    // Leave room for the batch's own buffers (keys, values, results, status) and 16 MiB
-    // of slabs; the 4M pairs need about 42 MiB of slabs in 2^16 buckets.
-    let filler = fill_device_except(s, keys.len() * 16 + (16 << 20));
+    let keys: Vec<u32> = (10..6_000_010).map(fmix32).collect();
+    // Leave room for the batch's own buffers (keys, values, results, status) and 4 MiB of
+    // slabs (at most 8 with the last chunk freed); the 6M pairs need about 48 MiB of slabs
+    // in 2^16 buckets.
+    let filler = fill_device_except(s, keys.len() * 16 + (4 << 20));
     let Err(SlabHashError::NotInserted { not_inserted, .. }) = map.insert(&keys, &keys) else {
-        panic!("4M pairs cannot fit in 16 MiB of slabs");
+        panic!("6M pairs cannot fit in 8 MiB of slabs");
     };
     assert!(!not_inserted.is_empty() && not_inserted.len() < keys.len());
     drop(filler);
