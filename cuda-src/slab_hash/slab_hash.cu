@@ -54,6 +54,25 @@ __device__ void run_ops(const GhSlabOpsParams &p) {
     }
 }
 
+// A batch of lookups only (uniform GH_OP_GET), served several at a time by find_warp.
+template <typename Shape>
+__device__ void run_finds(const GhSlabOpsParams &p) {
+    uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+    for (uint64_t base = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) & ~31ull; base < p.count; base += stride) {
+        uint64_t i = base + lane_id();
+        bool active = i < p.count && p.status[i] == GH_STATUS_PENDING;
+        uint32_t status = GH_STATUS_PENDING;
+        uint64_t key = active ? load_words<Shape::kKeyWords>(p.keys, i) : 0, result = 0;
+        gh::find_warp<Shape>(p.table, active, key, status, result);
+        if (active) {
+            p.status[i] = status;
+            if (p.results != nullptr) {
+                store_words<kResultWords<Shape>>(p.results, i, result);
+            }
+        }
+    }
+}
+
 // Visits every bucket with one warp, the two reserved-key buckets included.
 template <typename Visit>
 __device__ void for_each_bucket(const GhSlabTable &table, Visit visit) {
@@ -214,6 +233,7 @@ __device__ void gather(const GhSlabGatherParams &p) {
 #define GH_SLAB_KERNELS(name, kind, key_words, value_words)                                                    \
     using Shape_##name = gh::SlabShape<kind, key_words, value_words>;                                          \
     extern "C" __global__ void gh_slab_ops_##name(GhSlabOpsParams p) { run_ops<Shape_##name>(p); }             \
+    extern "C" __global__ void gh_slab_find_##name(GhSlabOpsParams p) { run_finds<Shape_##name>(p); }         \
     extern "C" __global__ void gh_slab_count_##name(GhSlabBucketsParams p) { count_buckets<Shape_##name>(p); } \
     extern "C" __global__ void gh_slab_export_##name(GhSlabBucketsParams p) { export_buckets<Shape_##name>(p); } \
     extern "C" __global__ void gh_slab_flush_##name(GhSlabBucketsParams p) { flush_buckets<Shape_##name>(p); }

@@ -273,4 +273,70 @@ __device__ void serve_warp(const GhSlabTable &table, WarpAllocator &allocator, b
     }
 }
 
+// Lookups only: the warp serves up to kSlots lanes at once, one slab read of each in
+// flight together, instead of one dependent read after another as serve_warp must for
+// operations that write. Took finds at utilization 0.5 from 11593 to 12897 M/s on an H100;
+// serving writes the same way (2 slots, through one step function) cost builds 13% in
+// occupancy, so they keep serve_warp. Writes this lane's status and result.
+template <typename Shape, uint32_t kSlots = 4>
+__device__ void find_warp(const GhSlabTable &table, bool active, uint64_t key, uint32_t &status,
+                          uint64_t &result) {
+    const uint32_t lane = lane_id();
+    const bool key_lane = Shape::is_key_lane(lane);
+    const Placement mine = place<Shape>(table, key);
+    if (active) {
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(head_slab(table, mine.bucket)));
+    }
+    uint32_t waiting = __ballot_sync(kFullWarp, active);
+    uint32_t src[kSlots];  // the lane each slot serves, 32 for none
+    const uint32_t *slab[kSlots];
+    uint64_t stored[kSlots];
+    auto refill = [&](uint32_t k) {
+        src[k] = waiting == 0 ? 32u : __ffs(waiting) - 1;
+        if (src[k] < 32) {
+            waiting &= waiting - 1;
+            slab[k] = head_slab(table, __shfl_sync(kFullWarp, mine.bucket, src[k]));
+            stored[k] = broadcast<Shape::kKeyWords>(mine.stored, src[k]);
+        }
+    };
+#pragma unroll
+    for (uint32_t k = 0; k < kSlots; ++k) {
+        refill(k);
+    }
+    while (true) {
+        bool busy = false;
+        uint32_t word[kSlots];
+#pragma unroll
+        for (uint32_t k = 0; k < kSlots; ++k) {
+            busy |= src[k] < 32;
+            word[k] = src[k] < 32 ? read_slab(slab[k]) : GH_INVALID_SLAB;
+        }
+        if (!busy) {
+            return;
+        }
+#pragma unroll
+        for (uint32_t k = 0; k < kSlots; ++k) {
+            if (src[k] == 32) {
+                continue;
+            }
+            uint64_t here = join_words<Shape::kKeyWords>(word[k]);
+            uint64_t value_here = join_words<Shape::kValueWords == 2 ? 2 : 1>(word[k]);
+            uint32_t matches = __ballot_sync(kFullWarp, key_lane && here == stored[k]);
+            uint32_t next = __shfl_sync(kFullWarp, word[k], GH_SLAB_NEXT_LANE);
+            uint32_t found = matches == 0 ? 0 : __ffs(matches) - 1;
+            uint64_t found_value =
+                broadcast<Shape::kValueWords == 2 ? 2 : 1>(value_here, found + Shape::kValueLane);
+            if (matches != 0 || next == GH_INVALID_SLAB) {
+                if (lane == src[k]) {
+                    status = matches != 0 ? GH_STATUS_DONE : GH_STATUS_ABSENT;
+                    result = matches != 0 && Shape::kKind != GH_TABLE_SET ? found_value : 0;
+                }
+                refill(k);
+            } else {
+                slab[k] = slab_pointer(table.alloc, next);
+            }
+        }
+    }
+}
+
 }  // namespace gh

@@ -6,7 +6,7 @@ use gpuhash_core::launch::{Kernel, KernelImage, KernelParams, LaunchShape};
 use gpuhash_core::{DeviceBuffer, Stream};
 
 use crate::layouts::{
-    GhFillParams, GhSlabBucketsParams, GhSlabGatherParams, GhSlabOpsParams, GhSlabTable,
+    GH_OP_GET, GhFillParams, GhSlabBucketsParams, GhSlabGatherParams, GhSlabOpsParams, GhSlabTable,
 };
 use crate::table::{Kind, Shape};
 
@@ -24,6 +24,8 @@ static IMAGE: KernelImage = gpuhash_core::kernel_image!("slab_hash");
 /// The four kernels of one slab shape.
 struct ShapeKernels {
     ops: Kernel<GhSlabOpsParams>,
+    /// Lookups only, several served at once by each warp.
+    find: Kernel<GhSlabOpsParams>,
     count: Kernel<GhSlabBucketsParams>,
     export: Kernel<GhSlabBucketsParams>,
     flush: Kernel<GhSlabBucketsParams>,
@@ -33,6 +35,7 @@ macro_rules! shape_kernels {
     ($name:literal) => {
         ShapeKernels {
             ops: Kernel::new(&IMAGE, concat!("gh_slab_ops_", $name)),
+            find: Kernel::new(&IMAGE, concat!("gh_slab_find_", $name)),
             count: Kernel::new(&IMAGE, concat!("gh_slab_count_", $name)),
             export: Kernel::new(&IMAGE, concat!("gh_slab_export_", $name)),
             flush: Kernel::new(&IMAGE, concat!("gh_slab_flush_", $name)),
@@ -124,7 +127,12 @@ pub(crate) fn ops<K: Pod, V: Pod>(
         count: count as u64,
         uniform_op: buffers.uniform_op,
     };
-    let kernel = &kernels(shape)?.ops;
+    let kernels = kernels(shape)?;
+    let kernel = if buffers.ops.is_none() && buffers.uniform_op == GH_OP_GET {
+        &kernels.find
+    } else {
+        &kernels.ops
+    };
     // SAFETY: `table` comes from the live table and allocator context the caller holds;
     // every buffer holds `count` elements (checked by the caller) and stays borrowed until
     // the launch is queued; the kernel touches elements below count only.
