@@ -30,7 +30,7 @@ constexpr uint32_t kResultWords = Shape::kValueWords == 2 ? 2 : 1;
 
 // Grid-stride over elements with warp-uniform bounds: all 32 lanes stay in every loop
 // round, as the warp-cooperative slab walk needs.
-template <typename Shape>
+template <typename Shape, uint32_t kOp>
 __device__ void run_ops(const GhSlabOpsParams &p) {
     gh::WarpAllocator allocator(p.table.alloc);
     uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
@@ -44,7 +44,7 @@ __device__ void run_ops(const GhSlabOpsParams &p) {
             key = load_words<Shape::kKeyWords>(p.keys, i);
             value = p.values != nullptr ? load_words<kResultWords<Shape>>(p.values, i) : 0;
         }
-        gh::serve_warp<Shape>(p.table, allocator, active, op, key, value, status, result);
+        gh::serve_warp<Shape, kOp>(p.table, allocator, active, op, key, value, status, result);
         if (active) {
             p.status[i] = status;
             if (p.results != nullptr) {
@@ -232,7 +232,10 @@ __device__ void gather(const GhSlabGatherParams &p) {
 
 #define GH_SLAB_KERNELS(name, kind, key_words, value_words)                                                    \
     using Shape_##name = gh::SlabShape<kind, key_words, value_words>;                                          \
-    extern "C" __global__ void gh_slab_ops_##name(GhSlabOpsParams p) { run_ops<Shape_##name>(p); }             \
+    extern "C" __global__ void gh_slab_ops_##name(GhSlabOpsParams p) { run_ops<Shape_##name, gh::kAnyOp>(p); } \
+    extern "C" __global__ void gh_slab_insert_##name(GhSlabOpsParams p) {                                       \
+        run_ops<Shape_##name, GH_OP_INSERT>(p);                                                                 \
+    }                                                                                                           \
     extern "C" __global__ void gh_slab_find_##name(GhSlabOpsParams p) { run_finds<Shape_##name>(p); }         \
     extern "C" __global__ void gh_slab_count_##name(GhSlabBucketsParams p) { count_buckets<Shape_##name>(p); } \
     extern "C" __global__ void gh_slab_export_##name(GhSlabBucketsParams p) { export_buckets<Shape_##name>(p); } \

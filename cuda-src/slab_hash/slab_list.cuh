@@ -151,6 +151,10 @@ __device__ __forceinline__ bool extend_list(WarpAllocator &allocator, const GhSl
     return true;
 }
 
+// serve_warp's operation when each element brings its own; any GH_OP_* instead fixes the
+// operation at compile time, which takes the other branches out of the loop.
+constexpr uint32_t kAnyOp = 0xffffffffu;
+
 // The outcome of one step of an operation on one slab.
 struct Step {
     bool finished;
@@ -159,9 +163,10 @@ struct Step {
 };
 
 // Serves the operations of the lanes of a warp, one at a time, all 32 lanes reading each
-// slab. `op`, `key` and `value` are this lane's operation; `active` says whether it has
-// one. Writes this lane's status and result when it is served.
-template <typename Shape>
+// slab. `op`, `key` and `value` are this lane's operation (kOp, when not kAnyOp, is every
+// lane's); `active` says whether it has one. Writes this lane's status and result when it
+// is served.
+template <typename Shape, uint32_t kOp = kAnyOp>
 __device__ void serve_warp(const GhSlabTable &table, WarpAllocator &allocator, bool active, uint32_t op,
                            uint64_t key, uint64_t value, uint32_t &status, uint64_t &result) {
     constexpr uint32_t kKind = Shape::kKind;
@@ -182,7 +187,7 @@ __device__ void serve_warp(const GhSlabTable &table, WarpAllocator &allocator, b
             return;
         }
         uint32_t src = __ffs(queue) - 1;
-        uint32_t src_op = __shfl_sync(kFullWarp, op, src);
+        uint32_t src_op = kOp != kAnyOp ? kOp : __shfl_sync(kFullWarp, op, src);
         uint64_t src_stored = broadcast<Shape::kKeyWords>(mine.stored, src);
         uint64_t src_value = broadcast<Shape::kValueWords == 2 ? 2 : 1>(value, src);
         if (src != served) {

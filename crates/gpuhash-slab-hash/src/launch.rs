@@ -6,7 +6,8 @@ use gpuhash_core::launch::{Kernel, KernelImage, KernelParams, LaunchShape};
 use gpuhash_core::{DeviceBuffer, Stream};
 
 use crate::layouts::{
-    GH_OP_GET, GhFillParams, GhSlabBucketsParams, GhSlabGatherParams, GhSlabOpsParams, GhSlabTable,
+    GH_OP_GET, GH_OP_INSERT, GhFillParams, GhSlabBucketsParams, GhSlabGatherParams,
+    GhSlabOpsParams, GhSlabTable,
 };
 use crate::table::{Kind, Shape};
 
@@ -26,6 +27,8 @@ struct ShapeKernels {
     ops: Kernel<GhSlabOpsParams>,
     /// Lookups only, several served at once by each warp.
     find: Kernel<GhSlabOpsParams>,
+    /// Inserts only, the operation fixed at compile time.
+    insert: Kernel<GhSlabOpsParams>,
     count: Kernel<GhSlabBucketsParams>,
     export: Kernel<GhSlabBucketsParams>,
     flush: Kernel<GhSlabBucketsParams>,
@@ -36,6 +39,7 @@ macro_rules! shape_kernels {
         ShapeKernels {
             ops: Kernel::new(&IMAGE, concat!("gh_slab_ops_", $name)),
             find: Kernel::new(&IMAGE, concat!("gh_slab_find_", $name)),
+            insert: Kernel::new(&IMAGE, concat!("gh_slab_insert_", $name)),
             count: Kernel::new(&IMAGE, concat!("gh_slab_count_", $name)),
             export: Kernel::new(&IMAGE, concat!("gh_slab_export_", $name)),
             flush: Kernel::new(&IMAGE, concat!("gh_slab_flush_", $name)),
@@ -128,10 +132,10 @@ pub(crate) fn ops<K: Pod, V: Pod>(
         uniform_op: buffers.uniform_op,
     };
     let kernels = kernels(shape)?;
-    let kernel = if buffers.ops.is_none() && buffers.uniform_op == GH_OP_GET {
-        &kernels.find
-    } else {
-        &kernels.ops
+    let kernel = match (buffers.ops, buffers.uniform_op) {
+        (None, GH_OP_GET) => &kernels.find,
+        (None, GH_OP_INSERT) => &kernels.insert,
+        _ => &kernels.ops,
     };
     // SAFETY: `table` comes from the live table and allocator context the caller holds;
     // every buffer holds `count` elements (checked by the caller) and stays borrowed until
