@@ -281,8 +281,9 @@ __device__ void serve_warp(const GhSlabTable &table, WarpAllocator &allocator, b
 // Lookups only: the warp serves up to kSlots lanes at once, one slab read of each in
 // flight together, instead of one dependent read after another as serve_warp must for
 // operations that write. Took finds at utilization 0.5 from 11593 to 12897 M/s on an H100;
-// serving writes the same way (2 slots, through one step function) cost builds 13% in
-// occupancy, so they keep serve_warp. Writes this lane's status and result.
+// 8 slots (72 registers) gave 12120. Serving writes the same way (2 slots, through one step
+// function) cost builds 13% in occupancy, so they keep serve_warp. Writes this lane's
+// status and result.
 template <typename Shape, uint32_t kSlots = 4>
 __device__ void find_warp(const GhSlabTable &table, bool active, uint64_t key, uint32_t &status,
                           uint64_t &result) {
