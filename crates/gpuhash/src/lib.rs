@@ -12,17 +12,25 @@
 //!
 //! The out-of-core swap table and the hyperspace index join as their crates land.
 //!
+//! Every crate's error converts into [`Error`], so one `?` serves them all:
+//!
 //! ```no_run
 //! use gpuhash::prelude::*;
 //! # fn main() -> gpuhash::Result<()> {
 //! let device = Device::default()?;
 //! println!("{} with {} SMs", device.properties().name, device.properties().multiprocessors);
+//! let stream = device.new_stream()?;
+//! let map = SlabHashMap::<u64, u32>::new(&stream, SlabHashOptions::with_capacity(1 << 20))?;
+//! map.insert(&[1, u64::MAX], &[10, 20])?;
+//! assert_eq!(map.get(&[u64::MAX, 2])?, vec![Some(20), None]);
 //! # Ok(()) }
 //! ```
 #![deny(unsafe_code)]
 
+mod error;
+
+pub use error::{Error, Result};
 pub use gpuhash_core as core;
-pub use gpuhash_core::{Error, Result};
 #[cfg(feature = "cuckoo")]
 pub use gpuhash_cuckoo as cuckoo;
 #[cfg(feature = "slab-alloc")]
@@ -32,7 +40,8 @@ pub use gpuhash_slab_hash as slab_hash;
 
 /// The types most programs use.
 pub mod prelude {
-    pub use gpuhash_core::{Device, DeviceBuffer, Error, EventTimer, Result, Stream};
+    pub use crate::{Error, Result};
+    pub use gpuhash_core::{Device, DeviceBuffer, EventTimer, Stream};
     #[cfg(feature = "cuckoo")]
     pub use gpuhash_cuckoo::{CuckooOptions, CuckooTable};
     #[cfg(feature = "slab-hash")]
