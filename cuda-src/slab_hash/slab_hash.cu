@@ -2,35 +2,18 @@
 // (count, export, flush), for every table kind and key and value width; one template
 // each. Keys, values and results travel as arrays of 32-bit words, a 64-bit element as
 // two (low word first).
-#include "slab_hash/slab_list.cuh"
+#include "slab_hash/slab_tile.cuh"
 
 namespace {
 
 using gh::kFullWarp;
 using gh::lane_id;
-
-template <uint32_t kWords>
-__device__ __forceinline__ uint64_t load_words(const uint32_t *base, uint64_t i) {
-    return kWords == 1 ? base[i] : ((uint64_t)base[2 * i + 1] << 32) | base[2 * i];
-}
-
-template <uint32_t kWords>
-__device__ __forceinline__ void store_words(uint32_t *base, uint64_t i, uint64_t value) {
-    if (kWords == 1) {
-        base[i] = (uint32_t)value;
-    } else {
-        base[2 * i] = (uint32_t)value;
-        base[2 * i + 1] = (uint32_t)(value >> 32);
-    }
-}
-
-// Words of one result: a value, or a count widened to the value's width.
-template <typename Shape>
-constexpr uint32_t kResultWords = Shape::kValueWords == 2 ? 2 : 1;
+using gh::load_words;
+using gh::store_words;
 
 // Grid-stride over elements with warp-uniform bounds: all 32 lanes stay in every loop
 // round, as the warp-cooperative slab walk needs.
-template <typename Shape, uint32_t kOp>
+template <typename Shape>
 __device__ void run_ops(const GhSlabOpsParams &p) {
     gh::WarpAllocator allocator(p.table.alloc);
     uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
@@ -42,32 +25,13 @@ __device__ void run_ops(const GhSlabOpsParams &p) {
         if (active) {
             op = p.ops != nullptr ? p.ops[i] : p.uniform_op;
             key = load_words<Shape::kKeyWords>(p.keys, i);
-            value = p.values != nullptr ? load_words<kResultWords<Shape>>(p.values, i) : 0;
+            value = p.values != nullptr ? load_words<Shape::kValueBufferWords>(p.values, i) : 0;
         }
-        gh::serve_warp<Shape, kOp>(p.table, allocator, active, op, key, value, status, result);
+        gh::serve_warp<Shape>(p.table, allocator, active, op, key, value, status, result);
         if (active) {
             p.status[i] = status;
             if (p.results != nullptr) {
-                store_words<kResultWords<Shape>>(p.results, i, result);
-            }
-        }
-    }
-}
-
-// A batch of lookups only (uniform GH_OP_GET), served several at a time by find_warp.
-template <typename Shape>
-__device__ void run_finds(const GhSlabOpsParams &p) {
-    uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
-    for (uint64_t base = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) & ~31ull; base < p.count; base += stride) {
-        uint64_t i = base + lane_id();
-        bool active = i < p.count && p.status[i] == GH_STATUS_PENDING;
-        uint32_t status = GH_STATUS_PENDING;
-        uint64_t key = active ? load_words<Shape::kKeyWords>(p.keys, i) : 0, result = 0;
-        gh::find_warp<Shape>(p.table, active, key, status, result);
-        if (active) {
-            p.status[i] = status;
-            if (p.results != nullptr) {
-                store_words<kResultWords<Shape>>(p.results, i, result);
+                store_words<Shape::kResultWords>(p.results, i, result);
             }
         }
     }
@@ -117,13 +81,13 @@ __device__ void export_buckets(const GhSlabBucketsParams &p) {
         for (uint32_t *slab = gh::head_slab(p.table, bucket); slab != nullptr;) {
             uint32_t word = gh::read_slab(slab);
             uint64_t here = gh::join_words<Shape::kKeyWords>(word);
-            uint64_t value = __shfl_down_sync(kFullWarp, gh::join_words<kResultWords<Shape>>(word), Shape::kValueLane);
+            uint64_t value = __shfl_down_sync(kFullWarp, gh::join_words<Shape::kValueBufferWords>(word), Shape::kValueLane);
             uint32_t live = __ballot_sync(kFullWarp, is_live<Shape>(here));
             if ((live >> lane_id()) & 1) {
                 uint64_t at = written + __popc(live & lanes_below);
                 store_words<Shape::kKeyWords>(p.keys_out, at, gh::user_key<Shape>(p.table, bucket, here));
                 if (p.values_out != nullptr) {
-                    store_words<kResultWords<Shape>>(p.values_out, at, value);
+                    store_words<Shape::kValueBufferWords>(p.values_out, at, value);
                 }
             }
             written += __popc(live);
@@ -215,11 +179,11 @@ __device__ void gather(const GhSlabGatherParams &p) {
                 uint32_t word = gh::read_slab(slab);
                 uint64_t here = gh::join_words<Shape::kKeyWords>(word);
                 uint64_t value =
-                    __shfl_down_sync(kFullWarp, gh::join_words<kResultWords<Shape>>(word), Shape::kValueLane);
+                    __shfl_down_sync(kFullWarp, gh::join_words<Shape::kValueBufferWords>(word), Shape::kValueLane);
                 uint32_t matches = __ballot_sync(kFullWarp, Shape::is_key_lane(lane_id()) && here == place.stored);
                 uint64_t at = written + __popc(matches & lanes_below);
                 if (((matches >> lane_id()) & 1) && at < limit) {
-                    store_words<kResultWords<Shape>>(p.out, offset + at, value);
+                    store_words<Shape::kValueBufferWords>(p.out, offset + at, value);
                 }
                 written += __popc(matches);
                 slab = next_slab(p.table, word);
@@ -232,11 +196,9 @@ __device__ void gather(const GhSlabGatherParams &p) {
 
 #define GH_SLAB_KERNELS(name, kind, key_words, value_words)                                                    \
     using Shape_##name = gh::SlabShape<kind, key_words, value_words>;                                          \
-    extern "C" __global__ void gh_slab_ops_##name(GhSlabOpsParams p) { run_ops<Shape_##name, gh::kAnyOp>(p); } \
-    extern "C" __global__ void gh_slab_insert_##name(GhSlabOpsParams p) {                                       \
-        run_ops<Shape_##name, GH_OP_INSERT>(p);                                                                 \
-    }                                                                                                           \
-    extern "C" __global__ void gh_slab_find_##name(GhSlabOpsParams p) { run_finds<Shape_##name>(p); }         \
+    extern "C" __global__ void gh_slab_ops_##name(GhSlabOpsParams p) { run_ops<Shape_##name>(p); }           \
+    extern "C" __global__ void gh_slab_insert_##name(GhSlabOpsParams p) { gh::run_bulk<Shape_##name, true>(p); } \
+    extern "C" __global__ void gh_slab_find_##name(GhSlabOpsParams p) { gh::run_bulk<Shape_##name, false>(p); } \
     extern "C" __global__ void gh_slab_count_##name(GhSlabBucketsParams p) { count_buckets<Shape_##name>(p); } \
     extern "C" __global__ void gh_slab_export_##name(GhSlabBucketsParams p) { export_buckets<Shape_##name>(p); } \
     extern "C" __global__ void gh_slab_flush_##name(GhSlabBucketsParams p) { flush_buckets<Shape_##name>(p); }

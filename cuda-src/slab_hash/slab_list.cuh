@@ -23,6 +23,10 @@ struct SlabShape {
     static constexpr uint32_t kEntries = GH_SLAB_KEYS / kEntryWords;
     // Lanes from an entry's key to its value.
     static constexpr uint32_t kValueLane = kKeyWords + kValueWords == 3 ? 2 : kKeyWords;
+    // Words of a value in the batch buffers (a set's absent values count as one).
+    static constexpr uint32_t kValueBufferWords = kValueWords == 2 ? 2 : 1;
+    // Words of one result of a batch: a value, or a multimap's 32-bit count.
+    static constexpr uint32_t kResultWords = kKind == GH_TABLE_MULTIMAP ? 1 : kValueBufferWords;
     // The reserved key words at this width: a never-used spot, a removed entry.
     static constexpr uint64_t kEmpty = kKeyWords == 1 ? GH_EMPTY_KEY : ~0ull;
     static constexpr uint64_t kTombstone = kEmpty - 1;
@@ -151,10 +155,6 @@ __device__ __forceinline__ bool extend_list(WarpAllocator &allocator, const GhSl
     return true;
 }
 
-// serve_warp's operation when each element brings its own; any GH_OP_* instead fixes the
-// operation at compile time, which takes the other branches out of the loop.
-constexpr uint32_t kAnyOp = 0xffffffffu;
-
 // The outcome of one step of an operation on one slab.
 struct Step {
     bool finished;
@@ -163,10 +163,11 @@ struct Step {
 };
 
 // Serves the operations of the lanes of a warp, one at a time, all 32 lanes reading each
-// slab. `op`, `key` and `value` are this lane's operation (kOp, when not kAnyOp, is every
-// lane's); `active` says whether it has one. Writes this lane's status and result when it
+// slab: seed 002's warp-cooperative work sharing, for batches that mix operations (and
+// removals and counts). `op`, `key` and `value` are this lane's operation; `active` says
+// whether it has one. Writes this lane's status and result when it
 // is served.
-template <typename Shape, uint32_t kOp = kAnyOp>
+template <typename Shape>
 __device__ void serve_warp(const GhSlabTable &table, WarpAllocator &allocator, bool active, uint32_t op,
                            uint64_t key, uint64_t value, uint32_t &status, uint64_t &result) {
     constexpr uint32_t kKind = Shape::kKind;
@@ -187,9 +188,9 @@ __device__ void serve_warp(const GhSlabTable &table, WarpAllocator &allocator, b
             return;
         }
         uint32_t src = __ffs(queue) - 1;
-        uint32_t src_op = kOp != kAnyOp ? kOp : __shfl_sync(kFullWarp, op, src);
+        uint32_t src_op = __shfl_sync(kFullWarp, op, src);
         uint64_t src_stored = broadcast<Shape::kKeyWords>(mine.stored, src);
-        uint64_t src_value = broadcast<Shape::kValueWords == 2 ? 2 : 1>(value, src);
+        uint64_t src_value = broadcast<Shape::kValueBufferWords>(value, src);
         if (src != served) {
             served = src;
             slab = head_slab(table, __shfl_sync(kFullWarp, mine.bucket, src));
@@ -197,7 +198,7 @@ __device__ void serve_warp(const GhSlabTable &table, WarpAllocator &allocator, b
         }
         uint32_t word = read_slab(slab);
         uint64_t here = join_words<Shape::kKeyWords>(word);
-        uint64_t value_here = join_words<Shape::kValueWords == 2 ? 2 : 1>(word);
+        uint64_t value_here = join_words<Shape::kValueBufferWords>(word);
         uint32_t next = __shfl_sync(kFullWarp, word, GH_SLAB_NEXT_LANE);
         uint32_t matches = __ballot_sync(kFullWarp, key_lane && here == src_stored);
         bool at_tail = next == GH_INVALID_SLAB;
@@ -207,7 +208,7 @@ __device__ void serve_warp(const GhSlabTable &table, WarpAllocator &allocator, b
             if (matches != 0) {
                 uint32_t found = __ffs(matches) - 1;
                 uint64_t found_value =
-                    broadcast<Shape::kValueWords == 2 ? 2 : 1>(value_here, found + Shape::kValueLane);
+                    broadcast<Shape::kValueBufferWords>(value_here, found + Shape::kValueLane);
                 step = Step{true, GH_STATUS_DONE, kKind == GH_TABLE_SET ? 0 : found_value};
             } else if (at_tail) {
                 step = Step{true, GH_STATUS_ABSENT, 0};
@@ -274,73 +275,6 @@ __device__ void serve_warp(const GhSlabTable &table, WarpAllocator &allocator, b
             }
         } else {
             slab = slab_pointer(table.alloc, next);
-        }
-    }
-}
-
-// Lookups only: the warp serves up to kSlots lanes at once, one slab read of each in
-// flight together, instead of one dependent read after another as serve_warp must for
-// operations that write. Took finds at utilization 0.5 from 11593 to 12897 M/s on an H100;
-// 8 slots (72 registers) gave 12120. Serving writes the same way (2 slots, through one step
-// function) cost builds 13% in occupancy, so they keep serve_warp. Writes this lane's
-// status and result.
-template <typename Shape, uint32_t kSlots = 4>
-__device__ void find_warp(const GhSlabTable &table, bool active, uint64_t key, uint32_t &status,
-                          uint64_t &result) {
-    const uint32_t lane = lane_id();
-    const bool key_lane = Shape::is_key_lane(lane);
-    const Placement mine = place<Shape>(table, key);
-    if (active) {
-        asm volatile("prefetch.global.L2 [%0];" ::"l"(head_slab(table, mine.bucket)));
-    }
-    uint32_t waiting = __ballot_sync(kFullWarp, active);
-    uint32_t src[kSlots];  // the lane each slot serves, 32 for none
-    const uint32_t *slab[kSlots];
-    uint64_t stored[kSlots];
-    auto refill = [&](uint32_t k) {
-        src[k] = waiting == 0 ? 32u : __ffs(waiting) - 1;
-        if (src[k] < 32) {
-            waiting &= waiting - 1;
-            slab[k] = head_slab(table, __shfl_sync(kFullWarp, mine.bucket, src[k]));
-            stored[k] = broadcast<Shape::kKeyWords>(mine.stored, src[k]);
-        }
-    };
-#pragma unroll
-    for (uint32_t k = 0; k < kSlots; ++k) {
-        refill(k);
-    }
-    while (true) {
-        bool busy = false;
-        uint32_t word[kSlots];
-#pragma unroll
-        for (uint32_t k = 0; k < kSlots; ++k) {
-            busy |= src[k] < 32;
-            word[k] = src[k] < 32 ? read_slab(slab[k]) : GH_INVALID_SLAB;
-        }
-        if (!busy) {
-            return;
-        }
-#pragma unroll
-        for (uint32_t k = 0; k < kSlots; ++k) {
-            if (src[k] == 32) {
-                continue;
-            }
-            uint64_t here = join_words<Shape::kKeyWords>(word[k]);
-            uint64_t value_here = join_words<Shape::kValueWords == 2 ? 2 : 1>(word[k]);
-            uint32_t matches = __ballot_sync(kFullWarp, key_lane && here == stored[k]);
-            uint32_t next = __shfl_sync(kFullWarp, word[k], GH_SLAB_NEXT_LANE);
-            uint32_t found = matches == 0 ? 0 : __ffs(matches) - 1;
-            uint64_t found_value =
-                broadcast<Shape::kValueWords == 2 ? 2 : 1>(value_here, found + Shape::kValueLane);
-            if (matches != 0 || next == GH_INVALID_SLAB) {
-                if (lane == src[k]) {
-                    status = matches != 0 ? GH_STATUS_DONE : GH_STATUS_ABSENT;
-                    result = matches != 0 && Shape::kKind != GH_TABLE_SET ? found_value : 0;
-                }
-                refill(k);
-            } else {
-                slab[k] = slab_pointer(table.alloc, next);
-            }
         }
     }
 }

@@ -22,12 +22,13 @@ unsafe impl KernelParams for GhFillParams {}
 
 static IMAGE: KernelImage = gpuhash_core::kernel_image!("slab_hash");
 
-/// The four kernels of one slab shape.
+/// The kernels of one slab shape.
 struct ShapeKernels {
+    /// Any operations, served by warp-cooperative work sharing.
     ops: Kernel<GhSlabOpsParams>,
-    /// Lookups only, several served at once by each warp.
+    /// Lookups only, served by tiles of lanes (`cuda-src/slab_hash/slab_tile.cuh`).
     find: Kernel<GhSlabOpsParams>,
-    /// Inserts only, the operation fixed at compile time.
+    /// Inserts only, served by tiles of lanes.
     insert: Kernel<GhSlabOpsParams>,
     count: Kernel<GhSlabBucketsParams>,
     export: Kernel<GhSlabBucketsParams>,
@@ -236,7 +237,7 @@ pub(crate) fn gather<K: Pod, V: Pod>(
         .find(|(k, _)| *k == key)
         .ok_or_else(|| no_kernel(shape))?
         .1;
-    // SAFETY: keys, counts and offsets hold `count` elements; offsets are the prefix sums
+    // SAFETY: keys and counts hold `count` elements, offsets at least that; offsets are the prefix sums
     // of counts and `out` holds their total (checked by the caller); the kernel writes at
     // most counts[i] values from offsets[i].
     unsafe { kernel.launch(stream, grid(stream, count as u64), params) }

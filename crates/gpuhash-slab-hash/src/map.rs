@@ -102,12 +102,7 @@ impl<K: SlabWord, V: SlabWord> SlabHashMap<K, V> {
         values: &DeviceBuffer<V>,
         status: &mut DeviceBuffer<u32>,
     ) -> Result<Exhaustion> {
-        let batch = Batch {
-            ops: None,
-            uniform_op: GH_OP_INSERT,
-            keys,
-            values: Some(values),
-        };
+        let batch = Batch::uniform(GH_OP_INSERT, keys, Some(values));
         self.table.pass(stream, &batch, None, status)
     }
 
@@ -120,18 +115,14 @@ impl<K: SlabWord, V: SlabWord> SlabHashMap<K, V> {
         values: &DeviceBuffer<V>,
         status: &mut DeviceBuffer<u32>,
     ) -> Result<()> {
-        let batch = Batch {
-            ops: None,
-            uniform_op: GH_OP_INSERT,
-            keys,
-            values: Some(values),
-        };
+        let batch = Batch::uniform(GH_OP_INSERT, keys, Some(values));
         self.table.run(stream, &batch, None, status)
     }
 
     /// Queues lookups of device-resident keys on `stream` and returns without waiting:
     /// `status[i]` becomes [`crate::layouts::GH_STATUS_DONE`] with the value in
-    /// `values[i]`, or [`crate::layouts::GH_STATUS_ABSENT`]. `status` must start zeroed.
+    /// `values[i]`, or [`crate::layouts::GH_STATUS_ABSENT`]. Every element is answered,
+    /// whatever `status` held.
     pub fn get_async(
         &self,
         stream: &Stream,
@@ -139,15 +130,23 @@ impl<K: SlabWord, V: SlabWord> SlabHashMap<K, V> {
         values: &mut DeviceBuffer<V>,
         status: &mut DeviceBuffer<u32>,
     ) -> Result<()> {
-        let batch = Batch::<K, V> {
-            ops: None,
-            uniform_op: GH_OP_GET,
-            keys,
-            values: None,
-        };
+        let batch = Batch::<K, V>::uniform(GH_OP_GET, keys, None);
         self.table
             .pass(stream, &batch, Some(values), status)
             .map(drop)
+    }
+
+    /// Queues removals of device-resident keys on `stream` and returns without waiting:
+    /// `status[i]` becomes [`crate::layouts::GH_STATUS_DONE`] where the key was there,
+    /// [`crate::layouts::GH_STATUS_ABSENT`] where not. `status` must start zeroed.
+    pub fn remove_async(
+        &self,
+        stream: &Stream,
+        keys: &DeviceBuffer<K>,
+        status: &mut DeviceBuffer<u32>,
+    ) -> Result<()> {
+        let batch = Batch::<K, V>::uniform(GH_OP_REMOVE, keys, None);
+        self.table.pass(stream, &batch, None, status).map(drop)
     }
 
     /// Queues a mixed batch of device-resident operations (codes `GH_OP_INSERT`,

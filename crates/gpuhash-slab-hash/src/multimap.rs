@@ -3,11 +3,12 @@
 use std::marker::PhantomData;
 
 use gpuhash_core::{DeviceBuffer, Stream};
+use gpuhash_slab_alloc::Exhaustion;
 
 use crate::Result;
 use crate::layouts::{GH_OP_COUNT, GH_OP_INSERT, GH_OP_REMOVE};
 use crate::map::check_pairs;
-use crate::table::{Kind, Shape, SlabHashOptions, SlabTable, SlabWord};
+use crate::table::{Batch, Kind, Shape, SlabHashOptions, SlabTable, SlabWord};
 
 /// A concurrent GPU multimap over slab lists, keys and values `u32` or `u64`: a key may
 /// hold many values, and the same pair twice. Every key value is valid; batch calls take
@@ -50,10 +51,15 @@ impl<K: SlabWord, V: SlabWord> SlabHashMultiMap<K, V> {
     /// Every value of each key, in no particular order: a count pass, a prefix sum, and a
     /// pass that writes each key's values at its offset.
     pub fn get_all(&self, keys: &[K]) -> Result<Vec<Vec<V>>> {
-        let counts = self.count(keys)?;
         let stream = self.table.stream()?;
         let device_keys = DeviceBuffer::from_host(&stream, keys)?;
-        self.table.gather(&stream, &device_keys, &counts)
+        let counts = self.counted_device(&stream, GH_OP_COUNT, &device_keys)?;
+        let (offsets, _, values) = self.table.gather::<K, V>(&stream, &device_keys, &counts)?;
+        let values = values.to_host(&stream)?;
+        Ok(offsets
+            .windows(2)
+            .map(|w| values[w[0] as usize..w[1] as usize].to_vec())
+            .collect())
     }
 
     /// Removes every pair of each key; how many each had.
@@ -67,9 +73,96 @@ impl<K: SlabWord, V: SlabWord> SlabHashMultiMap<K, V> {
         Ok(keys.into_iter().zip(values).collect())
     }
 
-    /// Runs `op` on every key; the counts it answered (the kernels widen them to `V`).
+    /// Queues inserts of device-resident pairs on `stream` and returns without waiting.
+    /// `status` (one per pair) must start zeroed; inserts that found no free slab end as
+    /// [`crate::layouts::GH_STATUS_NO_SLAB`] and the returned flag says so: then
+    /// [`SlabHashMultiMap::insert_device`] finishes the batch.
+    pub fn insert_async(
+        &self,
+        stream: &Stream,
+        keys: &DeviceBuffer<K>,
+        values: &DeviceBuffer<V>,
+        status: &mut DeviceBuffer<u32>,
+    ) -> Result<Exhaustion> {
+        let batch = Batch::uniform(GH_OP_INSERT, keys, Some(values));
+        self.table.pass(stream, &batch, None, status)
+    }
+
+    /// Inserts device-resident pairs, growing the allocator as needed; waits. `status`
+    /// must start zeroed, or hold what [`SlabHashMultiMap::insert_async`] left.
+    pub fn insert_device(
+        &self,
+        stream: &Stream,
+        keys: &DeviceBuffer<K>,
+        values: &DeviceBuffer<V>,
+        status: &mut DeviceBuffer<u32>,
+    ) -> Result<()> {
+        let batch = Batch::uniform(GH_OP_INSERT, keys, Some(values));
+        self.table.run(stream, &batch, None, status)
+    }
+
+    /// Queues counts of device-resident keys on `stream` and returns without waiting:
+    /// `counts[i]` becomes how many values key i holds. `status` must start zeroed.
+    pub fn count_async(
+        &self,
+        stream: &Stream,
+        keys: &DeviceBuffer<K>,
+        counts: &mut DeviceBuffer<u32>,
+        status: &mut DeviceBuffer<u32>,
+    ) -> Result<()> {
+        self.counts_pass(stream, GH_OP_COUNT, keys, counts, status)
+    }
+
+    /// Queues removals of every pair of device-resident keys on `stream` and returns
+    /// without waiting: `counts[i]` becomes how many pairs key i had. `status` must start
+    /// zeroed.
+    pub fn remove_all_async(
+        &self,
+        stream: &Stream,
+        keys: &DeviceBuffer<K>,
+        counts: &mut DeviceBuffer<u32>,
+        status: &mut DeviceBuffer<u32>,
+    ) -> Result<()> {
+        self.counts_pass(stream, GH_OP_REMOVE, keys, counts, status)
+    }
+
+    /// Every value of each device-resident key, on the device: returns `offsets` (one more
+    /// than the keys) and `values`, key i's values being `values[offsets[i]..offsets[i + 1]]`.
+    /// Waits once, for the counts that size `values`.
+    pub fn get_all_device(
+        &self,
+        stream: &Stream,
+        keys: &DeviceBuffer<K>,
+    ) -> Result<(DeviceBuffer<u64>, DeviceBuffer<V>)> {
+        let counts = self.counted_device(stream, GH_OP_COUNT, keys)?;
+        let (_, offsets, values) = self.table.gather(stream, keys, &counts)?;
+        Ok((offsets, values))
+    }
+
+    fn counts_pass(
+        &self,
+        stream: &Stream,
+        op: u32,
+        keys: &DeviceBuffer<K>,
+        counts: &mut DeviceBuffer<u32>,
+        status: &mut DeviceBuffer<u32>,
+    ) -> Result<()> {
+        let batch = Batch::<K, u32>::uniform(op, keys, None);
+        self.table
+            .pass(stream, &batch, Some(counts), status)
+            .map(drop)
+    }
+
+    /// Runs `op` (count or remove) on device keys and waits; the counts it answered.
+    fn counted_device(&self, stream: &Stream, op: u32, keys: &DeviceBuffer<K>) -> Result<Vec<u32>> {
+        let mut counts = DeviceBuffer::zeroed(stream, keys.len())?;
+        let mut status = DeviceBuffer::zeroed(stream, keys.len())?;
+        self.counts_pass(stream, op, keys, &mut counts, &mut status)?;
+        Ok(counts.to_host(stream)?)
+    }
+
+    /// Runs `op` on every key; the counts it answered.
     fn counted(&self, op: u32, keys: &[K]) -> Result<Vec<u32>> {
-        let answers = self.table.run_host::<K, V>(op, keys, None, None)?;
-        Ok(answers.results.iter().map(|c| c.widen() as u32).collect())
+        Ok(self.table.run_host::<K, u32>(op, keys, None, None)?.results)
     }
 }

@@ -247,6 +247,22 @@ pub(crate) struct Batch<'a, K, V> {
     pub values: Option<&'a DeviceBuffer<V>>,
 }
 
+impl<'a, K: SlabWord, V: SlabWord> Batch<'a, K, V> {
+    /// Every element the same operation `op`, with `values` for inserts.
+    pub(crate) fn uniform(
+        op: u32,
+        keys: &'a DeviceBuffer<K>,
+        values: Option<&'a DeviceBuffer<V>>,
+    ) -> Self {
+        Self {
+            ops: None,
+            uniform_op: op,
+            keys,
+            values,
+        }
+    }
+}
+
 impl SlabTable {
     pub(crate) fn new(stream: &Stream, shape: Shape, options: SlabHashOptions) -> Result<Self> {
         let bucket_count = options.bucket_count(shape)?;
@@ -515,15 +531,18 @@ impl SlabTable {
         })
     }
 
-    /// Multimap: every value of every key, in the order of the keys.
+    /// Multimap: the values of each key laid end to end in key order, `counts[i]` of key
+    /// i from `offsets[i]` on; `offsets` (on the host and on the device) has one more
+    /// element, the total.
     pub(crate) fn gather<K: SlabWord, V: SlabWord>(
         &self,
         stream: &Stream,
         keys: &DeviceBuffer<K>,
         counts: &[u32],
-    ) -> Result<Vec<Vec<V>>> {
+    ) -> Result<(Vec<u64>, DeviceBuffer<u64>, DeviceBuffer<V>)> {
         let wide: Vec<u64> = counts.iter().map(|&c| u64::from(c)).collect();
-        let (offsets, total) = exclusive_prefix_sum(&wide);
+        let (mut offsets, total) = exclusive_prefix_sum(&wide);
+        offsets.push(total);
         let device_counts = DeviceBuffer::from_host(stream, counts)?;
         let device_offsets = DeviceBuffer::from_host(stream, &offsets)?;
         let mut out = DeviceBuffer::<V>::zeroed(stream, total as usize)?;
@@ -538,12 +557,7 @@ impl SlabTable {
                 &mut out,
             )?)
         })?;
-        let flat = out.to_host(stream)?;
-        Ok(offsets
-            .iter()
-            .zip(&wide)
-            .map(|(&at, &n)| flat[at as usize..(at + n) as usize].to_vec())
-            .collect())
+        Ok((offsets, device_offsets, out))
     }
 }
 

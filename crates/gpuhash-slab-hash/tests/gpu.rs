@@ -558,3 +558,119 @@ fn sets_and_multimaps_of_64_bit_keys_follow_the_model() {
     assert_eq!(removed, vec![0, 1, 2]);
     assert_eq!(multimap.len().unwrap(), pairs.len() - 3);
 }
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn device_buffer_forms_of_every_table_follow_the_model() {
+    use gpuhash_slab_hash::layouts::{GH_STATUS_ABSENT, GH_STATUS_DONE};
+    let _memory = shared_memory();
+    let s = stream();
+    let keys = keys_of::<u64>(30_000);
+    let n = keys.len();
+    let d_keys = DeviceBuffer::from_host(s, &keys).unwrap();
+    let done = |status: &DeviceBuffer<u32>| -> Vec<bool> {
+        let codes = status.to_host(s).unwrap();
+        assert!(
+            codes
+                .iter()
+                .all(|&c| c == GH_STATUS_DONE || c == GH_STATUS_ABSENT)
+        );
+        codes.iter().map(|&c| c == GH_STATUS_DONE).collect()
+    };
+
+    // Map: a table sized for far fewer pairs, so insert_device grows it.
+    let map = SlabHashMap::<u64, u32>::new(s, options(1 << 10, Some(64))).unwrap();
+    let values: Vec<u32> = keys.iter().map(|&k| fmix32(k as u32) | 1).collect();
+    let d_values = DeviceBuffer::from_host(s, &values).unwrap();
+    let mut status = DeviceBuffer::zeroed(s, n).unwrap();
+    map.insert_device(s, &d_keys, &d_values, &mut status)
+        .unwrap();
+    // Lookups answer every element, whatever status held before.
+    let mut found = DeviceBuffer::zeroed(s, n).unwrap();
+    status.copy_from_host(s, &vec![7; n]).unwrap();
+    map.get_async(s, &d_keys, &mut found, &mut status).unwrap();
+    assert!(done(&status).iter().all(|&f| f));
+    assert_eq!(found.to_host(s).unwrap(), values);
+    let doomed = DeviceBuffer::from_host(s, &keys[..n / 2]).unwrap();
+    let mut removed = DeviceBuffer::zeroed(s, n / 2).unwrap();
+    map.remove_async(s, &doomed, &mut removed).unwrap();
+    assert!(done(&removed).iter().all(|&r| r));
+    let got = map.get(&keys).unwrap();
+    for (i, g) in got.iter().enumerate() {
+        assert_eq!(*g, (i >= n / 2).then_some(values[i]), "key {}", keys[i]);
+    }
+
+    // Set: inserts through the async form until no insert lacks a slab, then the model.
+    let set = SlabHashSet::<u64>::new(s, options(1 << 10, Some(32))).unwrap();
+    let mut status = DeviceBuffer::zeroed(s, n).unwrap();
+    if set
+        .insert_async(s, &d_keys, &mut status)
+        .unwrap()
+        .happened(s)
+        .unwrap()
+    {
+        set.insert_device(s, &d_keys, &mut status).unwrap();
+    }
+    assert!(done(&status).iter().all(|&new| new));
+    let probe: Vec<u64> = keys.iter().step_by(2).copied().chain([1, 2, 3]).collect();
+    let d_probe = DeviceBuffer::from_host(s, &probe).unwrap();
+    let model: HashSet<u64> = keys.iter().copied().collect();
+    let expected: Vec<bool> = probe.iter().map(|k| model.contains(k)).collect();
+    let mut status = DeviceBuffer::zeroed(s, probe.len()).unwrap();
+    set.contains_async(s, &d_probe, &mut status).unwrap();
+    assert_eq!(done(&status), expected);
+    status.fill_zero(s).unwrap();
+    set.remove_async(s, &d_probe, &mut status).unwrap();
+    assert_eq!(done(&status), expected);
+    assert_eq!(
+        set.len().unwrap(),
+        n - expected.iter().filter(|&&e| e).count()
+    );
+
+    // Multimap: key i % 500 gets i % 5 + 1 values; counts, gathers and removals.
+    let multimap = SlabHashMultiMap::<u32, u64>::new(s, options(1 << 12, None)).unwrap();
+    let mk: Vec<u32> = (0..500u32)
+        .flat_map(|k| std::iter::repeat_n(fmix32(k), k as usize % 5 + 1))
+        .collect();
+    let mv: Vec<u64> = (0..mk.len() as u64).map(|i| i << 33 | 5).collect();
+    let mut model: HashMap<u32, Vec<u64>> = HashMap::new();
+    for (&k, &v) in mk.iter().zip(&mv) {
+        model.entry(k).or_default().push(v);
+    }
+    let (d_mk, d_mv) = (
+        DeviceBuffer::from_host(s, &mk).unwrap(),
+        DeviceBuffer::from_host(s, &mv).unwrap(),
+    );
+    let mut status = DeviceBuffer::zeroed(s, mk.len()).unwrap();
+    multimap
+        .insert_device(s, &d_mk, &d_mv, &mut status)
+        .unwrap();
+    let probe: Vec<u32> = (0..520u32).map(fmix32).collect();
+    let d_probe = DeviceBuffer::from_host(s, &probe).unwrap();
+    let expected: Vec<u32> = probe
+        .iter()
+        .map(|k| model.get(k).map_or(0, Vec::len) as u32)
+        .collect();
+    let mut counts = DeviceBuffer::zeroed(s, probe.len()).unwrap();
+    let mut status = DeviceBuffer::zeroed(s, probe.len()).unwrap();
+    multimap
+        .count_async(s, &d_probe, &mut counts, &mut status)
+        .unwrap();
+    assert_eq!(counts.to_host(s).unwrap(), expected);
+    let (offsets, gathered) = multimap.get_all_device(s, &d_probe).unwrap();
+    let (offsets, gathered) = (offsets.to_host(s).unwrap(), gathered.to_host(s).unwrap());
+    assert_eq!(offsets.len(), probe.len() + 1);
+    for (i, k) in probe.iter().enumerate() {
+        let got = &gathered[offsets[i] as usize..offsets[i + 1] as usize];
+        assert_eq!(
+            sorted(got),
+            sorted(&model.get(k).cloned().unwrap_or_default())
+        );
+    }
+    status.fill_zero(s).unwrap();
+    multimap
+        .remove_all_async(s, &d_probe, &mut counts, &mut status)
+        .unwrap();
+    assert_eq!(counts.to_host(s).unwrap(), expected);
+    assert!(multimap.is_empty().unwrap());
+}

@@ -30,7 +30,8 @@
 /* Multimap: count the key's pairs. */
 #define GH_OP_COUNT 3u
 
-/* Per-element status. Elements whose status is PENDING are processed; others skipped. */
+/* Per-element status. Elements whose status is PENDING are processed, others skipped;
+ * batches of lookups only answer every element. */
 #define GH_STATUS_PENDING 0u
 /* Insert: stored (or replaced); get: found; remove: removed; count: counted. */
 #define GH_STATUS_DONE 1u
