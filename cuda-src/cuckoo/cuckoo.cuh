@@ -172,10 +172,6 @@ __device__ __forceinline__ uint32_t first_slot(const Tile &t, uint32_t bits) {
     return lane * Keys<K>::kPerLane + (__ffs(lane_bits) - 1);
 }
 
-__device__ __forceinline__ void prefetch_l2(const void *address) {
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(address));
-}
-
 __device__ __forceinline__ bool try_lock(uint32_t *lock) {
     uint32_t old;
     asm volatile("atom.acquire.gpu.global.cas.b32 %0, [%1], %2, %3;"
