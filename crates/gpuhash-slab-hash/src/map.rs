@@ -21,6 +21,7 @@ pub struct SlabHashMap<K: SlabWord = u32, V: SlabWord = u32> {
 
 impl<K: SlabWord, V: SlabWord> SlabHashMap<K, V> {
     crate::table::housekeeping!("pairs");
+    crate::table::pair_inserts!();
 
     /// An empty map on the stream's device.
     pub fn new(stream: &Stream, options: SlabHashOptions) -> Result<Self> {
@@ -89,34 +90,6 @@ impl<K: SlabWord, V: SlabWord> SlabHashMap<K, V> {
     pub fn export(&self) -> Result<Vec<(K, V)>> {
         let (keys, values) = self.table.export::<K, V>(&self.table.stream()?)?;
         Ok(keys.into_iter().zip(values).collect())
-    }
-
-    /// Queues inserts of device-resident pairs on `stream` and returns without waiting.
-    /// `status` (one per pair) must start zeroed; where an insert found no free slab it
-    /// ends as [`crate::layouts::GH_STATUS_NO_SLAB`] and the returned flag says so: then
-    /// call [`SlabHashMap::insert_device`] with the same buffers to finish the batch.
-    pub fn insert_async(
-        &self,
-        stream: &Stream,
-        keys: &DeviceBuffer<K>,
-        values: &DeviceBuffer<V>,
-        status: &mut DeviceBuffer<u32>,
-    ) -> Result<Exhaustion> {
-        let batch = Batch::uniform(GH_OP_INSERT, keys, Some(values));
-        self.table.pass(stream, &batch, None, status)
-    }
-
-    /// Inserts device-resident pairs, growing the allocator as needed; waits. `status`
-    /// (one per pair) must start zeroed, or hold what [`SlabHashMap::insert_async`] left.
-    pub fn insert_device(
-        &self,
-        stream: &Stream,
-        keys: &DeviceBuffer<K>,
-        values: &DeviceBuffer<V>,
-        status: &mut DeviceBuffer<u32>,
-    ) -> Result<()> {
-        let batch = Batch::uniform(GH_OP_INSERT, keys, Some(values));
-        self.table.run(stream, &batch, None, status)
     }
 
     /// Queues lookups of device-resident keys on `stream` and returns without waiting:

@@ -3,7 +3,6 @@
 use std::marker::PhantomData;
 
 use gpuhash_core::{DeviceBuffer, Stream};
-use gpuhash_slab_alloc::Exhaustion;
 
 use crate::Result;
 use crate::layouts::{GH_OP_COUNT, GH_OP_INSERT, GH_OP_REMOVE};
@@ -21,6 +20,7 @@ pub struct SlabHashMultiMap<K: SlabWord = u32, V: SlabWord = u32> {
 
 impl<K: SlabWord, V: SlabWord> SlabHashMultiMap<K, V> {
     crate::table::housekeeping!("pairs");
+    crate::table::pair_inserts!();
 
     /// An empty multimap on the stream's device.
     pub fn new(stream: &Stream, options: SlabHashOptions) -> Result<Self> {
@@ -71,34 +71,6 @@ impl<K: SlabWord, V: SlabWord> SlabHashMultiMap<K, V> {
     pub fn export(&self) -> Result<Vec<(K, V)>> {
         let (keys, values) = self.table.export::<K, V>(&self.table.stream()?)?;
         Ok(keys.into_iter().zip(values).collect())
-    }
-
-    /// Queues inserts of device-resident pairs on `stream` and returns without waiting.
-    /// `status` (one per pair) must start zeroed; inserts that found no free slab end as
-    /// [`crate::layouts::GH_STATUS_NO_SLAB`] and the returned flag says so: then
-    /// [`SlabHashMultiMap::insert_device`] finishes the batch.
-    pub fn insert_async(
-        &self,
-        stream: &Stream,
-        keys: &DeviceBuffer<K>,
-        values: &DeviceBuffer<V>,
-        status: &mut DeviceBuffer<u32>,
-    ) -> Result<Exhaustion> {
-        let batch = Batch::uniform(GH_OP_INSERT, keys, Some(values));
-        self.table.pass(stream, &batch, None, status)
-    }
-
-    /// Inserts device-resident pairs, growing the allocator as needed; waits. `status`
-    /// must start zeroed, or hold what [`SlabHashMultiMap::insert_async`] left.
-    pub fn insert_device(
-        &self,
-        stream: &Stream,
-        keys: &DeviceBuffer<K>,
-        values: &DeviceBuffer<V>,
-        status: &mut DeviceBuffer<u32>,
-    ) -> Result<()> {
-        let batch = Batch::uniform(GH_OP_INSERT, keys, Some(values));
-        self.table.run(stream, &batch, None, status)
     }
 
     /// Queues counts of device-resident keys on `stream` and returns without waiting:

@@ -232,6 +232,43 @@ macro_rules! housekeeping {
 }
 pub(crate) use housekeeping;
 
+/// `insert_async` and `insert_device` of device-resident pairs, the same for the map and
+/// the multimap (whose `table` field is their [`SlabTable`]).
+macro_rules! pair_inserts {
+    () => {
+        /// Queues inserts of device-resident pairs on `stream` and returns without waiting.
+        /// `status` (one per pair) must start zeroed; inserts that found no free slab end as
+        /// [`crate::layouts::GH_STATUS_NO_SLAB`] and the returned flag says so: then
+        /// `insert_device` with the same buffers finishes the batch.
+        pub fn insert_async(
+            &self,
+            stream: &gpuhash_core::Stream,
+            keys: &gpuhash_core::DeviceBuffer<K>,
+            values: &gpuhash_core::DeviceBuffer<V>,
+            status: &mut gpuhash_core::DeviceBuffer<u32>,
+        ) -> Result<gpuhash_slab_alloc::Exhaustion> {
+            let batch =
+                crate::table::Batch::uniform(crate::layouts::GH_OP_INSERT, keys, Some(values));
+            self.table.pass(stream, &batch, None, status)
+        }
+
+        /// Inserts device-resident pairs, growing the allocator as needed; waits. `status`
+        /// (one per pair) must start zeroed, or hold what `insert_async` left.
+        pub fn insert_device(
+            &self,
+            stream: &gpuhash_core::Stream,
+            keys: &gpuhash_core::DeviceBuffer<K>,
+            values: &gpuhash_core::DeviceBuffer<V>,
+            status: &mut gpuhash_core::DeviceBuffer<u32>,
+        ) -> Result<()> {
+            let batch =
+                crate::table::Batch::uniform(crate::layouts::GH_OP_INSERT, keys, Some(values));
+            self.table.run(stream, &batch, None, status)
+        }
+    };
+}
+pub(crate) use pair_inserts;
+
 /// Status and result of each element of a batch.
 pub(crate) struct Answers<V> {
     pub status: Vec<u32>,
