@@ -52,9 +52,9 @@ fn w1(device: &Device, stream: &Stream, log2_n: u32, runs: usize) -> Result<()> 
     let mut out = DeviceBuffer::<u32>::zeroed(stream, n)?;
     println!();
     println!(
-        "| load asked | load built | buckets/subtable | insert M ops/s | find hit M ops/s | find miss M ops/s |"
+        "| load asked | load built | buckets/subtable | insert M ops/s | find hit M ops/s | find miss M ops/s | table bytes/pair |"
     );
-    println!("| --- | --- | --- | --- | --- | --- |");
+    println!("| --- | --- | --- | --- | --- | --- | --- |");
     for load in LOADS {
         let buckets = (n as f64 / load / 32.0 / 3.0).ceil() as u64;
         let options = CuckooOptions {
@@ -96,10 +96,11 @@ fn w1(device: &Device, stream: &Stream, log2_n: u32, runs: usize) -> Result<()> 
         check_found(stream, &found, 0, "find miss")?;
         let rate = |ms: f64| n as f64 / (ms / 1e3) / 1e6;
         println!(
-            "| {load:.2} | {built:.4} | {buckets} | {:.0} | {:.0} | {:.0} |",
+            "| {load:.2} | {built:.4} | {buckets} | {:.0} | {:.0} | {:.0} | {:.2} |",
             rate(insert_ms),
             rate(hit_ms),
-            rate(miss_ms)
+            rate(miss_ms),
+            table.memory().bytes_per_pair()
         );
     }
     println!();
@@ -152,9 +153,9 @@ fn w4(device: &Device, stream: &Stream, batches: u32) -> Result<()> {
     );
     println!();
     println!(
-        "| alpha | r | mode | total ms | insert ms | find ms | delete ms | resize ms | resizes | final fill |"
+        "| alpha | r | mode | total ms | insert ms | find ms | delete ms | resize ms | resizes | final fill | final table bytes/pair |"
     );
-    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     let configs = [
         (0.25, 0.4),
         (0.35, 0.4),
@@ -182,20 +183,21 @@ fn w4(device: &Device, stream: &Stream, batches: u32) -> Result<()> {
             let stats = table.resize_stats();
             let mode = if rehash_all { "rehash all" } else { "DyHash" };
             println!(
-                "| {alpha:.2} | {r:.1} | {mode} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {} | {:.3} |",
+                "| {alpha:.2} | {r:.1} | {mode} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {} | {:.3} | {:.2} |",
                 split.insert + split.find + split.delete + split.resize,
                 split.insert,
                 split.find,
                 split.delete,
                 split.resize,
                 stats.upsizes + stats.downsizes + stats.rehashes,
-                table.fill_factor()
+                table.fill_factor(),
+                table.memory().bytes_per_pair()
             );
         }
     }
     println!();
     println!(
-        "insert and delete ms exclude the resizes they triggered (resize ms, measured on the host around each resize, which waits for its kernels); total = insert + find + delete + resize."
+        "insert and delete ms exclude the resizes they triggered (resize ms, measured on the host around each resize, which waits for its kernels); total = insert + find + delete + resize. Table bytes/pair: the subtables' keys, values and locks and the shared words, over the pairs held (CuckooTable::memory; the insert scratch space is not counted)."
     );
     Ok(())
 }

@@ -99,4 +99,4 @@ mod table;
 pub use error::{CuckooError, Result};
 pub use key::CuckooKey;
 pub use options::CuckooOptions;
-pub use table::{CuckooTable, ResizeStats};
+pub use table::{CuckooMemory, CuckooTable, ResizeStats};

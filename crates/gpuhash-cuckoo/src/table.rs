@@ -114,6 +114,26 @@ fn fill_words<T: Pod>(stream: &Stream, buffer: &mut DeviceBuffer<T>, word: u32) 
     Ok(())
 }
 
+/// Device memory a [`CuckooTable`] holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CuckooMemory {
+    /// Bytes of the subtables (keys, values, one lock word a bucket) and of the words every
+    /// kernel shares (pair counts, the reserved key's side slot).
+    pub table_bytes: u64,
+    /// Bytes of the scratch space kept from the largest insert batch so far (none while an
+    /// insert runs, which holds it).
+    pub scratch_bytes: u64,
+    /// Pairs held.
+    pub pairs: u64,
+}
+
+impl CuckooMemory {
+    /// Table bytes (scratch not counted) per pair held; infinite for an empty table.
+    pub fn bytes_per_pair(&self) -> f64 {
+        self.table_bytes as f64 / self.pairs as f64
+    }
+}
+
 /// Counts of resizes a table made, and the host time they took (each resize waits for
 /// its kernels, so this is also their device time).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -172,6 +192,20 @@ impl<K: CuckooKey, V: Pod> Scratch<K, V> {
         })
     }
 
+    fn bytes(&self) -> u64 {
+        let lists: usize = self
+            .failed_keys
+            .iter()
+            .map(DeviceBuffer::size_bytes)
+            .sum::<usize>()
+            + self
+                .failed_values
+                .iter()
+                .map(DeviceBuffer::size_bytes)
+                .sum::<usize>();
+        (self.counters.size_bytes() + lists + self.log.size_bytes()) as u64
+    }
+
     fn counters(&self, stream: &Stream) -> Result<[u64; 4]> {
         let mut out = [0u64; 4];
         self.counters.copy_to_host(stream, &mut out)?;
@@ -204,7 +238,7 @@ struct Input<'a, K, V> {
 /// Device memory: the subtables' keys, values and one lock word per bucket, plus the
 /// scratch space of the largest insert batch so far (two lists for homeless pairs and a
 /// log of evicted keys, about `3 * batch * (size_of::<K>() + size_of::<V>())` bytes),
-/// kept so that later batches need not allocate.
+/// kept so that later batches need not allocate. [`CuckooTable::memory`] reports both.
 pub struct CuckooTable<K: CuckooKey, V: Pod> {
     device: Device,
     stream: Stream,
@@ -311,6 +345,29 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
     /// True when the table holds no pair.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Device memory held now: the table itself and the scratch space kept for inserts.
+    pub fn memory(&self) -> CuckooMemory {
+        let subtables: usize = self
+            .subtables
+            .iter()
+            .map(|s| {
+                let s = s.read();
+                s.keys.size_bytes() + s.values.size_bytes() + s.locks.size_bytes()
+            })
+            .sum();
+        // One lock at a time, none held while another is taken.
+        let scratch_bytes = self.scratch.lock().as_ref().map_or(0, Scratch::bytes);
+        let shared_bytes = {
+            let shared = self.shared.read();
+            shared.counts.size_bytes() + shared.side.size_bytes()
+        };
+        CuckooMemory {
+            table_bytes: (subtables + shared_bytes) as u64,
+            scratch_bytes,
+            pairs: self.len() as u64,
+        }
     }
 
     /// Buckets of each subtable.

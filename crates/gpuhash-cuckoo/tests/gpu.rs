@@ -318,6 +318,31 @@ fn wide_values_round_trip() {
 
 #[test]
 #[ignore = "needs a CUDA device"]
+fn memory_counts_every_array_of_the_table() {
+    let _memory = shared_memory();
+    let table = CuckooTable::<u64, [u32; 3]>::new(device(), small_options()).unwrap();
+    let keys: Vec<u64> = (0..20_000u64).map(gpuhash_core::hash::fmix64).collect();
+    let values: Vec<[u32; 3]> = keys.iter().map(|&k| [k as u32; 3]).collect();
+    table.insert(&keys, &values).unwrap();
+    let memory = table.memory();
+    let buckets: u64 = table.subtable_buckets().iter().sum();
+    // A bucket of u64 keys: 16 keys of 8 bytes, their 16 values of 12 bytes, a lock word;
+    // then the pair counts of 8 subtables and the side slot (2 header words, 3 value words).
+    let table_bytes = buckets * (16 * 8 + 16 * 12 + 4) + 8 * 8 + (2 + 3) * 4;
+    assert_eq!(memory.table_bytes, table_bytes);
+    assert_eq!(memory.pairs, keys.len() as u64);
+    assert!(
+        memory.scratch_bytes > 0,
+        "the insert keeps its scratch space"
+    );
+    assert_eq!(
+        memory.bytes_per_pair(),
+        table_bytes as f64 / keys.len() as f64
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
 fn duplicate_keys_in_one_batch_store_one_value() {
     let _memory = shared_memory();
     let table = CuckooTable::<u32, [u32; 4]>::new(device(), small_options()).unwrap();

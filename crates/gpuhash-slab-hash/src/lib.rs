@@ -21,8 +21,8 @@
 //! warp has 8 slabs in flight instead of one, and each tile takes its own lanes' operations
 //! in turn. The list invariants are the same (a key is added only at the first empty spot
 //! of its list), so tiled and warp-cooperative batches follow each other on one table. On
-//! an H100 this took 2^26-pair builds from 7661 to 10048 M pairs/s and lookups from 12898
-//! to 20199 M/s (docs/benchmarks/slab-hash.md); mixed batches, removals and counts keep the
+//! an H100 this took 2^26-pair builds from 7661 to 10152 M pairs/s and lookups from 12898
+//! to 21210 M/s (docs/benchmarks/slab-hash.md); mixed batches, removals and counts keep the
 //! paper's warp-cooperative work sharing.
 //!
 //! Three tables share the engine: [`SlabHashMap`] (unique keys, insert replaces),
