@@ -68,7 +68,7 @@ __device__ void update(const GhCuckooUpdateParams &p) {
     const uint32_t words = p.table.value_words;
     const K *keys = static_cast<const K *>(p.keys);
     for (uint64_t i = tile_index(); i < p.count; i += tile_count()) {
-        if (p.found[i] == 0) continue;
+        if (p.found[i] != p.select) continue;
         const K key = keys[i];
         const uint32_t *value = p.values + i * words;
         uint32_t *old = p.old_values == nullptr ? nullptr : p.old_values + i * words;
@@ -120,6 +120,12 @@ __device__ __forceinline__ uint32_t home_subtable(const GhCuckooHome &home, uint
     return s == exclude ? next_subtable(s, d, exclude) : s;
 }
 
+// The j-th subtable a lookup of a key probes: its home subtable `first`, then the
+// others in order.
+__device__ __forceinline__ uint32_t probe_subtable(uint32_t first, uint32_t j) {
+    return j == 0 ? first : (j <= first ? j - 1 : j);
+}
+
 // ---------------------------------------------------------------- find
 
 template <typename K>
@@ -156,7 +162,7 @@ __device__ void find(const GhCuckooFindParams &p) {
             // The subtable the key would start in now first: most pairs rest there.
             const uint32_t first = home_subtable(p.home, d, GH_CUCKOO_NO_EXCLUDE, key);
             for (uint32_t j = 0; j < d && !found; ++j) {
-                const uint32_t s = j == 0 ? first : (j <= first ? j - 1 : j);
+                const uint32_t s = probe_subtable(first, j);
                 const GhCuckooSubtable &sub = subs[s];
                 const uint64_t bucket = bucket_of(sub, key);
                 K slice[Keys<K>::kPerLane];
@@ -301,6 +307,85 @@ __device__ void insert(const GhCuckooInsertParams &p) {
             failed = 0;
         }
     }
+    counts.flush(p.table.counts, d);
+}
+
+// --------------------------------------------------------------- place
+
+// Claims the first empty slot of the first of the key's buckets, in probe order,
+// that has one (GH_CUCKOO_DONE), unless an equal key is there already or takes
+// the slot first (GH_CUCKOO_DUPLICATE); GH_CUCKOO_PENDING when all are full.
+// Losing the CAS to another key means the bucket gained a pair: read it again.
+template <typename K>
+__device__ uint8_t place_pair(const Tile &t, const GhCuckooSubtable *subs, uint32_t d, uint32_t first, K key,
+                              const uint32_t *value, uint32_t words, BlockCounts &counts) {
+    constexpr uint32_t S = Keys<K>::kSlots;
+    for (uint32_t j = 0; j < d; ++j) {
+        const uint32_t s = probe_subtable(first, j);
+        const GhCuckooSubtable &sub = subs[s];
+        const uint64_t bucket = bucket_of(sub, key);
+        while (true) {
+            K slice[Keys<K>::kPerLane];
+            load_slice(sub, bucket, t.rank, true, slice);
+            if (first_slot<K>(t, match_bits(slice, key)) < S) return GH_CUCKOO_DUPLICATE;
+            const uint32_t slot = first_slot<K>(t, match_bits(slice, Keys<K>::kEmpty));
+            if (slot == S) break;
+            const uint32_t owner = slot / Keys<K>::kPerLane;
+            K held = Keys<K>::kEmpty;
+            if (t.rank == owner) {
+                held = Keys<K>::cas(static_cast<K *>(sub.keys) + slot_index<K>(bucket, slot), Keys<K>::kEmpty, key);
+            }
+            held = t.shfl(held, owner);
+            if (held == key) return GH_CUCKOO_DUPLICATE;
+            if (held == Keys<K>::kEmpty) {
+                uint32_t *dst = sub.values + slot_index<K>(bucket, slot) * words;
+                for (uint32_t w = t.rank; w < words; w += kTile) dst[w] = value[w];
+                if (t.rank == 0) counts.add(s, 1);
+                return GH_CUCKOO_DONE;
+            }
+        }
+    }
+    return GH_CUCKOO_PENDING;
+}
+
+template <typename K>
+__device__ void place(const GhCuckooPlaceParams &p) {
+    __shared__ GhCuckooSubtable subs[kMaxSub];
+    __shared__ BlockCounts counts;
+    counts.init();
+    stage_subtables(p.table, subs);
+    const Tile t = Tile::mine();
+    const uint32_t words = p.table.value_words;
+    const uint32_t d = p.table.subtables;
+    const K *keys = static_cast<const K *>(p.keys);
+    uint64_t pending = 0, duplicates = 0;
+    const uint64_t chunks = (p.count + kTile - 1) / kTile;
+    for (uint64_t c = tile_index(); c < chunks; c += tile_count()) {
+        // Each lane loads one pair's key; the tile places them in turns.
+        const uint64_t mine = c * kTile + t.rank;
+        const bool in_range = mine < p.count;
+        const bool wanted = in_range && (p.skip == nullptr || p.skip[mine] == 0);
+        const K my_key = wanted ? keys[mine] : Keys<K>::kEmpty;
+        // The reserved key goes to the side slot, which the insert kernel writes.
+        uint8_t my_status = wanted && my_key == Keys<K>::kEmpty ? GH_CUCKOO_PENDING : GH_CUCKOO_DONE;
+        uint32_t turns = t.ballot(wanted && my_key != Keys<K>::kEmpty);
+        while (turns != 0) {
+            const uint32_t q = __ffs(turns) - 1;
+            turns &= turns - 1;
+            const K key = t.shfl(my_key, q);
+            const uint32_t first = home_subtable(p.home, d, GH_CUCKOO_NO_EXCLUDE, key);
+            const uint8_t status =
+                place_pair(t, subs, d, first, key, p.values + (c * kTile + q) * words, words, counts);
+            if (t.rank == q) my_status = status;
+        }
+        if (in_range) {
+            p.status[mine] = my_status;
+            pending += my_status == GH_CUCKOO_PENDING ? 1 : 0;
+            duplicates += my_status == GH_CUCKOO_DUPLICATE ? 1 : 0;
+        }
+    }
+    warp_add(p.pending, pending);
+    warp_add(p.duplicates, duplicates);
     counts.flush(p.table.counts, d);
 }
 
@@ -480,6 +565,7 @@ __device__ void export_pairs(const GhCuckooExportParams &p) {
     extern "C" __global__ void gh_cuckoo_insert_##suffix(GhCuckooInsertParams p) {                         \
         gh_cuckoo::insert<K, GH_CUCKOO_MAX_VALUE_WORDS>(p);                                               \
     }                                                                                                     \
+    extern "C" __global__ void gh_cuckoo_place_##suffix(GhCuckooPlaceParams p) { gh_cuckoo::place<K>(p); }  \
     extern "C" __global__ void gh_cuckoo_insert1_##suffix(GhCuckooInsertParams p) { gh_cuckoo::insert<K, 1>(p); } \
     extern "C" __global__ void gh_cuckoo_remove_##suffix(GhCuckooRemoveParams p) { gh_cuckoo::remove<K>(p); } \
     extern "C" __global__ void gh_cuckoo_dedup_##suffix(GhCuckooDedupParams p) { gh_cuckoo::dedup<K>(p); }    \

@@ -8,7 +8,8 @@ use gpuhash_core::launch::{Kernel, KernelImage, KernelParams};
 
 use crate::layouts::{
     GhCuckooDedupParams, GhCuckooExportParams, GhCuckooFillParams, GhCuckooFindParams,
-    GhCuckooInsertParams, GhCuckooRemoveParams, GhCuckooResizeParams, GhCuckooUpdateParams,
+    GhCuckooInsertParams, GhCuckooPlaceParams, GhCuckooRemoveParams, GhCuckooResizeParams,
+    GhCuckooUpdateParams,
 };
 
 static TABLE_IMAGE: KernelImage = gpuhash_core::kernel_image!("table");
@@ -18,6 +19,8 @@ static TABLE_IMAGE: KernelImage = gpuhash_core::kernel_image!("table");
 unsafe impl KernelParams for GhCuckooFindParams {}
 // SAFETY: as above.
 unsafe impl KernelParams for GhCuckooUpdateParams {}
+// SAFETY: as above.
+unsafe impl KernelParams for GhCuckooPlaceParams {}
 // SAFETY: as above.
 unsafe impl KernelParams for GhCuckooInsertParams {}
 // SAFETY: as above.
@@ -38,6 +41,8 @@ pub(crate) static FILL: Kernel<GhCuckooFillParams> = Kernel::new(&TABLE_IMAGE, "
 pub struct KeyKernels {
     pub(crate) find: Kernel<GhCuckooFindParams>,
     pub(crate) update: Kernel<GhCuckooUpdateParams>,
+    /// The lock-free first pass of an insert batch.
+    pub(crate) place: Kernel<GhCuckooPlaceParams>,
     pub(crate) insert: Kernel<GhCuckooInsertParams>,
     /// The insert kernel for one-word values, which needs fewer registers.
     pub(crate) insert1: Kernel<GhCuckooInsertParams>,
@@ -52,6 +57,7 @@ macro_rules! key_kernels {
         static $name: KeyKernels = KeyKernels {
             find: Kernel::new(&TABLE_IMAGE, concat!("gh_cuckoo_find_", $suffix)),
             update: Kernel::new(&TABLE_IMAGE, concat!("gh_cuckoo_update_", $suffix)),
+            place: Kernel::new(&TABLE_IMAGE, concat!("gh_cuckoo_place_", $suffix)),
             insert: Kernel::new(&TABLE_IMAGE, concat!("gh_cuckoo_insert_", $suffix)),
             insert1: Kernel::new(&TABLE_IMAGE, concat!("gh_cuckoo_insert1_", $suffix)),
             remove: Kernel::new(&TABLE_IMAGE, concat!("gh_cuckoo_remove_", $suffix)),

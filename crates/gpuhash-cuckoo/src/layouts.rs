@@ -15,6 +15,9 @@ pub const GH_CUCKOO_MAX_VALUE_WORDS: u32 = 16;
 pub const GH_CUCKOO_TILE: u32 = 2;
 pub const GH_CUCKOO_BUCKET_BYTES: u32 = 128;
 pub const GH_CUCKOO_NO_EXCLUDE: u32 = 4294967295;
+pub const GH_CUCKOO_PENDING: u32 = 0;
+pub const GH_CUCKOO_DONE: u32 = 1;
+pub const GH_CUCKOO_DUPLICATE: u32 = 2;
 pub const GH_CUCKOO_SIDE_PRESENT: u32 = 0;
 pub const GH_CUCKOO_SIDE_LOCK: u32 = 1;
 pub const GH_CUCKOO_SIDE_VALUE: u32 = 2;
@@ -151,10 +154,12 @@ pub struct GhCuckooUpdateParams {
     pub found: *const u8,
     pub old_values: *mut u32,
     pub count: u64,
+    pub select: u32,
+    pub pad: u32,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of GhCuckooUpdateParams"][::core::mem::size_of::<GhCuckooUpdateParams>() - 512usize];
+    ["Size of GhCuckooUpdateParams"][::core::mem::size_of::<GhCuckooUpdateParams>() - 520usize];
     ["Alignment of GhCuckooUpdateParams"][::core::mem::align_of::<GhCuckooUpdateParams>() - 8usize];
     ["Offset of field: GhCuckooUpdateParams::table"]
         [::core::mem::offset_of!(GhCuckooUpdateParams, table) - 0usize];
@@ -168,8 +173,57 @@ const _: () = {
         [::core::mem::offset_of!(GhCuckooUpdateParams, old_values) - 496usize];
     ["Offset of field: GhCuckooUpdateParams::count"]
         [::core::mem::offset_of!(GhCuckooUpdateParams, count) - 504usize];
+    ["Offset of field: GhCuckooUpdateParams::select"]
+        [::core::mem::offset_of!(GhCuckooUpdateParams, select) - 512usize];
+    ["Offset of field: GhCuckooUpdateParams::pad"]
+        [::core::mem::offset_of!(GhCuckooUpdateParams, pad) - 516usize];
 };
 impl Default for GhCuckooUpdateParams {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone, PartialEq, Eq)]
+pub struct GhCuckooPlaceParams {
+    pub table: GhCuckooTable,
+    pub home: GhCuckooHome,
+    pub keys: *const ::core::ffi::c_void,
+    pub values: *const u32,
+    pub skip: *const u8,
+    pub status: *mut u8,
+    pub pending: *mut u64,
+    pub duplicates: *mut u64,
+    pub count: u64,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of GhCuckooPlaceParams"][::core::mem::size_of::<GhCuckooPlaceParams>() - 568usize];
+    ["Alignment of GhCuckooPlaceParams"][::core::mem::align_of::<GhCuckooPlaceParams>() - 8usize];
+    ["Offset of field: GhCuckooPlaceParams::table"]
+        [::core::mem::offset_of!(GhCuckooPlaceParams, table) - 0usize];
+    ["Offset of field: GhCuckooPlaceParams::home"]
+        [::core::mem::offset_of!(GhCuckooPlaceParams, home) - 472usize];
+    ["Offset of field: GhCuckooPlaceParams::keys"]
+        [::core::mem::offset_of!(GhCuckooPlaceParams, keys) - 512usize];
+    ["Offset of field: GhCuckooPlaceParams::values"]
+        [::core::mem::offset_of!(GhCuckooPlaceParams, values) - 520usize];
+    ["Offset of field: GhCuckooPlaceParams::skip"]
+        [::core::mem::offset_of!(GhCuckooPlaceParams, skip) - 528usize];
+    ["Offset of field: GhCuckooPlaceParams::status"]
+        [::core::mem::offset_of!(GhCuckooPlaceParams, status) - 536usize];
+    ["Offset of field: GhCuckooPlaceParams::pending"]
+        [::core::mem::offset_of!(GhCuckooPlaceParams, pending) - 544usize];
+    ["Offset of field: GhCuckooPlaceParams::duplicates"]
+        [::core::mem::offset_of!(GhCuckooPlaceParams, duplicates) - 552usize];
+    ["Offset of field: GhCuckooPlaceParams::count"]
+        [::core::mem::offset_of!(GhCuckooPlaceParams, count) - 560usize];
+};
+impl Default for GhCuckooPlaceParams {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
         unsafe {

@@ -10,10 +10,11 @@ use gpuhash_core::{Device, DeviceAddress, DeviceBuffer, Error, LaunchShape, Stre
 use parking_lot::{Mutex, RwLock, RwLockReadGuard};
 
 use crate::layouts::{
-    GH_CUCKOO_MAX_SUBTABLES, GH_CUCKOO_MAX_VALUE_WORDS, GH_CUCKOO_NO_EXCLUDE, GH_CUCKOO_TILE,
-    GhCuckooDedupParams, GhCuckooExportParams, GhCuckooFillParams, GhCuckooFindParams,
-    GhCuckooHome, GhCuckooInsertParams, GhCuckooRemoveParams, GhCuckooResizeParams,
-    GhCuckooSubtable, GhCuckooTable, GhCuckooUpdateParams,
+    GH_CUCKOO_DUPLICATE, GH_CUCKOO_MAX_SUBTABLES, GH_CUCKOO_MAX_VALUE_WORDS, GH_CUCKOO_NO_EXCLUDE,
+    GH_CUCKOO_TILE, GhCuckooDedupParams, GhCuckooExportParams, GhCuckooFillParams,
+    GhCuckooFindParams, GhCuckooHome, GhCuckooInsertParams, GhCuckooPlaceParams,
+    GhCuckooRemoveParams, GhCuckooResizeParams, GhCuckooSubtable, GhCuckooTable,
+    GhCuckooUpdateParams,
 };
 use crate::policy::{self, Bounds, Resize};
 use crate::{CuckooError, CuckooKey, CuckooOptions, Result, key};
@@ -171,12 +172,17 @@ struct Scratch<K, V> {
     failed_keys: [DeviceBuffer<K>; 2],
     failed_values: [DeviceBuffer<V>; 2],
     log: DeviceBuffer<K>,
+    /// What the place kernel did with each pair of the batch (`GH_CUCKOO_PENDING`, ...).
+    status: DeviceBuffer<u8>,
     /// The failed list the last insert launch wrote.
     current: usize,
 }
 
 impl<K: CuckooKey, V: Pod> Scratch<K, V> {
-    fn new(stream: &Stream, pairs: usize, log: usize) -> Result<Self> {
+    /// Room for `pairs` homeless pairs in each failed list, and for a user batch of `batch`
+    /// pairs (the eviction log and the place kernel's status); `batch` is 0 for the
+    /// scratch of a resize, which re-inserts without either.
+    fn new(stream: &Stream, pairs: usize, batch: usize) -> Result<Self> {
         Ok(Self {
             counters: DeviceBuffer::zeroed(stream, 4)?,
             failed_keys: [
@@ -187,7 +193,8 @@ impl<K: CuckooKey, V: Pod> Scratch<K, V> {
                 DeviceBuffer::zeroed(stream, pairs)?,
                 DeviceBuffer::zeroed(stream, pairs)?,
             ],
-            log: DeviceBuffer::zeroed(stream, log)?,
+            log: DeviceBuffer::zeroed(stream, batch)?,
+            status: DeviceBuffer::zeroed(stream, batch)?,
             current: 0,
         })
     }
@@ -203,7 +210,8 @@ impl<K: CuckooKey, V: Pod> Scratch<K, V> {
                 .iter()
                 .map(DeviceBuffer::size_bytes)
                 .sum::<usize>();
-        (self.counters.size_bytes() + lists + self.log.size_bytes()) as u64
+        (self.counters.size_bytes() + lists + self.log.size_bytes() + self.status.size_bytes())
+            as u64
     }
 
     fn counters(&self, stream: &Stream) -> Result<[u64; 4]> {
@@ -674,6 +682,7 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
         keys: &DeviceBuffer<K>,
         values: &DeviceBuffer<V>,
         found: &DeviceBuffer<u8>,
+        select: u32,
     ) -> Result<()> {
         let view = self.view();
         let mut guards = Vec::new();
@@ -688,6 +697,8 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
             found: f.address as *const u8,
             old_values: std::ptr::null_mut(),
             count: keys.len() as u64,
+            select,
+            pad: 0,
         };
         // SAFETY: table arrays held as in `find`; keys, values and found are live buffers
         // of keys.len() entries (checked by the callers), held across the launch.
@@ -697,6 +708,53 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
                 .launch(stream, tile_shape(stream, keys.len() as u64), params)
         }?;
         Ok(())
+    }
+
+    /// The lock-free first pass of a user batch: places what fits into an empty slot of one
+    /// of its buckets and writes each pair's fate into `scratch.status`. Returns the number
+    /// of pairs left pending (for the insert kernel) and of duplicates (for the update
+    /// kernel, once every pair is placed).
+    fn place_launch(
+        &self,
+        stream: &Stream,
+        input: &Input<'_, K, V>,
+        scratch: &mut Scratch<K, V>,
+    ) -> Result<(u64, u64)> {
+        let view = self.view();
+        let home = self.home(&view, None);
+        let mut guards = Vec::new();
+        let table = Self::describe(&view, stream, &mut guards);
+        let k = input.keys.address(stream);
+        let v = input.values.address(stream);
+        let s = input.skip.map(|b| b.address(stream));
+        assert!(scratch.status.len() >= input.count);
+        let status = scratch.status.address_mut(stream);
+        let counters = scratch.counters.address_mut(stream);
+        let params = GhCuckooPlaceParams {
+            table,
+            home,
+            keys: k.address as *const _,
+            values: v.address as *const u32,
+            skip: s
+                .as_ref()
+                .map_or(std::ptr::null(), |a| a.address as *const u8),
+            status: status.address as *mut u8,
+            pending: (counters.address + 16) as *mut u64,
+            duplicates: (counters.address + 24) as *mut u64,
+            count: input.count as u64,
+        };
+        // SAFETY: table arrays held by `view` and their guards; the input buffers hold at
+        // least `count` keys, values and skip flags, the status buffer `count` bytes
+        // (asserted); the counters buffer holds 4 u64, of which the third and fourth are
+        // written. Every guard outlives the launch.
+        unsafe {
+            K::kernels()
+                .place
+                .launch(stream, tile_shape(stream, input.count as u64), params)
+        }?;
+        drop((guards, k, v, s, status, counters));
+        let [_, _, pending, duplicates] = scratch.counters(stream)?;
+        Ok((pending, duplicates))
     }
 
     /// One insert launch: places `input`, logging evicted keys in `scratch.log` and
@@ -898,7 +956,7 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
         if let Some(f) = &found
             && existing > 0
         {
-            self.update(stream, keys, values, f)?;
+            self.update(stream, keys, values, f, 1)?;
         }
         let input = Input {
             keys,
@@ -906,8 +964,23 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
             count: n,
             skip: found.as_ref(),
         };
-        self.insert_launch(stream, &input, &mut scratch, 0, None)?;
-        let outcome = self.settle(stream, &mut scratch, Some(&input), true);
+        // Pass 2: most pairs find an empty slot without a lock; the insert kernel, with its
+        // locks and evictions, then takes the rest (their status is 0: skip the others).
+        let (pending, duplicates) = self.place_launch(stream, &input, &mut scratch)?;
+        let status = std::mem::replace(&mut scratch.status, DeviceBuffer::zeroed(stream, 0)?);
+        if pending > 0 {
+            let rest = Input {
+                skip: Some(&status),
+                ..input
+            };
+            self.insert_launch(stream, &rest, &mut scratch, 0, None)?;
+        }
+        let mut outcome = self.settle(stream, &mut scratch, Some(&input), true);
+        if outcome.is_ok() && duplicates > 0 {
+            // Every pair is placed: now the later copies of a key write their values.
+            outcome = self.update(stream, keys, values, &status, GH_CUCKOO_DUPLICATE);
+        }
+        scratch.status = status;
         match outcome {
             Ok(()) => {}
             Err(e) if e.is_out_of_device_memory() => {
@@ -1072,7 +1145,7 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
         }
         // Then the values the batch replaced, and the side slot, as they were.
         if let (Some(found), Some(old)) = (found, old_values) {
-            self.update(stream, keys, old, found)?;
+            self.update(stream, keys, old, found, 1)?;
         }
         let mut side = side_before.to_vec();
         self.write_side(stream, &mut side)?;

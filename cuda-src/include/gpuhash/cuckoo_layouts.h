@@ -18,6 +18,10 @@
 #define GH_CUCKOO_BUCKET_BYTES 128u
 /* `exclude` value meaning every subtable may take pairs. */
 #define GH_CUCKOO_NO_EXCLUDE 0xffffffffu
+/* What the place kernel did with a pair (GhCuckooPlaceParams.status). */
+#define GH_CUCKOO_PENDING 0u   /* all its buckets were full: the insert kernel takes it */
+#define GH_CUCKOO_DONE 1u      /* placed, or not the place kernel's to place */
+#define GH_CUCKOO_DUPLICATE 2u /* an equal key of the batch is placed: its value comes later */
 /* Word indices of the reserved-key side slot: flag, lock, then the value. */
 #define GH_CUCKOO_SIDE_PRESENT 0u
 #define GH_CUCKOO_SIDE_LOCK 1u
@@ -76,7 +80,7 @@ typedef struct GhCuckooFindParams {
     uint64_t count;
 } GhCuckooFindParams;
 
-/* Overwrites the value of every keys[i] already present (found[i] != 0), each
+/* Overwrites the value of every keys[i] present with found[i] == select, each
  * under its bucket's lock, so that of duplicate keys exactly one value wins.
  * When old_values is not null, the value replaced is saved there first (for
  * undoing the batch). Keys do not move during this kernel. */
@@ -87,7 +91,30 @@ typedef struct GhCuckooUpdateParams {
     const uint8_t *found;
     uint32_t *old_values;
     uint64_t count;
+    uint32_t select;
+    uint32_t pad;
 } GhCuckooUpdateParams;
+
+/* The lock-free first pass of an insert batch of keys the table does not hold:
+ * pair i (i < count, skip == null or skip[i] == 0) claims the first empty slot of
+ * the first of its d buckets, in the lookup's order, that has one, with a CAS on
+ * the key slot, then writes its value. It never evicts, so during this kernel a
+ * slot only goes from empty to full, and a full bucket stays full: two equal keys
+ * of the batch cannot both be placed (the second sees the first, or loses the CAS
+ * to it), and no other pass can read a value before its writer is done. status[i]
+ * says what became of pair i (GH_CUCKOO_PENDING, _DONE, _DUPLICATE; the reserved
+ * key is left pending); *pending and *duplicates gain their numbers. */
+typedef struct GhCuckooPlaceParams {
+    GhCuckooTable table;
+    GhCuckooHome home;
+    const void *keys;
+    const uint32_t *values;
+    const uint8_t *skip;
+    uint8_t *status;
+    uint64_t *pending;
+    uint64_t *duplicates;
+    uint64_t count;
+} GhCuckooPlaceParams;
 
 /* Inserts (keys[i], values[i]) for i < count with skip == null or skip[i] == 0,
  * by voter coordination: each tile of GH_CUCKOO_TILE lanes votes a leader among
