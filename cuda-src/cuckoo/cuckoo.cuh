@@ -172,6 +172,19 @@ __device__ __forceinline__ uint32_t first_slot(const Tile &t, uint32_t bits) {
     return lane * Keys<K>::kPerLane + (__ffs(lane_bits) - 1);
 }
 
+// The first slot with a bit in `bits` met going round the bucket from slot
+// `start`, or kSlots.
+template <typename K>
+__device__ __forceinline__ uint32_t first_slot_from(const Tile &t, uint32_t bits, uint32_t start) {
+    constexpr uint32_t S = Keys<K>::kSlots;
+    uint32_t all = bits << (t.rank * Keys<K>::kPerLane);
+#pragma unroll
+    for (uint32_t offset = 1; offset < kTile; offset *= 2) all |= __shfl_xor_sync(t.mask, all, offset, kTile);
+    if (all == 0) return S;
+    const uint32_t rotated = S == 32 ? __funnelshift_r(all, all, start) : ((all >> start) | (all << (S - start)));
+    return (start + __ffs(rotated) - 1) & (S - 1);
+}
+
 __device__ __forceinline__ bool try_lock(uint32_t *lock) {
     uint32_t old;
     asm volatile("atom.acquire.gpu.global.cas.b32 %0, [%1], %2, %3;"

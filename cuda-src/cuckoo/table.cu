@@ -312,13 +312,17 @@ __device__ void insert(const GhCuckooInsertParams &p) {
 
 // --------------------------------------------------------------- place
 
-// Claims the first empty slot of the first of the key's buckets, in probe order,
-// that has one (GH_CUCKOO_DONE), unless an equal key is there already or takes
-// the slot first (GH_CUCKOO_DUPLICATE); GH_CUCKOO_PENDING when all are full.
+// Claims an empty slot in the first of the key's buckets, in probe order, that
+// has one (GH_CUCKOO_DONE), unless an equal key is there already or takes the
+// slot first (GH_CUCKOO_DUPLICATE); GH_CUCKOO_PENDING when all are full. The slot
+// is the first empty one going round the bucket from `start`, fixed for the key:
+// two equal keys aim at the same slot whatever else they saw, while different
+// keys spread over the bucket instead of all racing for its first empty slot.
 // Losing the CAS to another key means the bucket gained a pair: read it again.
 template <typename K>
-__device__ uint8_t place_pair(const Tile &t, const GhCuckooSubtable *subs, uint32_t d, uint32_t first, K key,
-                              const uint32_t *value, uint32_t words, BlockCounts &counts) {
+__device__ uint8_t place_pair(const Tile &t, const GhCuckooSubtable *subs, uint32_t d, uint32_t first,
+                              uint32_t start, K key, const uint32_t *value, uint32_t words,
+                              BlockCounts &counts) {
     constexpr uint32_t S = Keys<K>::kSlots;
     for (uint32_t j = 0; j < d; ++j) {
         const uint32_t s = probe_subtable(first, j);
@@ -328,7 +332,7 @@ __device__ uint8_t place_pair(const Tile &t, const GhCuckooSubtable *subs, uint3
             K slice[Keys<K>::kPerLane];
             load_slice(sub, bucket, t.rank, true, slice);
             if (first_slot<K>(t, match_bits(slice, key)) < S) return GH_CUCKOO_DUPLICATE;
-            const uint32_t slot = first_slot<K>(t, match_bits(slice, Keys<K>::kEmpty));
+            const uint32_t slot = first_slot_from<K>(t, match_bits(slice, Keys<K>::kEmpty), start);
             if (slot == S) break;
             const uint32_t owner = slot / Keys<K>::kPerLane;
             K held = Keys<K>::kEmpty;
@@ -358,7 +362,7 @@ __device__ void place(const GhCuckooPlaceParams &p) {
     const uint32_t words = p.table.value_words;
     const uint32_t d = p.table.subtables;
     const K *keys = static_cast<const K *>(p.keys);
-    uint64_t pending = 0, duplicates = 0;
+    uint64_t duplicates = 0;
     const uint64_t chunks = (p.count + kTile - 1) / kTile;
     for (uint64_t c = tile_index(); c < chunks; c += tile_count()) {
         // Each lane loads one pair's key; the tile places them in turns.
@@ -374,17 +378,22 @@ __device__ void place(const GhCuckooPlaceParams &p) {
             turns &= turns - 1;
             const K key = t.shfl(my_key, q);
             const uint32_t first = home_subtable(p.home, d, GH_CUCKOO_NO_EXCLUDE, key);
+            const uint32_t start = Keys<K>::choice(key, ~p.home.seed) % Keys<K>::kSlots;
             const uint8_t status =
-                place_pair(t, subs, d, first, key, p.values + (c * kTile + q) * words, words, counts);
+                place_pair(t, subs, d, first, start, key, p.values + (c * kTile + q) * words, words, counts);
             if (t.rank == q) my_status = status;
         }
         if (in_range) {
             p.status[mine] = my_status;
-            pending += my_status == GH_CUCKOO_PENDING ? 1 : 0;
             duplicates += my_status == GH_CUCKOO_DUPLICATE ? 1 : 0;
         }
+        if (in_range && my_status == GH_CUCKOO_PENDING) {
+            // Few pairs are left (most at high loads): one atomic each is cheap.
+            const uint64_t at = atomicAdd(reinterpret_cast<unsigned long long *>(p.pending), 1ull);
+            static_cast<K *>(p.pending_keys)[at] = my_key;
+            for (uint32_t w = 0; w < words; ++w) p.pending_values[at * words + w] = p.values[mine * words + w];
+        }
     }
-    warp_add(p.pending, pending);
     warp_add(p.duplicates, duplicates);
     counts.flush(p.table.counts, d);
 }

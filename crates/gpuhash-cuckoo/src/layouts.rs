@@ -196,13 +196,15 @@ pub struct GhCuckooPlaceParams {
     pub values: *const u32,
     pub skip: *const u8,
     pub status: *mut u8,
+    pub pending_keys: *mut ::core::ffi::c_void,
+    pub pending_values: *mut u32,
     pub pending: *mut u64,
     pub duplicates: *mut u64,
     pub count: u64,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of GhCuckooPlaceParams"][::core::mem::size_of::<GhCuckooPlaceParams>() - 568usize];
+    ["Size of GhCuckooPlaceParams"][::core::mem::size_of::<GhCuckooPlaceParams>() - 584usize];
     ["Alignment of GhCuckooPlaceParams"][::core::mem::align_of::<GhCuckooPlaceParams>() - 8usize];
     ["Offset of field: GhCuckooPlaceParams::table"]
         [::core::mem::offset_of!(GhCuckooPlaceParams, table) - 0usize];
@@ -216,12 +218,16 @@ const _: () = {
         [::core::mem::offset_of!(GhCuckooPlaceParams, skip) - 528usize];
     ["Offset of field: GhCuckooPlaceParams::status"]
         [::core::mem::offset_of!(GhCuckooPlaceParams, status) - 536usize];
+    ["Offset of field: GhCuckooPlaceParams::pending_keys"]
+        [::core::mem::offset_of!(GhCuckooPlaceParams, pending_keys) - 544usize];
+    ["Offset of field: GhCuckooPlaceParams::pending_values"]
+        [::core::mem::offset_of!(GhCuckooPlaceParams, pending_values) - 552usize];
     ["Offset of field: GhCuckooPlaceParams::pending"]
-        [::core::mem::offset_of!(GhCuckooPlaceParams, pending) - 544usize];
+        [::core::mem::offset_of!(GhCuckooPlaceParams, pending) - 560usize];
     ["Offset of field: GhCuckooPlaceParams::duplicates"]
-        [::core::mem::offset_of!(GhCuckooPlaceParams, duplicates) - 552usize];
+        [::core::mem::offset_of!(GhCuckooPlaceParams, duplicates) - 568usize];
     ["Offset of field: GhCuckooPlaceParams::count"]
-        [::core::mem::offset_of!(GhCuckooPlaceParams, count) - 560usize];
+        [::core::mem::offset_of!(GhCuckooPlaceParams, count) - 576usize];
 };
 impl Default for GhCuckooPlaceParams {
     fn default() -> Self {

@@ -711,9 +711,9 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
     }
 
     /// The lock-free first pass of a user batch: places what fits into an empty slot of one
-    /// of its buckets and writes each pair's fate into `scratch.status`. Returns the number
-    /// of pairs left pending (for the insert kernel) and of duplicates (for the update
-    /// kernel, once every pair is placed).
+    /// of its buckets, writes each pair's fate into `scratch.status` and the pairs left
+    /// pending into failed list 1. Returns the number of pending pairs (for the insert
+    /// kernel) and of duplicates (for the update kernel, once every pair is placed).
     fn place_launch(
         &self,
         stream: &Stream,
@@ -727,8 +727,14 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
         let k = input.keys.address(stream);
         let v = input.values.address(stream);
         let s = input.skip.map(|b| b.address(stream));
-        assert!(scratch.status.len() >= input.count);
+        assert!(
+            scratch.status.len() >= input.count
+                && scratch.failed_keys[1].len() >= input.count
+                && scratch.failed_values[1].len() >= input.count
+        );
         let status = scratch.status.address_mut(stream);
+        let pending_keys = scratch.failed_keys[1].address_mut(stream);
+        let pending_values = scratch.failed_values[1].address_mut(stream);
         let counters = scratch.counters.address_mut(stream);
         let params = GhCuckooPlaceParams {
             table,
@@ -739,20 +745,32 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
                 .as_ref()
                 .map_or(std::ptr::null(), |a| a.address as *const u8),
             status: status.address as *mut u8,
+            pending_keys: pending_keys.address as *mut _,
+            pending_values: pending_values.address as *mut u32,
             pending: (counters.address + 16) as *mut u64,
             duplicates: (counters.address + 24) as *mut u64,
             count: input.count as u64,
         };
         // SAFETY: table arrays held by `view` and their guards; the input buffers hold at
-        // least `count` keys, values and skip flags, the status buffer `count` bytes
-        // (asserted); the counters buffer holds 4 u64, of which the third and fourth are
-        // written. Every guard outlives the launch.
+        // least `count` keys, values and skip flags, the status buffer `count` bytes and
+        // failed list 1 `count` pairs (asserted), each input adding at most one; the
+        // counters buffer holds 4 u64, of which the third and fourth are written. Every
+        // guard outlives the launch.
         unsafe {
             K::kernels()
                 .place
                 .launch(stream, tile_shape(stream, input.count as u64), params)
         }?;
-        drop((guards, k, v, s, status, counters));
+        drop((
+            guards,
+            k,
+            v,
+            s,
+            status,
+            pending_keys,
+            pending_values,
+            counters,
+        ));
         let [_, _, pending, duplicates] = scratch.counters(stream)?;
         Ok((pending, duplicates))
     }
@@ -964,23 +982,7 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
             count: n,
             skip: found.as_ref(),
         };
-        // Pass 2: most pairs find an empty slot without a lock; the insert kernel, with its
-        // locks and evictions, then takes the rest (their status is 0: skip the others).
-        let (pending, duplicates) = self.place_launch(stream, &input, &mut scratch)?;
-        let status = std::mem::replace(&mut scratch.status, DeviceBuffer::zeroed(stream, 0)?);
-        if pending > 0 {
-            let rest = Input {
-                skip: Some(&status),
-                ..input
-            };
-            self.insert_launch(stream, &rest, &mut scratch, 0, None)?;
-        }
-        let mut outcome = self.settle(stream, &mut scratch, Some(&input), true);
-        if outcome.is_ok() && duplicates > 0 {
-            // Every pair is placed: now the later copies of a key write their values.
-            outcome = self.update(stream, keys, values, &status, GH_CUCKOO_DUPLICATE);
-        }
-        scratch.status = status;
+        let outcome = self.place_and_settle(stream, &input, &mut scratch);
         match outcome {
             Ok(()) => {}
             Err(e) if e.is_out_of_device_memory() => {
@@ -1002,6 +1004,50 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
         self.refresh(stream)?;
         *self.scratch.lock() = Some(scratch);
         self.apply_policy(stream)
+    }
+
+    /// Passes 2 and 3 of a user batch: most pairs find an empty slot without a lock (the
+    /// place kernel); the insert kernel, with its locks and evictions, takes the rest from
+    /// failed list 1; `settle` removes the copies evictions left and retries the homeless;
+    /// last, the later copies of a key write their values.
+    fn place_and_settle(
+        &self,
+        stream: &Stream,
+        input: &Input<'_, K, V>,
+        scratch: &mut Scratch<K, V>,
+    ) -> Result<()> {
+        let (pending, duplicates) = self.place_launch(stream, input, scratch)?;
+        if pending > 0 {
+            let keys = std::mem::replace(
+                &mut scratch.failed_keys[1],
+                DeviceBuffer::zeroed(stream, 0)?,
+            );
+            let values = std::mem::replace(
+                &mut scratch.failed_values[1],
+                DeviceBuffer::zeroed(stream, 0)?,
+            );
+            let rest = Input {
+                keys: &keys,
+                values: &values,
+                count: pending as usize,
+                skip: None,
+            };
+            let launched = self.insert_launch(stream, &rest, scratch, 0, None);
+            scratch.failed_keys[1] = keys;
+            scratch.failed_values[1] = values;
+            launched?;
+        }
+        self.settle(stream, scratch, Some(input), true)?;
+        if duplicates > 0 {
+            self.update(
+                stream,
+                input.keys,
+                input.values,
+                &scratch.status,
+                GH_CUCKOO_DUPLICATE,
+            )?;
+        }
+        Ok(())
     }
 
     /// After an insert launch into failed list 0: removes duplicates that evictions may

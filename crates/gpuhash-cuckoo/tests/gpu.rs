@@ -373,6 +373,53 @@ fn duplicate_keys_in_one_batch_store_one_value() {
 
 #[test]
 #[ignore = "needs a CUDA device"]
+fn duplicates_meet_in_both_insert_passes() {
+    let _memory = shared_memory();
+    // 2^20 distinct keys, one in 16 twice, in one shuffled batch with distinct values, into
+    // a table sized for load 0.92 (the batch with its copies just fits below beta, so it does
+    // not grow): early pairs go in lock-free, late ones find all their buckets full and go
+    // through the evicting pass, and the copies of a key meet in either.
+    let distinct = 1u32 << 20;
+    let buckets = (f64::from(distinct) / 0.92 / 32.0 / 3.0).ceil() as u64;
+    let options = CuckooOptions {
+        initial_buckets: Some(buckets),
+        alpha: 0.0,
+        beta: 0.99,
+        ..CuckooOptions::default()
+    };
+    let table = CuckooTable::<u32, u32>::new(device(), options).unwrap();
+    let mut rng = Rng(0x1234_5678_9abc_def1);
+    let mut keys = Vec::new();
+    for i in 0..distinct {
+        let key = gpuhash_core::hash::fmix32(i);
+        let copies = if rng.next().is_multiple_of(16) { 2 } else { 1 };
+        keys.extend(std::iter::repeat_n(key, copies));
+    }
+    for i in (1..keys.len()).rev() {
+        keys.swap(i, (rng.next() % (i as u64 + 1)) as usize);
+    }
+    let distinct_keys: Vec<u32> = (0..distinct).map(gpuhash_core::hash::fmix32).collect();
+    // Round 0 into the empty table, round 1 over it (every key held already).
+    for round in 0..2u32 {
+        let values: Vec<u32> = (0..keys.len() as u32).map(|j| j | round << 31).collect();
+        table.insert(&keys, &values).unwrap();
+        assert_eq!(table.len(), distinct as usize);
+        assert_eq!(table.subtable_buckets(), vec![buckets; 3], "no resize");
+        for (k, got) in distinct_keys.iter().zip(table.get(&distinct_keys).unwrap()) {
+            let v = got.expect("every key is held");
+            assert_eq!(v >> 31, round, "key {k}: a value of this round");
+            assert_eq!(
+                keys[(v & !(1 << 31)) as usize],
+                *k,
+                "key {k}: one of its own values"
+            );
+        }
+        assert_eq!(table.export().unwrap().len(), distinct as usize);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
 fn adversarial_keys() {
     let _memory = shared_memory();
     let table = CuckooTable::<u32, u32>::new(device(), small_options()).unwrap();
@@ -490,6 +537,47 @@ fn running_out_of_device_memory_leaves_the_table_as_it_was() {
     // And the table works afterwards.
     table.insert(&more, &more_values).unwrap();
     assert_eq!(table.len(), 2_100_000);
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn running_out_of_memory_half_way_through_a_batch_undoes_it() {
+    let _memory = all_memory();
+    let dev = device();
+    let stream = dev.new_stream().unwrap();
+    // A fixed size, beta 0.99 and one swap a pair at most: the second batch fits below beta
+    // (nothing grows up front) but leaves pairs homeless, and the upsize that would take them
+    // cannot get its memory; by then pairs of the batch are placed and old pairs evicted.
+    let buckets = 1u64 << 17;
+    let capacity = 3 * 32 * buckets as u32;
+    let options = CuckooOptions {
+        initial_buckets: Some(buckets),
+        alpha: 0.0,
+        beta: 0.99,
+        max_evictions: 1,
+        ..CuckooOptions::default()
+    };
+    let table = CuckooTable::<u32, u32>::new(dev, options).unwrap();
+    let held = capacity / 10 * 8;
+    let (keys, values) = workload::host_pairs(KeySet::Hits, 0, held);
+    table.insert(&keys, &values).unwrap();
+    let model: HashMap<u32, u32> = keys.iter().copied().zip(values.iter().copied()).collect();
+    let sizes = table.subtable_buckets();
+    let (more, more_values) = workload::host_pairs(KeySet::Hits, held, capacity / 100 * 17);
+    // Room for the batch's uploads and first-pass buffers (about 28 MB), not for doubling a
+    // subtable (68 MB).
+    let free = dev.free_memory().unwrap();
+    let hog = DeviceBuffer::<u8>::zeroed(&stream, free - (46 << 20)).expect("memory to hold back");
+    let result = table.insert(&more, &more_values);
+    drop(hog);
+    match result {
+        Err(e) if e.is_out_of_device_memory() => {}
+        other => panic!("expected OutOfDeviceMemory, got {other:?}"),
+    }
+    assert_eq!(table.subtable_buckets(), sizes, "no subtable grew");
+    check_against(&table, &model, &more[..1000]).unwrap();
+    table.insert(&more, &more_values).unwrap();
+    assert_eq!(table.len(), keys.len() + more.len());
 }
 
 #[test]

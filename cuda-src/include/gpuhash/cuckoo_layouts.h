@@ -100,10 +100,13 @@ typedef struct GhCuckooUpdateParams {
  * the first of its d buckets, in the lookup's order, that has one, with a CAS on
  * the key slot, then writes its value. It never evicts, so during this kernel a
  * slot only goes from empty to full, and a full bucket stays full: two equal keys
- * of the batch cannot both be placed (the second sees the first, or loses the CAS
- * to it), and no other pass can read a value before its writer is done. status[i]
- * says what became of pair i (GH_CUCKOO_PENDING, _DONE, _DUPLICATE; the reserved
- * key is left pending); *pending and *duplicates gain their numbers. */
+ * of the batch, which try a bucket's slots in the same key-fixed order, cannot
+ * both be placed (the second sees the first, or loses the CAS to it), and no
+ * other pass can read a value before its writer is done. status[i] says what
+ * became of pair i (GH_CUCKOO_PENDING, _DONE, _DUPLICATE; the reserved key is
+ * left pending); pending pairs are also appended to pending_keys and
+ * pending_values (room for count pairs), *pending counting them; *duplicates
+ * gains the number of duplicates. */
 typedef struct GhCuckooPlaceParams {
     GhCuckooTable table;
     GhCuckooHome home;
@@ -111,6 +114,8 @@ typedef struct GhCuckooPlaceParams {
     const uint32_t *values;
     const uint8_t *skip;
     uint8_t *status;
+    void *pending_keys;
+    uint32_t *pending_values;
     uint64_t *pending;
     uint64_t *duplicates;
     uint64_t count;
