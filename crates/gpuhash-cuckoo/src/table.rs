@@ -1016,6 +1016,28 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
         input: &Input<'_, K, V>,
         scratch: &mut Scratch<K, V>,
     ) -> Result<()> {
+        let duplicates = self.place_then_insert(stream, input, scratch)?;
+        self.settle(stream, scratch, Some(input), true, true)?;
+        if duplicates > 0 {
+            self.update(
+                stream,
+                input.keys,
+                input.values,
+                &scratch.status,
+                GH_CUCKOO_DUPLICATE,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The place kernel, then the insert kernel for the pairs it left pending (from failed
+    /// list 1, homeless ones into failed list 0). Returns the number of duplicates.
+    fn place_then_insert(
+        &self,
+        stream: &Stream,
+        input: &Input<'_, K, V>,
+        scratch: &mut Scratch<K, V>,
+    ) -> Result<u64> {
         let (pending, duplicates) = self.place_launch(stream, input, scratch)?;
         if pending > 0 {
             let keys = std::mem::replace(
@@ -1037,21 +1059,12 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
             scratch.failed_values[1] = values;
             launched?;
         }
-        self.settle(stream, scratch, Some(input), true)?;
-        if duplicates > 0 {
-            self.update(
-                stream,
-                input.keys,
-                input.values,
-                &scratch.status,
-                GH_CUCKOO_DUPLICATE,
-            )?;
-        }
-        Ok(())
+        Ok(duplicates)
     }
 
     /// After an insert launch into failed list 0: removes duplicates that evictions may
-    /// have left (when `dedup`), and while pairs are homeless, grows the table and retries
+    /// have left (when `dedup`), and while pairs are homeless, grows the table (when
+    /// `grow`; an undo, short of memory, retries with fresh random swaps only) and retries
     /// them. On return every pair is placed, or the error says which are not; the failed
     /// list then holds them.
     fn settle(
@@ -1060,6 +1073,7 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
         scratch: &mut Scratch<K, V>,
         original: Option<&Input<'_, K, V>>,
         dedup: bool,
+        grow: bool,
     ) -> Result<()> {
         let mut current = 0usize;
         let mut retried = 0usize;
@@ -1085,15 +1099,17 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
                 stream.synchronize()?;
                 return Ok(());
             }
-            self.refresh(stream)?;
-            let buckets = self.subtable_buckets();
-            let resize = if self.options.rehash_all {
-                Resize::UpAll
-            } else {
-                Resize::Up(policy::upsize_target(&buckets))
-            };
-            scratch.current = current;
-            self.resize(stream, resize)?;
+            if grow {
+                self.refresh(stream)?;
+                let buckets = self.subtable_buckets();
+                let resize = if self.options.rehash_all {
+                    Resize::UpAll
+                } else {
+                    Resize::Up(policy::upsize_target(&buckets))
+                };
+                scratch.current = current;
+                self.resize(stream, resize)?;
+            }
             scratch.reset(stream)?;
             let next = 1 - current;
             // Retry the homeless pairs, from list `current` into list `next`.
@@ -1180,13 +1196,12 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
                 count: k.len(),
                 skip: None,
             };
-            self.insert_launch(stream, &input, scratch, 0, None)?;
-            stream.synchronize()?;
-            if scratch.counters(stream)?[1] != 0 {
+            // Into empty slots first, then with swaps, retried in place: there is no memory
+            // to grow into.
+            self.place_then_insert(stream, &input, scratch)?;
+            if let Err(e) = self.settle(stream, scratch, None, false, false) {
                 self.refresh(stream)?;
-                return Err(CuckooError::NotInserted {
-                    keys: k.iter().map(|k| k.widen()).collect(),
-                });
+                return Err(e);
             }
         }
         // Then the values the batch replaced, and the side slot, as they were.
@@ -1353,7 +1368,7 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
                 skip: None,
             };
             self.insert_launch(stream, &input, scratch, 0, exclude)?;
-            if let Err(e) = self.settle(stream, scratch, None, false) {
+            if let Err(e) = self.settle(stream, scratch, None, false, true) {
                 // The residuals left homeless are no longer in the table: whatever went
                 // wrong (running out of memory for the upsize that would make room), the
                 // error names them rather than passing as a mere lack of memory.

@@ -545,15 +545,16 @@ fn running_out_of_memory_half_way_through_a_batch_undoes_it() {
     let _memory = all_memory();
     let dev = device();
     let stream = dev.new_stream().unwrap();
-    // A fixed size, beta 0.99 and one swap a pair at most: the second batch fits below beta
-    // (nothing grows up front) but leaves pairs homeless, and the upsize that would take them
-    // cannot get its memory; by then pairs of the batch are placed and old pairs evicted.
+    // A fixed size, beta 1 and one swap a pair at most: the second batch, to load 0.995, fits
+    // below beta (nothing grows up front) but leaves pairs homeless, and the upsize that would
+    // take them cannot get its memory; by then pairs of the batch are placed and old pairs
+    // evicted.
     let buckets = 1u64 << 17;
     let capacity = 3 * 32 * buckets as u32;
     let options = CuckooOptions {
         initial_buckets: Some(buckets),
         alpha: 0.0,
-        beta: 0.99,
+        beta: 1.0,
         max_evictions: 1,
         ..CuckooOptions::default()
     };
@@ -563,8 +564,8 @@ fn running_out_of_memory_half_way_through_a_batch_undoes_it() {
     table.insert(&keys, &values).unwrap();
     let model: HashMap<u32, u32> = keys.iter().copied().zip(values.iter().copied()).collect();
     let sizes = table.subtable_buckets();
-    let (more, more_values) = workload::host_pairs(KeySet::Hits, held, capacity / 100 * 17);
-    // Room for the batch's uploads and first-pass buffers (about 28 MB), not for doubling a
+    let (more, more_values) = workload::host_pairs(KeySet::Hits, held, capacity / 1000 * 195);
+    // Room for the batch's uploads and first-pass buffers (about 32 MB), not for doubling a
     // subtable (68 MB).
     let free = dev.free_memory().unwrap();
     let hog = DeviceBuffer::<u8>::zeroed(&stream, free - (46 << 20)).expect("memory to hold back");
