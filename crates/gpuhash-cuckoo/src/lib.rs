@@ -14,16 +14,23 @@
 //!   `H_i(k) = (a_i * mix(k) + b_i) mod p` (universal, after the fmix bijection so that
 //!   keys equal in many bits still spread). `H_i` does not depend on the size, so doubling
 //!   a subtable sends bucket `loc` to `loc` or `loc + |h_i|` and halving merges them back.
-//! - **Inserts by voter coordination**: the paper's warp becomes a *tile* of
-//!   `GH_CUCKOO_TILE` = 2 lanes that read one 128-byte bucket together (64 bytes a lane),
-//!   so a warp serves 16 buckets at once (tiles of 8 and 4 measured slower). A tile votes
-//!   a leader among its lanes with pending pairs; the leader locks its bucket with one
-//!   atomic; the tile replaces an equal key's value, fills an empty slot, or swaps the
-//!   pair with a random resident, which moves on to the next subtable. When the lock is
-//!   taken the tile re-votes instead of spinning. Lookups probe first the subtable a new
-//!   pair with that key would start in now, then the others. A pair still homeless
-//!   after `max_evictions` swaps is set aside on the device (flag and compacted list); the
-//!   table upsizes and retries it, so nothing is lost.
+//! - **Tiles**: the paper's warp becomes a *tile* of `GH_CUCKOO_TILE` = 2 lanes that read
+//!   one 128-byte bucket together (64 bytes a lane), so a warp serves 16 buckets at once
+//!   (on an H100, tiles of 4 gave the same inserts and slower finds at high load, tiles of
+//!   8 were slower at everything).
+//! - **Inserts in two passes.** First, lock-free: a new pair takes an empty slot of the
+//!   first of its d buckets (in lookup order) that has one, claimed by a CAS on the key
+//!   slot. Nothing is evicted in this pass, so a slot only goes from empty to full and a
+//!   full bucket stays full; equal keys of the batch try a bucket's slots in the same
+//!   key-fixed order, so the second sees the first or loses the CAS to it, and no reader
+//!   can see a key before its value. Then the pairs whose d buckets were all full go in by
+//!   the paper's voter coordination: a tile votes a leader among its lanes with pending
+//!   pairs; the leader locks its bucket with one atomic; the tile replaces an equal key's
+//!   value, fills an empty slot, or swaps the pair with a random resident, which moves on
+//!   to the next subtable. When the lock is taken the tile re-votes instead of spinning.
+//!   Lookups probe first the subtable a new pair with that key would start in now, then
+//!   the others. A pair still homeless after `max_evictions` swaps is set aside on the
+//!   device (compacted list); the table upsizes and retries it, so nothing is lost.
 //! - **Resizing** (host policy in [`policy`], pure and CPU-tested): above `beta` the
 //!   smallest subtable doubles (conflict-free split), below `alpha` the largest halves and
 //!   the pairs that do not fit (residuals) go into the other subtables; no subtable is ever
@@ -40,15 +47,20 @@
 //! 2. Upsizes until the held pairs plus the new keys fit below `beta`. Running out of
 //!    memory here, or for the batch's scratch space, leaves the table as it was.
 //! 3. Held keys get their new value under their bucket's lock (of equal keys in the batch,
-//!    one whole value wins); new keys go in by voter coordination. A new pair starts in a
-//!    subtable chosen by a hash of its key and the paper's weights, so equal keys of one
-//!    batch meet in one bucket, where the second finds the first and replaces its value.
+//!    one whole value wins). New keys go in lock-free where a bucket has room; the rest by
+//!    voter coordination. A new pair starts in a subtable chosen by a hash of its key and
+//!    the paper's weights, so equal keys of one batch meet in one bucket: in the lock-free
+//!    pass the later copies are set aside as duplicates, in the locked pass the second
+//!    finds the first and replaces its value.
 //! 4. The one way a key of the batch can end up twice: its first copy was swapped out of
 //!    its bucket before the second arrived. Every swapped-out key is logged on the device,
-//!    and a cleanup kernel keeps only the copy in the lowest subtable of each.
+//!    and a cleanup kernel keeps only the copy in the lowest subtable of each. Then the
+//!    duplicates set aside in step 3 write their values, under bucket locks (one whole
+//!    value wins).
 //! 5. Pairs homeless after the eviction bound: the smallest subtable doubles and they are
 //!    retried. If that upsize runs out of memory, the batch is undone (new keys removed,
-//!    old values and homeless old pairs put back) and the call returns
+//!    old values and homeless old pairs put back, into empty slots first and then with
+//!    swaps, retried without growing) and the call returns
 //!    [`gpuhash_core::Error::OutOfDeviceMemory`].
 //! 6. The fill factor is brought within `[alpha, beta]`.
 //!

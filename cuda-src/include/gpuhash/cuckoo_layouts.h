@@ -11,8 +11,9 @@
 /* Most 4-byte words a value may take (64 bytes). */
 #define GH_CUCKOO_MAX_VALUE_WORDS 16u
 /* Lanes that read one 128-byte bucket together (the paper's warp), 64 bytes a
- * lane: a warp serves sixteen buckets at a time. On the H100, tiles of 8 and 4
- * lanes measured slower for both insert and find (docs/benchmarks/cuckoo.md). */
+ * lane: a warp serves sixteen buckets at a time. On the H100, tiles of 4 lanes
+ * inserted as fast and found slower at high load, tiles of 8 were slower at
+ * both (docs/benchmarks/cuckoo.md). */
 #define GH_CUCKOO_TILE 2u
 /* Bytes of the keys of one bucket: one cache line. */
 #define GH_CUCKOO_BUCKET_BYTES 128u
