@@ -6,22 +6,16 @@
 // the value read waits for the line as a real hit does.
 //
 // Not part of the cargo build (it needs only nvcc and a GPU):
-//   nvcc -O3 -arch=sm_90 -o value_reads benches/probes/value_reads.cu && ./value_reads
+//   nvcc -O3 -arch=sm_90 -I cuda-src/include -o value_reads benches/probes/value_reads.cu
+//   ./value_reads
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <vector>
 
-enum Layout { kKeysOnly, kSeparateValues, kInterleaved };
+#include "gpuhash/hash.cuh"
 
-__device__ __forceinline__ uint32_t mix(uint32_t h) {
-    h ^= h >> 16;
-    h *= 0x85ebca6bu;
-    h ^= h >> 13;
-    h *= 0xc2b2ae35u;
-    h ^= h >> 16;
-    return h;
-}
+enum Layout { kKeysOnly, kSeparateValues, kInterleaved };
 
 template <Layout L>
 __global__ void probe(const uint4 *keys, const uint32_t *values, uint64_t buckets, uint64_t lookups,
@@ -31,7 +25,7 @@ __global__ void probe(const uint4 *keys, const uint32_t *values, uint64_t bucket
     const uint64_t tiles = (uint64_t)gridDim.x * blockDim.x / 4;
     uint32_t acc = 0;
     for (uint64_t i = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) / 4; i < lookups; i += tiles) {
-        const uint64_t b = mix((uint32_t)i ^ salt) % buckets;
+        const uint64_t b = gh_fmix32((uint32_t)i ^ salt) % buckets;
         // Interleaved buckets are 256 bytes: 128 of keys, then 128 of values.
         const uint4 *line = keys + b * (L == kInterleaved ? 16 : 8);
         const uint4 x = __ldg(line + rank * 2), y = __ldg(line + rank * 2 + 1);

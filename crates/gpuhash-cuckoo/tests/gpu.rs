@@ -34,6 +34,19 @@ fn small_options() -> CuckooOptions {
     }
 }
 
+/// A table of fixed size (alpha 0 and beta 0.99, so it never resizes) that `pairs` pairs fill
+/// to `load`, with its buckets a subtable.
+fn fixed_size(pairs: u32, load: f64) -> (CuckooOptions, u64) {
+    let buckets = (f64::from(pairs) / load / 32.0 / 3.0).ceil() as u64;
+    let options = CuckooOptions {
+        initial_buckets: Some(buckets),
+        alpha: 0.0,
+        beta: 0.99,
+        ..CuckooOptions::default()
+    };
+    (options, buckets)
+}
+
 /// Deterministic xorshift, for inputs the tests make themselves.
 struct Rng(u64);
 
@@ -380,13 +393,7 @@ fn duplicates_meet_in_both_insert_passes() {
     // not grow): early pairs go in lock-free, late ones find all their buckets full and go
     // through the evicting pass, and the copies of a key meet in either.
     let distinct = 1u32 << 20;
-    let buckets = (f64::from(distinct) / 0.92 / 32.0 / 3.0).ceil() as u64;
-    let options = CuckooOptions {
-        initial_buckets: Some(buckets),
-        alpha: 0.0,
-        beta: 0.99,
-        ..CuckooOptions::default()
-    };
+    let (options, buckets) = fixed_size(distinct, 0.92);
     let table = CuckooTable::<u32, u32>::new(device(), options).unwrap();
     let mut rng = Rng(0x1234_5678_9abc_def1);
     let mut keys = Vec::new();
@@ -625,13 +632,7 @@ fn high_load_builds_place_every_pair() {
     // Tables sized for loads 0.9 and 0.95 (beta raised so they stay that full).
     for load in [0.9, 0.95] {
         let n = 1u32 << 22;
-        let buckets = (f64::from(n) / load / 32.0 / 3.0).ceil() as u64;
-        let options = CuckooOptions {
-            initial_buckets: Some(buckets),
-            alpha: 0.0,
-            beta: 0.99,
-            ..CuckooOptions::default()
-        };
+        let (options, buckets) = fixed_size(n, load);
         let table = CuckooTable::<u32, u32>::new(device(), options).unwrap();
         let (keys, values) = workload::host_pairs(KeySet::Hits, 0, n);
         table.insert(&keys, &values).unwrap();
