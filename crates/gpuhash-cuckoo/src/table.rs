@@ -23,6 +23,8 @@ const THREADS: u32 = 256;
 const TILE: u64 = GH_CUCKOO_TILE as u64;
 /// Upsize-and-retry rounds an insert makes before it reports the pairs it could not place.
 const MAX_ROUNDS: usize = 24;
+/// The find kernel's mark of a key it found, which the update kernel selects.
+const FOUND: u32 = 1;
 /// Words of the side slot before the value: present flag and lock.
 const SIDE_HEADER: usize = 2;
 /// 2^32 - 5 and 2^61 - 1, the primes of the u32 and u64 hash families.
@@ -720,57 +722,50 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
         input: &Input<'_, K, V>,
         scratch: &mut Scratch<K, V>,
     ) -> Result<(u64, u64)> {
-        let view = self.view();
-        let home = self.home(&view, None);
-        let mut guards = Vec::new();
-        let table = Self::describe(&view, stream, &mut guards);
-        let k = input.keys.address(stream);
-        let v = input.values.address(stream);
-        let s = input.skip.map(|b| b.address(stream));
-        assert!(
-            scratch.status.len() >= input.count
-                && scratch.failed_keys[1].len() >= input.count
-                && scratch.failed_values[1].len() >= input.count
-        );
-        let status = scratch.status.address_mut(stream);
-        let pending_keys = scratch.failed_keys[1].address_mut(stream);
-        let pending_values = scratch.failed_values[1].address_mut(stream);
-        let counters = scratch.counters.address_mut(stream);
-        let params = GhCuckooPlaceParams {
-            table,
-            home,
-            keys: k.address as *const _,
-            values: v.address as *const u32,
-            skip: s
-                .as_ref()
-                .map_or(std::ptr::null(), |a| a.address as *const u8),
-            status: status.address as *mut u8,
-            pending_keys: pending_keys.address as *mut _,
-            pending_values: pending_values.address as *mut u32,
-            pending: (counters.address + 16) as *mut u64,
-            duplicates: (counters.address + 24) as *mut u64,
-            count: input.count as u64,
-        };
-        // SAFETY: table arrays held by `view` and their guards; the input buffers hold at
-        // least `count` keys, values and skip flags, the status buffer `count` bytes and
-        // failed list 1 `count` pairs (asserted), each input adding at most one; the
-        // counters buffer holds 4 u64, of which the third and fourth are written. Every
-        // guard outlives the launch.
-        unsafe {
-            K::kernels()
-                .place
-                .launch(stream, tile_shape(stream, input.count as u64), params)
-        }?;
-        drop((
-            guards,
-            k,
-            v,
-            s,
-            status,
-            pending_keys,
-            pending_values,
-            counters,
-        ));
+        // The addresses borrow the scratch space until the launch is queued.
+        {
+            let view = self.view();
+            let home = self.home(&view, None);
+            let mut guards = Vec::new();
+            let table = Self::describe(&view, stream, &mut guards);
+            let k = input.keys.address(stream);
+            let v = input.values.address(stream);
+            let s = input.skip.map(|b| b.address(stream));
+            assert!(
+                scratch.status.len() >= input.count
+                    && scratch.failed_keys[1].len() >= input.count
+                    && scratch.failed_values[1].len() >= input.count
+            );
+            let status = scratch.status.address_mut(stream);
+            let pending_keys = scratch.failed_keys[1].address_mut(stream);
+            let pending_values = scratch.failed_values[1].address_mut(stream);
+            let counters = scratch.counters.address_mut(stream);
+            let params = GhCuckooPlaceParams {
+                table,
+                home,
+                keys: k.address as *const _,
+                values: v.address as *const u32,
+                skip: s
+                    .as_ref()
+                    .map_or(std::ptr::null(), |a| a.address as *const u8),
+                status: status.address as *mut u8,
+                pending_keys: pending_keys.address as *mut _,
+                pending_values: pending_values.address as *mut u32,
+                pending: (counters.address + 16) as *mut u64,
+                duplicates: (counters.address + 24) as *mut u64,
+                count: input.count as u64,
+            };
+            // SAFETY: table arrays held by `view` and their guards; the input buffers hold at
+            // least `count` keys, values and skip flags, the status buffer `count` bytes and
+            // failed list 1 `count` pairs (asserted), each input adding at most one; the
+            // counters buffer holds 4 u64, of which the third and fourth are written. Every
+            // guard outlives the launch.
+            unsafe {
+                K::kernels()
+                    .place
+                    .launch(stream, tile_shape(stream, input.count as u64), params)
+            }?;
+        }
         let [_, _, pending, duplicates] = scratch.counters(stream)?;
         Ok((pending, duplicates))
     }
@@ -974,7 +969,7 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
         if let Some(f) = &found
             && existing > 0
         {
-            self.update(stream, keys, values, f, 1)?;
+            self.update(stream, keys, values, f, FOUND)?;
         }
         let input = Input {
             keys,
@@ -1206,7 +1201,7 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
         }
         // Then the values the batch replaced, and the side slot, as they were.
         if let (Some(found), Some(old)) = (found, old_values) {
-            self.update(stream, keys, old, found, 1)?;
+            self.update(stream, keys, old, found, FOUND)?;
         }
         let mut side = side_before.to_vec();
         self.write_side(stream, &mut side)?;
