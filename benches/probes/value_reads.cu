@@ -1,9 +1,11 @@
 // Ceiling probe behind docs/benchmarks/cuckoo.md: how many random bucket lookups a second
-// the card serves when a hit must also read its value, with values in a separate array
-// (DyHash's layout) or right after the bucket's keys (interleaved 256-byte buckets), against
-// reading the key line alone. Tiles of 4 lanes read a 128-byte key line (two 16-byte loads a
-// lane); then one lane reads the 4-byte value of a slot that depends on the keys loaded, so
-// the value read waits for the line as a real hit does.
+// the card serves, depending on how much of a 128-byte key line a lookup reads and where
+// its value lies. Tiles of 2 lanes (DyHash's GH_CUCKOO_TILE) read either the whole key line
+// (four 16-byte loads a lane) or one 32-byte sector of it (one load a lane), possibly the
+// rest of the line after that sector (a second round, as a lookup that misses the sector
+// does); then one lane reads the 4-byte value of a slot that depends on the keys loaded, so
+// the value read waits for the keys as a real hit does. Values lie in a separate array
+// (DyHash's layout) or right after the bucket's keys (interleaved 256-byte buckets).
 //
 // Not part of the cargo build (it needs only nvcc and a GPU):
 //   nvcc -O3 -arch=sm_90 -I cuda-src/include -o value_reads benches/probes/value_reads.cu
@@ -15,27 +17,50 @@
 
 #include "gpuhash/hash.cuh"
 
-enum Layout { kKeysOnly, kSeparateValues, kInterleaved };
+enum Keys { kLine, kSector, kSectorThenLine };
+enum Values { kNone, kSeparate, kInterleaved };
 
-template <Layout L>
+struct Mode {
+    Keys keys;
+    Values values;
+    const char *name;
+};
+
+template <Keys K, Values V>
 __global__ void probe(const uint4 *keys, const uint32_t *values, uint64_t buckets, uint64_t lookups,
                       uint32_t salt, uint32_t *sink) {
-    const uint32_t lane = threadIdx.x & 31u, rank = lane & 3u;
-    const uint32_t mask = 0xfu << (lane & ~3u);
-    const uint64_t tiles = (uint64_t)gridDim.x * blockDim.x / 4;
+    const uint32_t lane = threadIdx.x & 31u, rank = lane & 1u;
+    const uint32_t mask = 0x3u << (lane & ~1u);
+    const uint64_t tiles = (uint64_t)gridDim.x * blockDim.x / 2;
     uint32_t acc = 0;
-    for (uint64_t i = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) / 4; i < lookups; i += tiles) {
-        const uint64_t b = gh_fmix32((uint32_t)i ^ salt) % buckets;
-        // Interleaved buckets are 256 bytes: 128 of keys, then 128 of values.
-        const uint4 *line = keys + b * (L == kInterleaved ? 16 : 8);
-        const uint4 x = __ldg(line + rank * 2), y = __ldg(line + rank * 2 + 1);
-        uint32_t k = x.x ^ x.y ^ x.z ^ x.w ^ y.x ^ y.y ^ y.z ^ y.w;
+    for (uint64_t i = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) / 2; i < lookups; i += tiles) {
+        const uint32_t h = gh_fmix32((uint32_t)i ^ salt);
+        const uint64_t b = h % buckets;
+        const uint4 *line = keys + b * (V == kInterleaved ? 16 : 8);
+        uint32_t k;
+        if (K == kLine) {
+            k = 0;
+            for (uint32_t j = 0; j < 4; ++j) {
+                const uint4 x = __ldg(line + rank * 4 + j);
+                k ^= x.x ^ x.y ^ x.z ^ x.w;
+            }
+        } else {
+            const uint32_t sector = h >> 30;
+            const uint4 x = __ldg(line + sector * 2 + rank);
+            k = x.x ^ x.y ^ x.z ^ x.w;
+            if (K == kSectorThenLine) {
+                k ^= __shfl_xor_sync(mask, k, 1);
+                for (uint32_t j = 0; j < 4; ++j) {
+                    const uint4 y = __ldg(line + rank * 4 + ((j + (k & 1u)) & 3u));
+                    k ^= y.x ^ y.y ^ y.z ^ y.w;
+                }
+            }
+        }
         k ^= __shfl_xor_sync(mask, k, 1);
-        k ^= __shfl_xor_sync(mask, k, 2);
-        if (L != kKeysOnly && rank == 0) {
+        if (V != kNone && rank == 0) {
             const uint32_t slot = k & 31u;
-            acc += L == kSeparateValues ? __ldg(values + b * 32 + slot)
-                                        : __ldg(reinterpret_cast<const uint32_t *>(line + 8) + slot);
+            acc += V == kSeparate ? __ldg(values + b * 32 + slot)
+                                  : __ldg(reinterpret_cast<const uint32_t *>(line + 8) + slot);
         } else {
             acc += k;
         }
@@ -43,7 +68,7 @@ __global__ void probe(const uint4 *keys, const uint32_t *values, uint64_t bucket
     if (acc == 0x12345678u) *sink = acc;  // keeps the loads alive
 }
 
-template <Layout L>
+template <Keys K, Values V>
 float median_ms(const uint4 *keys, const uint32_t *values, uint64_t buckets, uint64_t lookups, int grid,
                 uint32_t *sink) {
     cudaEvent_t start, stop;
@@ -52,7 +77,7 @@ float median_ms(const uint4 *keys, const uint32_t *values, uint64_t buckets, uin
     std::vector<float> times;
     for (int run = 0; run < 8; ++run) {
         cudaEventRecord(start);
-        probe<L><<<grid, 256>>>(keys, values, buckets, lookups, run, sink);
+        probe<K, V><<<grid, 256>>>(keys, values, buckets, lookups, run, sink);
         cudaEventRecord(stop);
         cudaEventSynchronize(stop);
         float ms;
@@ -75,16 +100,24 @@ int main() {
     cudaMalloc(&sink, 4);
     cudaMemset(keys, 1, buckets * 256);
     cudaMemset(values, 2, buckets * 128);
-    const char *names[] = {"key line only", "key line + value in a separate array",
-                           "key line + value in the same 256-byte bucket"};
     for (int blocks_per_sm : {4, 8}) {
         const int grid = sms * blocks_per_sm;
-        const float ms[] = {median_ms<kKeysOnly>(keys, values, buckets, lookups, grid, sink),
-                            median_ms<kSeparateValues>(keys, values, buckets, lookups, grid, sink),
-                            median_ms<kInterleaved>(keys, values, buckets, lookups, grid, sink)};
-        for (int l = 0; l < 3; ++l) {
-            printf("%-46s %d blocks/SM: %6.0f M lookups/s\n", names[l], blocks_per_sm,
-                   lookups / (ms[l] / 1e3) / 1e6);
+        const struct {
+            const char *name;
+            float ms;
+        } rows[] = {
+            {"key line only", median_ms<kLine, kNone>(keys, values, buckets, lookups, grid, sink)},
+            {"key line + separate value", median_ms<kLine, kSeparate>(keys, values, buckets, lookups, grid, sink)},
+            {"key line + value in the 256-byte bucket",
+             median_ms<kLine, kInterleaved>(keys, values, buckets, lookups, grid, sink)},
+            {"key sector only", median_ms<kSector, kNone>(keys, values, buckets, lookups, grid, sink)},
+            {"key sector + separate value", median_ms<kSector, kSeparate>(keys, values, buckets, lookups, grid, sink)},
+            {"key sector, then line + separate value",
+             median_ms<kSectorThenLine, kSeparate>(keys, values, buckets, lookups, grid, sink)},
+        };
+        for (const auto &row : rows) {
+            printf("%-42s %d blocks/SM: %6.0f M lookups/s\n", row.name, blocks_per_sm,
+                   lookups / (row.ms / 1e3) / 1e6);
         }
     }
     printf("%s\n", cudaGetErrorString(cudaGetLastError()));

@@ -1,5 +1,6 @@
 // Device building blocks of DyHash (gpuhash-cuckoo): key traits, the subtable
-// hash, tiles of GH_CUCKOO_TILE lanes that read one 128-byte bucket together,
+// hash, tiles of GH_CUCKOO_TILE lanes that read one 128-byte bucket (or one
+// 64-byte half of it) together, the order a key tries a bucket's slots in,
 // bucket locks, and the reserved-key side slot.
 #pragma once
 
@@ -11,6 +12,12 @@ namespace gh_cuckoo {
 constexpr uint32_t kTile = GH_CUCKOO_TILE;
 constexpr uint32_t kMaxSub = GH_CUCKOO_MAX_SUBTABLES;
 constexpr uint32_t kMaxWords = GH_CUCKOO_MAX_VALUE_WORDS;
+// A bucket's line in halves: on the H100 a random read fetches 64 bytes of
+// DRAM even for one 32-byte sector (ncu, benches/probes/value_reads.cu), so a
+// half line is the least a lookup can read for its cost.
+constexpr uint32_t kHalfBytes = 64;
+constexpr uint32_t kHalves = GH_CUCKOO_BUCKET_BYTES / kHalfBytes;
+static_assert(kHalves == 2, "a bucket is a key's home half and the other half");
 
 template <typename K>
 struct Keys;
@@ -20,6 +27,8 @@ template <>
 struct Keys<uint32_t> {
     static constexpr uint32_t kSlots = GH_CUCKOO_BUCKET_BYTES / 4;
     static constexpr uint32_t kPerLane = kSlots / kTile;
+    static constexpr uint32_t kHalfSlots = kSlots / kHalves;
+    static constexpr uint32_t kPerLaneInHalf = kHalfSlots / kTile;
     static constexpr uint32_t kEmpty = 0xffffffffu;
 
     // ((a * fmix32(key) + b) mod (2^32 - 5)): fmix32 is a bijection, so keys
@@ -34,7 +43,8 @@ struct Keys<uint32_t> {
     }
 
     // Keys j * 4 .. j * 4 + 3 of a lane's slice from its j-th 16-byte load.
-    __device__ static __forceinline__ void unpack(uint4 raw, uint32_t j, uint32_t (&out)[kPerLane]) {
+    template <uint32_t N>
+    __device__ static __forceinline__ void unpack(uint4 raw, uint32_t j, uint32_t (&out)[N]) {
         out[4 * j] = raw.x;
         out[4 * j + 1] = raw.y;
         out[4 * j + 2] = raw.z;
@@ -51,6 +61,8 @@ template <>
 struct Keys<uint64_t> {
     static constexpr uint32_t kSlots = GH_CUCKOO_BUCKET_BYTES / 8;
     static constexpr uint32_t kPerLane = kSlots / kTile;
+    static constexpr uint32_t kHalfSlots = kSlots / kHalves;
+    static constexpr uint32_t kPerLaneInHalf = kHalfSlots / kTile;
     static constexpr uint64_t kEmpty = 0xffffffffffffffffull;
 
     // ((a * (fmix64(key) mod p) + b) mod (2^61 - 1)), folded to 32 bits.
@@ -68,7 +80,8 @@ struct Keys<uint64_t> {
         return (uint32_t)gh_fmix64(gh_fmix64(key) ^ seed);
     }
 
-    __device__ static __forceinline__ void unpack(uint4 raw, uint32_t j, uint64_t (&out)[kPerLane]) {
+    template <uint32_t N>
+    __device__ static __forceinline__ void unpack(uint4 raw, uint32_t j, uint64_t (&out)[N]) {
         out[2 * j] = ((uint64_t)raw.y << 32) | raw.x;
         out[2 * j + 1] = ((uint64_t)raw.w << 32) | raw.z;
     }
@@ -141,12 +154,29 @@ __device__ __forceinline__ void load_slice(const GhCuckooSubtable &s, uint64_t b
     for (uint32_t j = 0; j < kLoads; ++j) Keys<K>::unpack(raw[j], j, out);
 }
 
+// The N keys of one half of a bucket that lane `rank` of the readers holds:
+// slots half * kHalfSlots + rank * N onwards. N is kPerLaneInHalf when a tile
+// reads the half, kHalfSlots when a lane reads it alone (rank 0).
+template <typename K, uint32_t N>
+__device__ __forceinline__ void load_half(const GhCuckooSubtable &s, uint64_t bucket, uint32_t half,
+                                          uint32_t rank, bool coherent, K (&out)[N]) {
+    constexpr uint32_t kLoads = N * sizeof(K) / 16;
+    const uint4 *piece = reinterpret_cast<const uint4 *>(static_cast<const char *>(s.keys) +
+                                                         bucket * GH_CUCKOO_BUCKET_BYTES + half * kHalfBytes) +
+                         rank * kLoads;
+    uint4 raw[kLoads];
+#pragma unroll
+    for (uint32_t j = 0; j < kLoads; ++j) raw[j] = coherent ? __ldcg(piece + j) : __ldg(piece + j);
+#pragma unroll
+    for (uint32_t j = 0; j < kLoads; ++j) Keys<K>::unpack(raw[j], j, out);
+}
+
 // Bit j set when the lane's key j equals `key`.
-template <typename K>
-__device__ __forceinline__ uint32_t match_bits(const K (&slice)[Keys<K>::kPerLane], K key) {
+template <typename K, uint32_t N>
+__device__ __forceinline__ uint32_t match_bits(const K (&slice)[N], K key) {
     uint32_t bits = 0;
 #pragma unroll
-    for (uint32_t j = 0; j < Keys<K>::kPerLane; ++j) {
+    for (uint32_t j = 0; j < N; ++j) {
         bits |= (slice[j] == key ? 1u : 0u) << j;
     }
     return bits;
@@ -172,17 +202,72 @@ __device__ __forceinline__ uint32_t first_slot(const Tile &t, uint32_t bits) {
     return lane * Keys<K>::kPerLane + (__ffs(lane_bits) - 1);
 }
 
-// The first slot with a bit in `bits` met going round the bucket from slot
-// `start`, or kSlots.
-template <typename K>
-__device__ __forceinline__ uint32_t first_slot_from(const Tile &t, uint32_t bits, uint32_t start) {
-    constexpr uint32_t S = Keys<K>::kSlots;
-    uint32_t all = bits << (t.rank * Keys<K>::kPerLane);
+// The tile's bits of what it read (per_lane slots a lane, from slot `base`:
+// 0 for a whole line) as one word: bit i for slot i of the bucket.
+__device__ __forceinline__ uint32_t bucket_bits(const Tile &t, uint32_t bits, uint32_t per_lane, uint32_t base) {
+    uint32_t all = bits << (base + t.rank * per_lane);
 #pragma unroll
     for (uint32_t offset = 1; offset < kTile; offset *= 2) all |= __shfl_xor_sync(t.mask, all, offset, kTile);
-    if (all == 0) return S;
-    const uint32_t rotated = S == 32 ? __funnelshift_r(all, all, start) : ((all >> start) | (all << (S - start)));
-    return (start + __ffs(rotated) - 1) & (S - 1);
+    return all;
+}
+
+// The slot a key tries first in every bucket of it: fixed for the key, so that
+// two equal keys aim at the same slot whatever else they saw, while different
+// keys spread over the bucket instead of racing for its first empty slot.
+template <typename K>
+__device__ __forceinline__ uint32_t home_slot(K key, uint32_t seed) {
+    return Keys<K>::choice(key, ~seed) % Keys<K>::kSlots;
+}
+
+// The first slot with a bit in `all` (bit i for slot i) in the order a key
+// tries a bucket's slots: its home half (the one holding home_slot) going
+// round from the home slot, then the other half from the same offset. Keys
+// placed in this order are mostly found by reading the home half alone.
+template <typename K>
+__device__ __forceinline__ uint32_t first_in_order(uint32_t all, uint32_t start) {
+    constexpr uint32_t HS = Keys<K>::kHalfSlots;
+    constexpr uint32_t mask = (1u << HS) - 1u;
+    const uint32_t home = start / HS, offset = start % HS;
+#pragma unroll
+    for (uint32_t k = 0; k < kHalves; ++k) {
+        const uint32_t half = (home + k) % kHalves;
+        const uint32_t bits = (all >> (half * HS)) & mask;
+        if (bits != 0) {
+            const uint32_t rotated = ((bits >> offset) | (bits << (HS - offset))) & mask;
+            return half * HS + (offset + __ffs(rotated) - 1) % HS;
+        }
+    }
+    return Keys<K>::kSlots;
+}
+
+// What was seen of a bucket: bit i of `key` set when slot i holds the key
+// looked for, of `empty` when slot i is empty; slots not read are clear.
+struct Seen {
+    uint32_t key;
+    uint32_t empty;
+};
+
+// A bucket's whole line, read by a tile.
+template <typename K>
+__device__ __forceinline__ Seen look(const Tile &t, const GhCuckooSubtable &s, uint64_t bucket, bool coherent,
+                                     K key) {
+    K slice[Keys<K>::kPerLane];
+    load_slice(s, bucket, t.rank, coherent, slice);
+    return {bucket_bits(t, match_bits(slice, key), Keys<K>::kPerLane, 0),
+            bucket_bits(t, match_bits(slice, Keys<K>::kEmpty), Keys<K>::kPerLane, 0)};
+}
+
+// What one lane alone sees of the home half of `key` (the half holding slot
+// `start`): a lane that reads 64 bytes by itself keeps twice as many lookups in
+// flight a warp as tiles do.
+template <typename K>
+__device__ __forceinline__ Seen look_home_half_alone(const GhCuckooSubtable &s, uint64_t bucket, uint32_t start,
+                                                     bool coherent, K key) {
+    constexpr uint32_t HS = Keys<K>::kHalfSlots;
+    K piece[HS];
+    load_half(s, bucket, start / HS, 0, coherent, piece);
+    const uint32_t base = start / HS * HS;
+    return {match_bits(piece, key) << base, match_bits(piece, Keys<K>::kEmpty) << base};
 }
 
 __device__ __forceinline__ bool try_lock(uint32_t *lock) {

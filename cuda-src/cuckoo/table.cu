@@ -128,6 +128,44 @@ __device__ __forceinline__ uint32_t probe_subtable(uint32_t first, uint32_t j) {
 
 // ---------------------------------------------------------------- find
 
+// Copies a stored value out: `words` words from lane `from` on, `step` apart
+// (a lane alone: 0 and 1; a tile: its rank and kTile).
+__device__ __forceinline__ void copy_value(uint32_t *dst, const uint32_t *src, uint32_t words, uint32_t from,
+                                           uint32_t step) {
+    for (uint32_t w = from; w < words; w += step) dst[w] = src[w];
+}
+
+// The tile's search for a key that its home half does not hold: first the other
+// half of its first bucket together with the whole second bucket (a miss needs
+// both, so one round trip serves them), then the other buckets in probe order.
+// Copies the value to `out` (when not null) if found.
+template <typename K>
+__device__ bool find_rest(const Tile &t, const GhCuckooSubtable *subs, uint32_t d, const GhCuckooHome &home, K key,
+                          uint32_t *out, uint32_t words) {
+    constexpr uint32_t HS = Keys<K>::kHalfSlots;
+    const uint32_t first = home_subtable(home, d, GH_CUCKOO_NO_EXCLUDE, key);
+    const uint32_t other = 1 - home_slot(key, home.seed) / HS;
+    const GhCuckooSubtable *where = &subs[first];
+    uint64_t bucket = bucket_of(*where, key);
+    K half[Keys<K>::kPerLaneInHalf];
+    K line[Keys<K>::kPerLane];
+    load_half(*where, bucket, other, t.rank, false, half);
+    const GhCuckooSubtable &second = subs[probe_subtable(first, 1)];  // d is at least 2
+    const uint64_t second_bucket = bucket_of(second, key);
+    load_slice(second, second_bucket, t.rank, false, line);
+    uint32_t bits = bucket_bits(t, match_bits(half, key), Keys<K>::kPerLaneInHalf, other * HS);
+    for (uint32_t j = 1; bits == 0 && j < d; ++j) {
+        where = &subs[probe_subtable(first, j)];
+        bucket = j == 1 ? second_bucket : bucket_of(*where, key);
+        if (j > 1) load_slice(*where, bucket, t.rank, false, line);
+        bits = bucket_bits(t, match_bits(line, key), Keys<K>::kPerLane, 0);
+    }
+    if (bits != 0 && out != nullptr) {
+        copy_value(out, where->values + slot_index<K>(bucket, __ffs(bits) - 1) * words, words, t.rank, kTile);
+    }
+    return bits != 0;
+}
+
 template <typename K>
 __device__ void find(const GhCuckooFindParams &p) {
     __shared__ GhCuckooSubtable subs[kMaxSub];
@@ -139,47 +177,50 @@ __device__ void find(const GhCuckooFindParams &p) {
     uint64_t hits = 0;
     const uint64_t chunks = (p.count + kTile - 1) / kTile;
     for (uint64_t c = tile_index(); c < chunks; c += tile_count()) {
-        // Each lane loads one key of the chunk; the tile then takes them in turns. (An L2
-        // prefetch of each key's likeliest bucket here cost finds 3 to 5% on an H100:
-        // lines fetched early are evicted before their turn comes.)
+        // Each lane first looks for its own key alone in the home half of the bucket
+        // in the subtable the key would start in now, where most pairs rest. (L2
+        // prefetches cost finds on an H100: of that bucket up front, 3 to 5%, as lines
+        // fetched early are evicted before their turn comes; of what the tile reads
+        // next, once the lane missed, a quarter of the misses' speed.)
         const uint64_t mine = c * kTile + t.rank;
         const K my_key = mine < p.count ? keys[mine] : Keys<K>::kEmpty;
-        const uint64_t left = p.count - c * kTile;
-        const uint32_t turns = left < kTile ? (uint32_t)left : kTile;
         uint32_t my_found = 0;
-        for (uint32_t q = 0; q < turns; ++q) {
-        const uint64_t i = c * kTile + q;
-        const K key = t.shfl(my_key, q);
-        bool found = false;
-        if (key == Keys<K>::kEmpty) {
-            found = __ldcg(p.table.side + GH_CUCKOO_SIDE_PRESENT) != 0;
-            if (found && p.values_out != nullptr) {
-                for (uint32_t w = t.rank; w < words; w += kTile) {
-                    p.values_out[i * words + w] = __ldcg(p.table.side + GH_CUCKOO_SIDE_VALUE + w);
+        bool tile_next = false;
+        if (mine < p.count && my_key != Keys<K>::kEmpty) {
+            const uint32_t first = home_subtable(p.home, d, GH_CUCKOO_NO_EXCLUDE, my_key);
+            const uint64_t bucket = bucket_of(subs[first], my_key);
+            const uint32_t bits =
+                look_home_half_alone(subs[first], bucket, home_slot(my_key, p.home.seed), false, my_key).key;
+            if (bits != 0) {
+                my_found = 1;
+                if (p.values_out != nullptr) {
+                    copy_value(p.values_out + mine * words,
+                               subs[first].values + slot_index<K>(bucket, __ffs(bits) - 1) * words, words, 0, 1);
                 }
+            } else {
+                tile_next = true;
             }
         } else {
-            // The subtable the key would start in now first: most pairs rest there.
-            const uint32_t first = home_subtable(p.home, d, GH_CUCKOO_NO_EXCLUDE, key);
-            for (uint32_t j = 0; j < d && !found; ++j) {
-                const uint32_t s = probe_subtable(first, j);
-                const GhCuckooSubtable &sub = subs[s];
-                const uint64_t bucket = bucket_of(sub, key);
-                K slice[Keys<K>::kPerLane];
-                load_slice(sub, bucket, t.rank, false, slice);
-                const uint32_t slot = first_slot<K>(t, match_bits(slice, key));
-                if (slot < Keys<K>::kSlots) {
-                    found = true;
-                    if (p.values_out != nullptr) {
-                        const uint32_t *src = sub.values + slot_index<K>(bucket, slot) * words;
-                        for (uint32_t w = t.rank; w < words; w += kTile) p.values_out[i * words + w] = src[w];
-                    }
-                }
+            tile_next = mine < p.count;
+        }
+        // The rest, the tile together: the other buckets, or the side slot.
+        uint32_t turns = t.ballot(tile_next);
+        while (turns != 0) {
+            const uint32_t q = __ffs(turns) - 1;
+            turns &= turns - 1;
+            const uint64_t i = c * kTile + q;
+            const K key = t.shfl(my_key, q);
+            uint32_t *out = p.values_out == nullptr ? nullptr : p.values_out + i * words;
+            bool found = false;
+            if (key == Keys<K>::kEmpty) {
+                found = __ldcg(p.table.side + GH_CUCKOO_SIDE_PRESENT) != 0;
+                if (found && out != nullptr) copy_value(out, p.table.side + GH_CUCKOO_SIDE_VALUE, words, t.rank, kTile);
+            } else {
+                found = find_rest(t, subs, d, p.home, key, out, words);
             }
+            if (t.rank == q) my_found = found ? 1 : 0;
         }
-        if (t.rank == q) my_found = found ? 1 : 0;
-        }
-        if (t.rank < turns) {
+        if (mine < p.count) {
             if (p.found_out != nullptr) p.found_out[mine] = (uint8_t)my_found;
             hits += my_found;
         }
@@ -253,7 +294,8 @@ __device__ void insert(const GhCuckooInsertParams &p) {
             const bool replace = slot < S;
             bool place = false;
             if (!replace) {
-                slot = first_slot<K>(t, match_bits(slice, Keys<K>::kEmpty));
+                const uint32_t empty = bucket_bits(t, match_bits(slice, Keys<K>::kEmpty), Keys<K>::kPerLane, 0);
+                slot = first_in_order<K>(empty, home_slot(lkey, p.home.seed));
                 place = slot < S;
             }
             if (!replace && !place) {
@@ -312,38 +354,74 @@ __device__ void insert(const GhCuckooInsertParams &p) {
 
 // --------------------------------------------------------------- place
 
-// Claims an empty slot in the first of the key's buckets, in probe order, that
-// has one (GH_CUCKOO_DONE), unless an equal key is there already or takes the
-// slot first (GH_CUCKOO_DUPLICATE); GH_CUCKOO_PENDING when all are full. The slot
-// is the first empty one going round the bucket from `start`, fixed for the key:
-// two equal keys aim at the same slot whatever else they saw, while different
-// keys spread over the bucket instead of all racing for its first empty slot.
-// Losing the CAS to another key means the bucket gained a pair: read it again.
+// What place_alone returns when the home half was full: the tile goes on.
+constexpr uint8_t kTileNext = 0xff;
+
+// The value of a pair whose key slot was just claimed: `head` (its first word,
+// read before the claim so that the store need not wait for it), then the rest
+// from lane `from` on, `step` apart.
+template <typename K>
+__device__ __forceinline__ void store_value(const GhCuckooSubtable &sub, uint64_t bucket, uint32_t slot,
+                                            uint32_t head, const uint32_t *value, uint32_t words, uint32_t from,
+                                            uint32_t step) {
+    uint32_t *dst = sub.values + slot_index<K>(bucket, slot) * words;
+    if (from == 0) dst[0] = head;
+    for (uint32_t w = from == 0 ? step : from; w < words; w += step) dst[w] = value[w];
+}
+
+// A lane's own first try at its pair: claim an empty slot of the home half of
+// the key's bucket in subtable `s` (its first in probe order), in the key's
+// order (first_in_order), reading that half alone. GH_CUCKOO_DONE, or
+// GH_CUCKOO_DUPLICATE when an equal key is there already or takes the slot
+// first; kTileNext when the half is full. Two equal keys aim at the same slot,
+// so the second sees the first or loses the CAS to it. Losing the CAS to
+// another key means the half gained a pair: read it again.
+template <typename K>
+__device__ uint8_t place_alone(const GhCuckooSubtable &sub, uint32_t s, uint32_t start, K key,
+                               const uint32_t *value, uint32_t words, BlockCounts &counts) {
+    const uint32_t head = __ldg(value);
+    const uint64_t bucket = bucket_of(sub, key);
+    while (true) {
+        const Seen seen = look_home_half_alone(sub, bucket, start, true, key);
+        if (seen.key != 0) return GH_CUCKOO_DUPLICATE;
+        if (seen.empty == 0) return kTileNext;
+        const uint32_t slot = first_in_order<K>(seen.empty, start);
+        const K held = Keys<K>::cas(static_cast<K *>(sub.keys) + slot_index<K>(bucket, slot), Keys<K>::kEmpty, key);
+        if (held == key) return GH_CUCKOO_DUPLICATE;
+        if (held == Keys<K>::kEmpty) {
+            store_value<K>(sub, bucket, slot, head, value, words, 0, 1);
+            counts.add(s, 1);
+            return GH_CUCKOO_DONE;
+        }
+    }
+}
+
+// The tile's go at a pair whose home half was full: the d buckets in probe
+// order, whole lines (at the loads where home halves fill up, the rest of a
+// line is usually needed too), the first empty slot in the key's order, with
+// the same outcomes as place_alone; GH_CUCKOO_PENDING when all are full.
 template <typename K>
 __device__ uint8_t place_pair(const Tile &t, const GhCuckooSubtable *subs, uint32_t d, uint32_t first,
                               uint32_t start, K key, const uint32_t *value, uint32_t words,
                               BlockCounts &counts) {
-    constexpr uint32_t S = Keys<K>::kSlots;
+    const uint32_t head = __ldg(value);
     for (uint32_t j = 0; j < d; ++j) {
         const uint32_t s = probe_subtable(first, j);
         const GhCuckooSubtable &sub = subs[s];
         const uint64_t bucket = bucket_of(sub, key);
         while (true) {
-            K slice[Keys<K>::kPerLane];
-            load_slice(sub, bucket, t.rank, true, slice);
-            if (first_slot<K>(t, match_bits(slice, key)) < S) return GH_CUCKOO_DUPLICATE;
-            const uint32_t slot = first_slot_from<K>(t, match_bits(slice, Keys<K>::kEmpty), start);
-            if (slot == S) break;
-            const uint32_t owner = slot / Keys<K>::kPerLane;
+            const Seen seen = look(t, sub, bucket, true, key);
+            if (seen.key != 0) return GH_CUCKOO_DUPLICATE;
+            if (seen.empty == 0) break;
+            const uint32_t slot = first_in_order<K>(seen.empty, start);
             K held = Keys<K>::kEmpty;
-            if (t.rank == owner) {
+            if (t.rank == 0) {
                 held = Keys<K>::cas(static_cast<K *>(sub.keys) + slot_index<K>(bucket, slot), Keys<K>::kEmpty, key);
             }
-            held = t.shfl(held, owner);
+            held = t.shfl(held, 0);
             if (held == key) return GH_CUCKOO_DUPLICATE;
             if (held == Keys<K>::kEmpty) {
-                uint32_t *dst = sub.values + slot_index<K>(bucket, slot) * words;
-                for (uint32_t w = t.rank; w < words; w += kTile) dst[w] = value[w];
+                store_value<K>(sub, bucket, slot, head, value, words, t.rank, kTile);
                 if (t.rank == 0) counts.add(s, 1);
                 return GH_CUCKOO_DONE;
             }
@@ -365,22 +443,25 @@ __device__ void place(const GhCuckooPlaceParams &p) {
     uint64_t duplicates = 0;
     const uint64_t chunks = (p.count + kTile - 1) / kTile;
     for (uint64_t c = tile_index(); c < chunks; c += tile_count()) {
-        // Each lane loads one pair's key; the tile places them in turns.
         const uint64_t mine = c * kTile + t.rank;
         const bool in_range = mine < p.count;
         const bool wanted = in_range && (p.skip == nullptr || p.skip[mine] == 0);
         const K my_key = wanted ? keys[mine] : Keys<K>::kEmpty;
         // The reserved key goes to the side slot, which the insert kernel writes.
         uint8_t my_status = wanted && my_key == Keys<K>::kEmpty ? GH_CUCKOO_PENDING : GH_CUCKOO_DONE;
-        uint32_t turns = t.ballot(wanted && my_key != Keys<K>::kEmpty);
+        uint32_t first = 0, start = 0;
+        if (wanted && my_key != Keys<K>::kEmpty) {
+            first = home_subtable(p.home, d, GH_CUCKOO_NO_EXCLUDE, my_key);
+            start = home_slot(my_key, p.home.seed);
+            my_status = place_alone(subs[first], first, start, my_key, p.values + mine * words, words, counts);
+        }
+        // Pairs whose home half was full: the tile takes them in turns.
+        uint32_t turns = t.ballot(my_status == kTileNext);
         while (turns != 0) {
             const uint32_t q = __ffs(turns) - 1;
             turns &= turns - 1;
-            const K key = t.shfl(my_key, q);
-            const uint32_t first = home_subtable(p.home, d, GH_CUCKOO_NO_EXCLUDE, key);
-            const uint32_t start = Keys<K>::choice(key, ~p.home.seed) % Keys<K>::kSlots;
-            const uint8_t status =
-                place_pair(t, subs, d, first, start, key, p.values + (c * kTile + q) * words, words, counts);
+            const uint8_t status = place_pair(t, subs, d, t.shfl(first, q), t.shfl(start, q), t.shfl(my_key, q),
+                                              p.values + (c * kTile + q) * words, words, counts);
             if (t.rank == q) my_status = status;
         }
         if (in_range) {

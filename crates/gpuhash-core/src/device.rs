@@ -125,7 +125,9 @@ impl Device {
         &self.inner.properties
     }
 
-    /// Free device memory in bytes, now.
+    /// Free device memory in bytes, now. Memory that dropped buffers gave back to the
+    /// stream-ordered pool counts only after a synchronize (of this device or a stream)
+    /// has returned it to the driver.
     pub fn free_memory(&self) -> Result<usize> {
         Ok(self.inner.context.mem_get_info()?.0)
     }

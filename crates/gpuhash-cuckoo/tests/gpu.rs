@@ -552,10 +552,11 @@ fn running_out_of_memory_half_way_through_a_batch_undoes_it() {
     let _memory = all_memory();
     let dev = device();
     let stream = dev.new_stream().unwrap();
-    // A fixed size, beta 1 and one swap a pair at most: the second batch, to load 0.995, fits
-    // below beta (nothing grows up front) but leaves pairs homeless, and the upsize that would
-    // take them cannot get its memory; by then pairs of the batch are placed and old pairs
-    // evicted.
+    // A fixed size, beta 1 and one swap a pair at most: the second batch, from load 0.5 to
+    // 0.995, fits below beta (nothing grows up front) but leaves pairs homeless, and the
+    // upsize that would take them cannot get its memory; by then pairs of the batch are
+    // placed and old pairs evicted. (The first batch stays below the load at which a single
+    // swap leaves pairs homeless.)
     let buckets = 1u64 << 17;
     let capacity = 3 * 32 * buckets as u32;
     let options = CuckooOptions {
@@ -566,24 +567,39 @@ fn running_out_of_memory_half_way_through_a_batch_undoes_it() {
         ..CuckooOptions::default()
     };
     let table = CuckooTable::<u32, u32>::new(dev, options).unwrap();
-    let held = capacity / 10 * 8;
+    let held = capacity / 2;
     let (keys, values) = workload::host_pairs(KeySet::Hits, 0, held);
     table.insert(&keys, &values).unwrap();
     let model: HashMap<u32, u32> = keys.iter().copied().zip(values.iter().copied()).collect();
     let sizes = table.subtable_buckets();
-    let (more, more_values) = workload::host_pairs(KeySet::Hits, held, capacity / 1000 * 195);
-    // Room for the batch's uploads and first-pass buffers (about 32 MB), not for doubling a
-    // subtable (68 MB).
+    assert_eq!(
+        sizes,
+        vec![buckets; 3],
+        "the first batch went in without growing"
+    );
+    let (more, more_values) = workload::host_pairs(KeySet::Hits, held, capacity / 1000 * 495);
+    // Room for the batch: uploads, the first pass's flags and old values (13 bytes a pair)
+    // and 24 MB to spare, not for doubling a subtable as well (65 MB). The synchronize
+    // hands what the first batch freed back from the stream-ordered pool; left there, it
+    // would serve the upsize.
+    let room = more.len() * 13 + (24 << 20);
+    dev.synchronize().unwrap();
     let free = dev.free_memory().unwrap();
-    let hog = DeviceBuffer::<u8>::zeroed(&stream, free - (46 << 20)).expect("memory to hold back");
+    let hog = DeviceBuffer::<u8>::zeroed(&stream, free - room).expect("memory to hold back");
     let result = table.insert(&more, &more_values);
     drop(hog);
     match result {
         Err(e) if e.is_out_of_device_memory() => {}
-        other => panic!("expected OutOfDeviceMemory, got {other:?}"),
+        other => panic!(
+            "expected OutOfDeviceMemory, got {other:?}; subtables {:?} -> {:?}, {:?}",
+            sizes,
+            table.subtable_buckets(),
+            table.resize_stats()
+        ),
     }
-    assert_eq!(table.subtable_buckets(), sizes, "no subtable grew");
-    check_against(&table, &model, &more[..1000]).unwrap();
+    // A subtable doubled before memory ran out may stay doubled: the pairs held are what
+    // must be as before, and none of the batch.
+    check_against(&table, &model, &more).unwrap();
     table.insert(&more, &more_values).unwrap();
     assert_eq!(table.len(), keys.len() + more.len());
 }
