@@ -176,6 +176,8 @@ struct Scratch<K, V> {
     log: DeviceBuffer<K>,
     /// What the place kernel did with each pair of the batch (`GH_CUCKOO_PENDING`, ...).
     status: DeviceBuffer<u8>,
+    /// The side slot as it was before the batch, for undoing it.
+    side_before: DeviceBuffer<u32>,
     /// The failed list the last insert launch wrote.
     current: usize,
 }
@@ -197,6 +199,7 @@ impl<K: CuckooKey, V: Pod> Scratch<K, V> {
             ],
             log: DeviceBuffer::zeroed(stream, batch)?,
             status: DeviceBuffer::zeroed(stream, batch)?,
+            side_before: DeviceBuffer::zeroed(stream, SIDE_HEADER + size_of::<V>() / 4)?,
             current: 0,
         })
     }
@@ -212,8 +215,13 @@ impl<K: CuckooKey, V: Pod> Scratch<K, V> {
                 .iter()
                 .map(DeviceBuffer::size_bytes)
                 .sum::<usize>();
-        (self.counters.size_bytes() + lists + self.log.size_bytes() + self.status.size_bytes())
-            as u64
+        let rest = [
+            self.counters.size_bytes(),
+            self.log.size_bytes(),
+            self.status.size_bytes(),
+            self.side_before.size_bytes(),
+        ];
+        (lists + rest.iter().sum::<usize>()) as u64
     }
 
     fn counters(&self, stream: &Stream) -> Result<[u64; 4]> {
@@ -223,7 +231,7 @@ impl<K: CuckooKey, V: Pod> Scratch<K, V> {
     }
 
     fn reset(&mut self, stream: &Stream) -> Result<()> {
-        Ok(self.counters.copy_from_host(stream, &[0; 4])?)
+        Ok(self.counters.fill_zero(stream)?)
     }
 }
 
@@ -960,7 +968,10 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
             found = Some(f);
             old_values = Some(old);
         }
-        let side_before = self.shared.read().side.to_host(stream)?;
+        // Saved on the stream, between batches: its lock word is clear.
+        scratch
+            .side_before
+            .copy_from(stream, &self.shared.read().side)?;
         // Grow before changing anything, so that running out of memory here leaves the
         // table as it was.
         self.grow_for(stream, len_before + (n as u64 - existing))?;
@@ -987,7 +998,6 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
                     found.as_ref(),
                     old_values.as_ref(),
                     &mut scratch,
-                    &side_before,
                 )?;
                 return Err(e);
             }
@@ -1073,7 +1083,6 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
         let mut current = 0usize;
         let mut retried = 0usize;
         for round in 0..MAX_ROUNDS {
-            stream.synchronize()?;
             let [logged, failed, _, _] = scratch.counters(stream)?;
             let failed = failed as usize;
             if dedup {
@@ -1091,7 +1100,6 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
                 }
             }
             if failed == 0 {
-                stream.synchronize()?;
                 return Ok(());
             }
             if grow {
@@ -1130,7 +1138,6 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
             scratch.current = current;
         }
         // Still homeless after every round: name them.
-        stream.synchronize()?;
         let failed = scratch.counters(stream)?[1] as usize;
         let keys = scratch.failed_keys[current].to_host(stream)?;
         Err(CuckooError::NotInserted {
@@ -1148,7 +1155,6 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
         found: Option<&DeviceBuffer<u8>>,
         old_values: Option<&DeviceBuffer<V>>,
         scratch: &mut Scratch<K, V>,
-        side_before: &[u32],
     ) -> Result<()> {
         stream.synchronize()?;
         let failed = scratch.counters(stream)?[1] as usize;
@@ -1203,9 +1209,10 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
         if let (Some(found), Some(old)) = (found, old_values) {
             self.update(stream, keys, old, found, FOUND)?;
         }
-        let mut side = side_before.to_vec();
-        self.write_side(stream, &mut side)?;
-        stream.synchronize()?;
+        self.shared
+            .write()
+            .side
+            .copy_from(stream, &scratch.side_before)?;
         self.refresh(stream)
     }
 
