@@ -33,7 +33,7 @@ pub fn run(device: &Device, log2_n: u32, runs: usize, w4_batches: u32) -> Result
     let stream = device.new_stream()?;
     w1(device, &stream, log2_n, runs)?;
     if w4_batches > 0 {
-        w4(device, &stream, w4_batches)?;
+        w4(device, &stream, w4_batches, runs)?;
     }
     Ok(())
 }
@@ -139,17 +139,32 @@ fn check_found(stream: &Stream, found: &DeviceBuffer<u8>, want: u8, what: &str) 
 /// Milliseconds of one W4 run, split by operation.
 #[derive(Default)]
 struct Split {
+    total: f64,
     insert: f64,
     find: f64,
     delete: f64,
     resize: f64,
 }
 
+impl Split {
+    /// Each column's median over `runs` (the total's too, so the parts need not add up to it).
+    fn median(runs: &[Split]) -> Split {
+        let column = |f: fn(&Split) -> f64| median(runs.iter().map(f).collect());
+        Split {
+            total: column(|s| s.total),
+            insert: column(|s| s.insert),
+            find: column(|s| s.find),
+            delete: column(|s| s.delete),
+            resize: column(|s| s.resize),
+        }
+    }
+}
+
 const BATCH: usize = 1 << 20;
 
-fn w4(device: &Device, stream: &Stream, batches: u32) -> Result<()> {
+fn w4(device: &Device, stream: &Stream, batches: u32, runs: usize) -> Result<()> {
     println!(
-        "W4: {batches} batches of 1M inserts, 1M finds (hits), r x 1M deletes of the oldest keys, then the batches again with inserts and deletes swapped; u32 keys and values, d = 3, beta = 0.9"
+        "W4: {batches} batches of 1M inserts, 1M finds (hits), r x 1M deletes of the oldest keys, then the batches again with inserts and deletes swapped; u32 keys and values, d = 3, beta = 0.9; each column the median of {runs} runs (a new table each) after {WARM_UP_RUNS} warm-up runs"
     );
     println!();
     println!(
@@ -178,13 +193,26 @@ fn w4(device: &Device, stream: &Stream, batches: u32) -> Result<()> {
                 rehash_all,
                 ..CuckooOptions::default()
             };
-            let table = CuckooTable::<u32, u32>::new(device, options).map_err(cuckoo_error)?;
-            let split = w4_run(&table, stream, batches, r)?;
+            let mut splits = Vec::with_capacity(runs);
+            let mut last = None;
+            for run in 0..WARM_UP_RUNS + runs {
+                let table =
+                    CuckooTable::<u32, u32>::new(device, options.clone()).map_err(cuckoo_error)?;
+                let split = w4_run(&table, stream, batches, r)?;
+                if run >= WARM_UP_RUNS {
+                    splits.push(split);
+                }
+                last = Some(table);
+            }
+            let split = Split::median(&splits);
+            // Every run does the same operations, so the resizes and the final state are
+            // those of any one of them.
+            let table = last.expect("at least one run");
             let stats = table.resize_stats();
             let mode = if rehash_all { "rehash all" } else { "DyHash" };
             println!(
                 "| {alpha:.2} | {r:.1} | {mode} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {} | {:.3} | {:.2} |",
-                split.insert + split.find + split.delete + split.resize,
+                split.total,
                 split.insert,
                 split.find,
                 split.delete,
@@ -197,7 +225,7 @@ fn w4(device: &Device, stream: &Stream, batches: u32) -> Result<()> {
     }
     println!();
     println!(
-        "insert and delete ms exclude the resizes they triggered (resize ms, measured on the host around each resize, which waits for its kernels); total = insert + find + delete + resize. Table bytes/pair: the subtables' keys, values and locks and the shared words, over the pairs held (CuckooTable::memory; the insert scratch space is not counted)."
+        "insert and delete ms exclude the resizes they triggered (resize ms, measured on the host around each resize, which waits for its kernels); total = a run's insert + find + delete + resize, and each column is a median of its own. Table bytes/pair: the subtables' keys, values and locks and the shared words, over the pairs held (CuckooTable::memory; the insert scratch space is not counted)."
     );
     Ok(())
 }
@@ -283,5 +311,6 @@ fn w4_run(table: &CuckooTable<u32, u32>, stream: &Stream, batches: u32, r: f64) 
             }
         }
     }
+    split.total = split.insert + split.find + split.delete + split.resize;
     Ok(split)
 }
