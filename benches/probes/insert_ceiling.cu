@@ -8,12 +8,11 @@
 // Not part of the cargo build (it needs only nvcc and a GPU):
 //   nvcc -O3 -arch=sm_90 -I cuda-src/include -o insert_ceiling benches/probes/insert_ceiling.cu
 //   ./insert_ceiling
-#include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <vector>
 
 #include "gpuhash/hash.cuh"
+#include "timing.cuh"
 
 enum Mode { kKeyHalf, kKeyHalfAndValue };
 
@@ -47,22 +46,8 @@ __global__ void probe(uint32_t *keys, uint32_t *values, uint64_t buckets, uint64
 template <Mode M>
 float median_ms(uint32_t *keys, uint32_t *values, uint64_t buckets, uint64_t inserts, int grid,
                 uint32_t *sink) {
-    cudaEvent_t start, stop;
-    cudaEventCreate(&start);
-    cudaEventCreate(&stop);
-    std::vector<float> times;
-    for (int run = 0; run < 8; ++run) {
-        cudaMemset(keys, 0xff, buckets * 128);
-        cudaEventRecord(start);
-        probe<M><<<grid, 256>>>(keys, values, buckets, inserts, run, sink);
-        cudaEventRecord(stop);
-        cudaEventSynchronize(stop);
-        float ms;
-        cudaEventElapsedTime(&ms, start, stop);
-        if (run >= 2) times.push_back(ms);  // two warm-up runs
-    }
-    std::sort(times.begin(), times.end());
-    return times[times.size() / 2];
+    return median_ms([&](int run) { probe<M><<<grid, 256>>>(keys, values, buckets, inserts, run, sink); },
+                     [&] { cudaMemset(keys, 0xff, buckets * 128); });
 }
 
 int main() {
@@ -76,18 +61,12 @@ int main() {
     cudaMalloc(&sink, 4);
     for (int blocks_per_sm : {4, 8}) {
         const int grid = sms * blocks_per_sm;
-        const struct {
-            const char *name;
-            float ms;
-        } rows[] = {
+        const ProbeRow rows[] = {
             {"key half read, CAS", median_ms<kKeyHalf>(keys, values, buckets, inserts, grid, sink)},
             {"key half read, CAS, separate value write",
              median_ms<kKeyHalfAndValue>(keys, values, buckets, inserts, grid, sink)},
         };
-        for (const auto &row : rows) {
-            printf("%-42s %d blocks/SM: %6.0f M inserts/s\n", row.name, blocks_per_sm,
-                   inserts / (row.ms / 1e3) / 1e6);
-        }
+        print_rows(rows, blocks_per_sm, inserts, "inserts");
     }
     printf("%s\n", cudaGetErrorString(cudaGetLastError()));
     return 0;

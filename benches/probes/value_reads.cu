@@ -10,12 +10,11 @@
 // Not part of the cargo build (it needs only nvcc and a GPU):
 //   nvcc -O3 -arch=sm_90 -I cuda-src/include -o value_reads benches/probes/value_reads.cu
 //   ./value_reads
-#include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <vector>
 
 #include "gpuhash/hash.cuh"
+#include "timing.cuh"
 
 enum Keys { kLine, kSector, kSectorThenLine };
 enum Values { kNone, kSeparate, kInterleaved };
@@ -71,21 +70,8 @@ __global__ void probe(const uint4 *keys, const uint32_t *values, uint64_t bucket
 template <Keys K, Values V>
 float median_ms(const uint4 *keys, const uint32_t *values, uint64_t buckets, uint64_t lookups, int grid,
                 uint32_t *sink) {
-    cudaEvent_t start, stop;
-    cudaEventCreate(&start);
-    cudaEventCreate(&stop);
-    std::vector<float> times;
-    for (int run = 0; run < 8; ++run) {
-        cudaEventRecord(start);
-        probe<K, V><<<grid, 256>>>(keys, values, buckets, lookups, run, sink);
-        cudaEventRecord(stop);
-        cudaEventSynchronize(stop);
-        float ms;
-        cudaEventElapsedTime(&ms, start, stop);
-        if (run >= 2) times.push_back(ms);  // two warm-up runs
-    }
-    std::sort(times.begin(), times.end());
-    return times[times.size() / 2];
+    return median_ms([&](int run) { probe<K, V><<<grid, 256>>>(keys, values, buckets, lookups, run, sink); },
+                     [] {});
 }
 
 int main() {
@@ -102,10 +88,7 @@ int main() {
     cudaMemset(values, 2, buckets * 128);
     for (int blocks_per_sm : {4, 8}) {
         const int grid = sms * blocks_per_sm;
-        const struct {
-            const char *name;
-            float ms;
-        } rows[] = {
+        const ProbeRow rows[] = {
             {"key line only", median_ms<kLine, kNone>(keys, values, buckets, lookups, grid, sink)},
             {"key line + separate value", median_ms<kLine, kSeparate>(keys, values, buckets, lookups, grid, sink)},
             {"key line + value in the 256-byte bucket",
@@ -115,10 +98,7 @@ int main() {
             {"key sector, then line + separate value",
              median_ms<kSectorThenLine, kSeparate>(keys, values, buckets, lookups, grid, sink)},
         };
-        for (const auto &row : rows) {
-            printf("%-42s %d blocks/SM: %6.0f M lookups/s\n", row.name, blocks_per_sm,
-                   lookups / (row.ms / 1e3) / 1e6);
-        }
+        print_rows(rows, blocks_per_sm, lookups, "lookups");
     }
     printf("%s\n", cudaGetErrorString(cudaGetLastError()));
     return 0;

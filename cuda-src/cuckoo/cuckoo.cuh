@@ -138,37 +138,36 @@ __device__ __forceinline__ uint64_t tile_count() {
     return (uint64_t)gridDim.x * blockDim.x / kTile;
 }
 
-// The lane's 128 / GH_CUCKOO_TILE bytes of a bucket. `coherent` reads bypass L1, for buckets
-// that other warps change while this kernel runs (under bucket locks).
-template <typename K>
-__device__ __forceinline__ void load_slice(const GhCuckooSubtable &s, uint64_t bucket, uint32_t rank,
-                                           bool coherent, K (&out)[Keys<K>::kPerLane]) {
-    constexpr uint32_t kLoads = Keys<K>::kPerLane * sizeof(K) / 16;
-    const uint4 *line = reinterpret_cast<const uint4 *>(
-                            static_cast<const char *>(s.keys) + bucket * GH_CUCKOO_BUCKET_BYTES) +
-                        rank * kLoads;
-    uint4 raw[kLoads];
-#pragma unroll
-    for (uint32_t j = 0; j < kLoads; ++j) raw[j] = coherent ? __ldcg(line + j) : __ldg(line + j);
-#pragma unroll
-    for (uint32_t j = 0; j < kLoads; ++j) Keys<K>::unpack(raw[j], j, out);
-}
-
-// The N keys of one half of a bucket that lane `rank` of the readers holds:
-// slots half * kHalfSlots + rank * N onwards. N is kPerLaneInHalf when a tile
-// reads the half, kHalfSlots when a lane reads it alone (rank 0).
+// The N keys that lane `rank` of the readers holds of the piece of a bucket
+// starting `offset` bytes in: `offset` / sizeof(K) + rank * N onwards. `coherent`
+// reads bypass L1, for buckets that other warps change while this kernel runs.
 template <typename K, uint32_t N>
-__device__ __forceinline__ void load_half(const GhCuckooSubtable &s, uint64_t bucket, uint32_t half,
+__device__ __forceinline__ void load_keys(const GhCuckooSubtable &s, uint64_t bucket, uint32_t offset,
                                           uint32_t rank, bool coherent, K (&out)[N]) {
     constexpr uint32_t kLoads = N * sizeof(K) / 16;
     const uint4 *piece = reinterpret_cast<const uint4 *>(static_cast<const char *>(s.keys) +
-                                                         bucket * GH_CUCKOO_BUCKET_BYTES + half * kHalfBytes) +
+                                                         bucket * GH_CUCKOO_BUCKET_BYTES + offset) +
                          rank * kLoads;
     uint4 raw[kLoads];
 #pragma unroll
     for (uint32_t j = 0; j < kLoads; ++j) raw[j] = coherent ? __ldcg(piece + j) : __ldg(piece + j);
 #pragma unroll
     for (uint32_t j = 0; j < kLoads; ++j) Keys<K>::unpack(raw[j], j, out);
+}
+
+// The lane's 128 / GH_CUCKOO_TILE bytes of a bucket, read by a tile.
+template <typename K>
+__device__ __forceinline__ void load_slice(const GhCuckooSubtable &s, uint64_t bucket, uint32_t rank,
+                                           bool coherent, K (&out)[Keys<K>::kPerLane]) {
+    load_keys(s, bucket, 0, rank, coherent, out);
+}
+
+// One half of a bucket: N is kPerLaneInHalf when a tile reads it, kHalfSlots
+// when a lane reads it alone (rank 0).
+template <typename K, uint32_t N>
+__device__ __forceinline__ void load_half(const GhCuckooSubtable &s, uint64_t bucket, uint32_t half,
+                                          uint32_t rank, bool coherent, K (&out)[N]) {
+    load_keys(s, bucket, half * kHalfBytes, rank, coherent, out);
 }
 
 // Bit j set when the lane's key j equals `key`.

@@ -479,13 +479,13 @@ __device__ void place(const GhCuckooPlaceParams &p) {
     counts.flush(p.table.counts, d);
 }
 
-// --------------------------------------------------------- remove, dedup
+// -------------------------------------------------------------- remove
 
-// Empties copies of `key`: all of them, or (keep_first) all but the first, or
-// (first_only) just the first. Returns slots emptied (on rank 0).
+// Empties the copies of `key` that `copies` names (GH_CUCKOO_REMOVE_*). Returns
+// slots emptied (on rank 0).
 template <typename K>
-__device__ uint32_t remove_copies(const Tile &t, const GhCuckooSubtable *subs, uint32_t d, K key, bool keep_first,
-                                  bool first_only, BlockCounts &counts) {
+__device__ uint32_t remove_copies(const Tile &t, const GhCuckooSubtable *subs, uint32_t d, K key, uint32_t copies,
+                                  BlockCounts &counts) {
     bool seen = false;
     uint32_t removed = 0;
     for (uint32_t s = 0; s < d; ++s) {
@@ -494,7 +494,8 @@ __device__ uint32_t remove_copies(const Tile &t, const GhCuckooSubtable *subs, u
         load_slice(subs[s], bucket, t.rank, true, slice);
         const uint32_t slot = first_slot<K>(t, match_bits(slice, key));
         if (slot == Keys<K>::kSlots) continue;
-        if (!(keep_first && !seen) && t.rank == 0) {
+        const bool keep = copies == GH_CUCKOO_REMOVE_DUPLICATES && !seen;
+        if (!keep && t.rank == 0) {
             K *kslot = static_cast<K *>(subs[s].keys) + slot_index<K>(bucket, slot);
             if (Keys<K>::cas(kslot, key, Keys<K>::kEmpty) == key) {
                 counts.add(s, -1);
@@ -502,7 +503,7 @@ __device__ uint32_t remove_copies(const Tile &t, const GhCuckooSubtable *subs, u
             }
         }
         seen = true;
-        if (first_only) break;
+        if (copies == GH_CUCKOO_REMOVE_FIRST) break;
     }
     return removed;
 }
@@ -520,29 +521,16 @@ __device__ void remove(const GhCuckooRemoveParams &p) {
         if (p.skip != nullptr && p.skip[i] != 0) continue;
         const K key = keys[i];
         if (key == Keys<K>::kEmpty) {
-            if (t.rank == 0 && atomicExch(p.table.side + GH_CUCKOO_SIDE_PRESENT, 0u) != 0) ++removed;
+            // The side slot holds one copy at most.
+            if (p.copies != GH_CUCKOO_REMOVE_DUPLICATES && t.rank == 0 &&
+                atomicExch(p.table.side + GH_CUCKOO_SIDE_PRESENT, 0u) != 0) {
+                ++removed;
+            }
             continue;
         }
-        removed += remove_copies(t, subs, p.table.subtables, key, false, p.all_copies == 0, counts);
+        removed += remove_copies(t, subs, p.table.subtables, key, p.copies, counts);
     }
     if (p.removed != nullptr) warp_add(p.removed, removed);
-    counts.flush(p.table.counts, p.table.subtables);
-}
-
-template <typename K>
-__device__ void dedup(const GhCuckooDedupParams &p) {
-    __shared__ GhCuckooSubtable subs[kMaxSub];
-    __shared__ BlockCounts counts;
-    counts.init();
-    stage_subtables(p.table, subs);
-    const Tile t = Tile::mine();
-    const K *keys = static_cast<const K *>(p.keys);
-    for (uint64_t i = tile_index(); i < p.count; i += tile_count()) {
-        if (p.skip != nullptr && p.skip[i] != 0) continue;
-        const K key = keys[i];
-        if (key == Keys<K>::kEmpty) continue;
-        remove_copies(t, subs, p.table.subtables, key, true, false, counts);
-    }
     counts.flush(p.table.counts, p.table.subtables);
 }
 
@@ -658,7 +646,6 @@ __device__ void export_pairs(const GhCuckooExportParams &p) {
     extern "C" __global__ void gh_cuckoo_place_##suffix(GhCuckooPlaceParams p) { gh_cuckoo::place<K>(p); }  \
     extern "C" __global__ void gh_cuckoo_insert1_##suffix(GhCuckooInsertParams p) { gh_cuckoo::insert<K, 1>(p); } \
     extern "C" __global__ void gh_cuckoo_remove_##suffix(GhCuckooRemoveParams p) { gh_cuckoo::remove<K>(p); } \
-    extern "C" __global__ void gh_cuckoo_dedup_##suffix(GhCuckooDedupParams p) { gh_cuckoo::dedup<K>(p); }    \
     extern "C" __global__ void gh_cuckoo_resize_##suffix(GhCuckooResizeParams p) { gh_cuckoo::resize<K>(p); } \
     extern "C" __global__ void gh_cuckoo_export_##suffix(GhCuckooExportParams p) { gh_cuckoo::export_pairs<K>(p); }
 

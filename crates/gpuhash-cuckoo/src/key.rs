@@ -7,9 +7,8 @@ use bytemuck::Pod;
 use gpuhash_core::launch::{Kernel, KernelImage, KernelParams};
 
 use crate::layouts::{
-    GhCuckooDedupParams, GhCuckooExportParams, GhCuckooFillParams, GhCuckooFindParams,
-    GhCuckooInsertParams, GhCuckooPlaceParams, GhCuckooRemoveParams, GhCuckooResizeParams,
-    GhCuckooUpdateParams,
+    GhCuckooExportParams, GhCuckooFillParams, GhCuckooFindParams, GhCuckooInsertParams,
+    GhCuckooPlaceParams, GhCuckooRemoveParams, GhCuckooResizeParams, GhCuckooUpdateParams,
 };
 
 static TABLE_IMAGE: KernelImage = gpuhash_core::kernel_image!("table");
@@ -25,8 +24,6 @@ unsafe impl KernelParams for GhCuckooPlaceParams {}
 unsafe impl KernelParams for GhCuckooInsertParams {}
 // SAFETY: as above.
 unsafe impl KernelParams for GhCuckooRemoveParams {}
-// SAFETY: as above.
-unsafe impl KernelParams for GhCuckooDedupParams {}
 // SAFETY: as above.
 unsafe impl KernelParams for GhCuckooResizeParams {}
 // SAFETY: as above.
@@ -47,7 +44,6 @@ pub struct KeyKernels {
     /// The insert kernel for one-word values, which needs fewer registers.
     pub(crate) insert1: Kernel<GhCuckooInsertParams>,
     pub(crate) remove: Kernel<GhCuckooRemoveParams>,
-    pub(crate) dedup: Kernel<GhCuckooDedupParams>,
     pub(crate) resize: Kernel<GhCuckooResizeParams>,
     pub(crate) export: Kernel<GhCuckooExportParams>,
 }
@@ -61,7 +57,6 @@ macro_rules! key_kernels {
             insert: Kernel::new(&TABLE_IMAGE, concat!("gh_cuckoo_insert_", $suffix)),
             insert1: Kernel::new(&TABLE_IMAGE, concat!("gh_cuckoo_insert1_", $suffix)),
             remove: Kernel::new(&TABLE_IMAGE, concat!("gh_cuckoo_remove_", $suffix)),
-            dedup: Kernel::new(&TABLE_IMAGE, concat!("gh_cuckoo_dedup_", $suffix)),
             resize: Kernel::new(&TABLE_IMAGE, concat!("gh_cuckoo_resize_", $suffix)),
             export: Kernel::new(&TABLE_IMAGE, concat!("gh_cuckoo_export_", $suffix)),
         };

@@ -21,6 +21,9 @@ pub const GH_CUCKOO_DUPLICATE: u32 = 2;
 pub const GH_CUCKOO_SIDE_PRESENT: u32 = 0;
 pub const GH_CUCKOO_SIDE_LOCK: u32 = 1;
 pub const GH_CUCKOO_SIDE_VALUE: u32 = 2;
+pub const GH_CUCKOO_REMOVE_FIRST: u32 = 0;
+pub const GH_CUCKOO_REMOVE_ALL: u32 = 1;
+pub const GH_CUCKOO_REMOVE_DUPLICATES: u32 = 2;
 #[repr(C)]
 #[derive(Debug, Copy, Clone, PartialEq, Eq)]
 pub struct GhCuckooSubtable {
@@ -309,7 +312,7 @@ pub struct GhCuckooRemoveParams {
     pub skip: *const u8,
     pub removed: *mut u64,
     pub count: u64,
-    pub all_copies: u32,
+    pub copies: u32,
     pub pad: u32,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
@@ -326,42 +329,12 @@ const _: () = {
         [::core::mem::offset_of!(GhCuckooRemoveParams, removed) - 488usize];
     ["Offset of field: GhCuckooRemoveParams::count"]
         [::core::mem::offset_of!(GhCuckooRemoveParams, count) - 496usize];
-    ["Offset of field: GhCuckooRemoveParams::all_copies"]
-        [::core::mem::offset_of!(GhCuckooRemoveParams, all_copies) - 504usize];
+    ["Offset of field: GhCuckooRemoveParams::copies"]
+        [::core::mem::offset_of!(GhCuckooRemoveParams, copies) - 504usize];
     ["Offset of field: GhCuckooRemoveParams::pad"]
         [::core::mem::offset_of!(GhCuckooRemoveParams, pad) - 508usize];
 };
 impl Default for GhCuckooRemoveParams {
-    fn default() -> Self {
-        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
-#[repr(C)]
-#[derive(Debug, Copy, Clone, PartialEq, Eq)]
-pub struct GhCuckooDedupParams {
-    pub table: GhCuckooTable,
-    pub keys: *const ::core::ffi::c_void,
-    pub skip: *const u8,
-    pub count: u64,
-}
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    ["Size of GhCuckooDedupParams"][::core::mem::size_of::<GhCuckooDedupParams>() - 496usize];
-    ["Alignment of GhCuckooDedupParams"][::core::mem::align_of::<GhCuckooDedupParams>() - 8usize];
-    ["Offset of field: GhCuckooDedupParams::table"]
-        [::core::mem::offset_of!(GhCuckooDedupParams, table) - 0usize];
-    ["Offset of field: GhCuckooDedupParams::keys"]
-        [::core::mem::offset_of!(GhCuckooDedupParams, keys) - 472usize];
-    ["Offset of field: GhCuckooDedupParams::skip"]
-        [::core::mem::offset_of!(GhCuckooDedupParams, skip) - 480usize];
-    ["Offset of field: GhCuckooDedupParams::count"]
-        [::core::mem::offset_of!(GhCuckooDedupParams, count) - 488usize];
-};
-impl Default for GhCuckooDedupParams {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
         unsafe {

@@ -14,10 +14,19 @@
 //!   `H_i(k) = (a_i * mix(k) + b_i) mod p` (universal, after the fmix bijection so that
 //!   keys equal in many bits still spread). `H_i` does not depend on the size, so doubling
 //!   a subtable sends bucket `loc` to `loc` or `loc + |h_i|` and halving merges them back.
-//! - **Tiles**: the paper's warp becomes a *tile* of `GH_CUCKOO_TILE` = 2 lanes that read
-//!   one 128-byte bucket together (64 bytes a lane), so a warp serves 16 buckets at once
-//!   (on an H100, tiles of 4 gave the same inserts and slower finds at high load, tiles of
-//!   8 were slower at everything).
+//! - **Tiles and home halves**: the paper's warp becomes a *tile* of `GH_CUCKOO_TILE` = 2
+//!   lanes that read one 128-byte bucket together (64 bytes a lane), so a warp serves 16
+//!   buckets at once (on an H100, tiles of 4 gave the same inserts and slower finds at high
+//!   load, tiles of 8 were slower at everything). Each key also has a *home slot*, fixed
+//!   by a hash of the key, and so a *home half*: the 64 bytes of a bucket that hold it,
+//!   which is what one random DRAM read fetches on an H100 however little of it is used.
+//!   Every insert tries a bucket's slots in the key's order (its home half from the home
+//!   slot round, then the other half), so keys rest in their home half while it has room;
+//!   find and the first insert pass start with each lane alone reading the home half of its
+//!   own key's first bucket (a warp then has 32 lookups in flight, not 16), and hand the
+//!   keys not settled there to their tile, which reads whole lines. A resize packs each
+//!   new bucket from its first slot, so pairs it moved may sit outside their home half
+//!   (found through the tile; placing them by halves measured no gain on W4).
 //! - **Inserts in two passes.** First, lock-free: a new pair takes an empty slot of the
 //!   first of its d buckets (in lookup order) that has one, claimed by a CAS on the key
 //!   slot. Nothing is evicted in this pass, so a slot only goes from empty to full and a

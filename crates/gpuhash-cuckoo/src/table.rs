@@ -11,10 +11,10 @@ use parking_lot::{Mutex, RwLock, RwLockReadGuard};
 
 use crate::layouts::{
     GH_CUCKOO_DUPLICATE, GH_CUCKOO_MAX_SUBTABLES, GH_CUCKOO_MAX_VALUE_WORDS, GH_CUCKOO_NO_EXCLUDE,
-    GH_CUCKOO_TILE, GhCuckooDedupParams, GhCuckooExportParams, GhCuckooFillParams,
-    GhCuckooFindParams, GhCuckooHome, GhCuckooInsertParams, GhCuckooPlaceParams,
-    GhCuckooRemoveParams, GhCuckooResizeParams, GhCuckooSubtable, GhCuckooTable,
-    GhCuckooUpdateParams,
+    GH_CUCKOO_REMOVE_ALL, GH_CUCKOO_REMOVE_DUPLICATES, GH_CUCKOO_REMOVE_FIRST, GH_CUCKOO_TILE,
+    GhCuckooExportParams, GhCuckooFillParams, GhCuckooFindParams, GhCuckooHome,
+    GhCuckooInsertParams, GhCuckooPlaceParams, GhCuckooRemoveParams, GhCuckooResizeParams,
+    GhCuckooSubtable, GhCuckooTable, GhCuckooUpdateParams,
 };
 use crate::policy::{self, Bounds, Resize};
 use crate::{CuckooError, CuckooKey, CuckooOptions, Result, key};
@@ -855,7 +855,7 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
         keys: &DeviceBuffer<K>,
         count: usize,
         skip: Option<&DeviceBuffer<u8>>,
-        all_copies: bool,
+        copies: u32,
         removed: Option<&mut DeviceBuffer<u64>>,
     ) -> Result<()> {
         if count == 0 {
@@ -877,7 +877,7 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
                 .as_ref()
                 .map_or(std::ptr::null_mut(), |a| (a.address + 16) as *mut u64),
             count: count as u64,
-            all_copies: u32::from(all_copies),
+            copies,
             pad: 0,
         };
         // SAFETY: table arrays held as in `find`; `keys` (and `skip`) hold at least `count`
@@ -891,42 +891,6 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
         Ok(())
     }
 
-    fn dedup_launch(
-        &self,
-        stream: &Stream,
-        keys: &DeviceBuffer<K>,
-        count: usize,
-        skip: Option<&DeviceBuffer<u8>>,
-    ) -> Result<()> {
-        if count == 0 {
-            return Ok(());
-        }
-        let view = self.view();
-        let mut guards = Vec::new();
-        let table = Self::describe(&view, stream, &mut guards);
-        let k = keys.address(stream);
-        let s = skip.map(|b| b.address(stream));
-        let params = GhCuckooDedupParams {
-            table,
-            keys: k.address as *const _,
-            skip: s
-                .as_ref()
-                .map_or(std::ptr::null(), |a| a.address as *const u8),
-            count: count as u64,
-        };
-        // SAFETY: table arrays held as in `find`; `keys` (and `skip`) hold at least
-        // `count` entries; all guards outlive the launch.
-        unsafe {
-            K::kernels()
-                .dedup
-                .launch(stream, tile_shape(stream, count as u64), params)
-        }?;
-        Ok(())
-    }
-
-    /// An insert that failed (out of memory, say) may have grown the table before it
-    /// changed any pair; with its scratch space freed, shrink back within bounds (as far
-    /// as memory allows) and pass the error on.
     fn after_failed_insert(&self, stream: &Stream, result: Result<()>) -> Result<()> {
         if result.is_err() {
             let _ = self
@@ -1080,6 +1044,7 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
         dedup: bool,
         grow: bool,
     ) -> Result<()> {
+        const DUPLICATES: u32 = GH_CUCKOO_REMOVE_DUPLICATES;
         let mut current = 0usize;
         let mut retried = 0usize;
         for round in 0..MAX_ROUNDS {
@@ -1089,14 +1054,22 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
                 // A key of this batch that was swapped out may rest in two subtables now:
                 // every swapped-out key is checked (all new keys if the log overflowed).
                 let log_len = (logged as usize).min(scratch.log.len());
-                self.dedup_launch(stream, &scratch.log, log_len, None)?;
+                self.remove_launch(stream, &scratch.log, log_len, None, DUPLICATES, None)?;
                 if logged as usize > scratch.log.len()
                     && let Some(input) = original
                 {
-                    self.dedup_launch(stream, input.keys, input.count, input.skip)?;
+                    self.remove_launch(
+                        stream,
+                        input.keys,
+                        input.count,
+                        input.skip,
+                        DUPLICATES,
+                        None,
+                    )?;
                 }
                 if round > 0 {
-                    self.dedup_launch(stream, &scratch.failed_keys[1 - current], retried, None)?;
+                    let retried_keys = &scratch.failed_keys[1 - current];
+                    self.remove_launch(stream, retried_keys, retried, None, DUPLICATES, None)?;
                 }
             }
             if failed == 0 {
@@ -1167,7 +1140,7 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
         };
         let n = keys.len();
         // Every copy of every key the batch added goes.
-        self.remove_launch(stream, keys, n, found, true, None)?;
+        self.remove_launch(stream, keys, n, found, GH_CUCKOO_REMOVE_ALL, None)?;
         stream.synchronize()?;
         // Pairs of the batch that were not held before are dropped; old pairs go back.
         let batch_keys = keys.to_host(stream)?;
@@ -1218,7 +1191,14 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
 
     fn remove_locked(&self, stream: &Stream, keys: &DeviceBuffer<K>) -> Result<usize> {
         let mut counters = DeviceBuffer::<u64>::zeroed(stream, 4)?;
-        self.remove_launch(stream, keys, keys.len(), None, false, Some(&mut counters))?;
+        self.remove_launch(
+            stream,
+            keys,
+            keys.len(),
+            None,
+            GH_CUCKOO_REMOVE_FIRST,
+            Some(&mut counters),
+        )?;
         let removed = counters.to_host(stream)?[2] as usize;
         self.refresh(stream)?;
         self.apply_policy(stream)?;

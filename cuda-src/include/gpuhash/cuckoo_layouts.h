@@ -152,28 +152,26 @@ typedef struct GhCuckooInsertParams {
     uint32_t exclude;
 } GhCuckooInsertParams;
 
-/* Removes keys[i] for i < count (skip as for insert). With all_copies, every
- * copy of the key in its d buckets goes (duplicate cleanup, undo); without, the
- * first. *removed (may be null) gains the number of slots emptied. */
+/* Which copies of a key the remove kernel empties (GhCuckooRemoveParams.copies). */
+#define GH_CUCKOO_REMOVE_FIRST 0u      /* the first found (a user's remove) */
+#define GH_CUCKOO_REMOVE_ALL 1u        /* every copy in its d buckets (undoing a batch) */
+#define GH_CUCKOO_REMOVE_DUPLICATES 2u /* all but the copy in the lowest subtable: after an
+                                        * insert batch, a key of the batch that was swapped
+                                        * out may have come to rest in a second place */
+
+/* Removes copies of keys[i] for i < count (skip as for insert), as `copies` says;
+ * the reserved key's side slot empties except for GH_CUCKOO_REMOVE_DUPLICATES.
+ * *removed (may be null) gains the number of slots emptied; emptied slots leave
+ * the counts. */
 typedef struct GhCuckooRemoveParams {
     GhCuckooTable table;
     const void *keys;
     const uint8_t *skip;
     uint64_t *removed;
     uint64_t count;
-    uint32_t all_copies;
+    uint32_t copies;
     uint32_t pad;
 } GhCuckooRemoveParams;
-
-/* Keeps only the copy in the lowest subtable of each keys[i] (i < count): after
- * an insert batch, a key of the batch that was swapped out may have come to rest
- * in a second place. Slots emptied leave the counts. */
-typedef struct GhCuckooDedupParams {
-    GhCuckooTable table;
-    const void *keys;
-    const uint8_t *skip;
-    uint64_t count;
-} GhCuckooDedupParams;
 
 /* Moves every pair of subtable `from` (the old arrays) into `to` (new arrays of
  * twice or half the buckets, keys all empty, locks zero). Upsizing: bucket loc
