@@ -1,7 +1,8 @@
 //! `gpuhash-bench cuckoo`: DyHash (gpuhash-cuckoo) on DESIGN.md's workloads W1 and W4.
 //!
 //! - W1: a table sized so that n pairs fill it to 0.5, 0.8, 0.9 and 0.95; bulk insert of
-//!   the n standard pairs into the empty table, then find all-hit and find all-miss.
+//!   the n standard pairs into the empty table, then find all-hit and find all-miss; for
+//!   u32 keys and values, then u64 keys, then 16-byte values.
 //! - W4 (seed 003's dynamic workload): batches of 1M inserts, 1M finds (hits) and r x 1M
 //!   deletes of the oldest keys, then the same batches again with inserts and deletes
 //!   swapped; the fill factor stays within [alpha, 0.9]. DyHash against the
@@ -9,9 +10,10 @@
 //!
 //! Every figure is timed with CUDA events on the stream that runs the work.
 
+use bytemuck::Pod;
 use gpuhash_core::workload::{self, KeySet};
 use gpuhash_core::{Device, DeviceBuffer, Error, EventTimer, Result, Stream};
-use gpuhash_cuckoo::{CuckooOptions, CuckooTable};
+use gpuhash_cuckoo::{CuckooKey, CuckooOptions, CuckooTable};
 
 use crate::measure::WARM_UP_RUNS;
 
@@ -39,31 +41,79 @@ pub fn run(device: &Device, log2_n: u32, runs: usize, w4_batches: u32) -> Result
 }
 
 fn w1(device: &Device, stream: &Stream, log2_n: u32, runs: usize) -> Result<()> {
+    w1_shape(
+        device,
+        stream,
+        log2_n,
+        runs,
+        "u32 keys and u32 values",
+        |k| k,
+        |v| v,
+    )?;
+    w1_shape(
+        device,
+        stream,
+        log2_n,
+        runs,
+        "u64 keys and u32 values",
+        wide_key,
+        |v| v,
+    )?;
+    w1_shape(
+        device,
+        stream,
+        log2_n,
+        runs,
+        "u32 keys and 16-byte values",
+        |k| k,
+        |v| [v, v ^ 1, v ^ 2, v ^ 3],
+    )
+}
+
+/// A u64 key from a standard u32 key: the key in the high half keeps the hit and miss
+/// sets disjoint, and the low half makes the key use all 64 bits.
+fn wide_key(key: u32) -> u64 {
+    (u64::from(key) << 32) | u64::from(key ^ 0x9e37_79b9)
+}
+
+/// W1 for one pair shape: the standard keys and values (`KeySet::Hits`, `KeySet::Misses`)
+/// widened by `key` and `value`.
+fn w1_shape<K: CuckooKey, V: Pod + PartialEq>(
+    device: &Device,
+    stream: &Stream,
+    log2_n: u32,
+    runs: usize,
+    shape: &str,
+    key: fn(u32) -> K,
+    value: fn(u32) -> V,
+) -> Result<()> {
     let n = 1usize << log2_n;
     println!(
-        "W1: n = 2^{log2_n} pairs, u32 keys and u32 values, d = 3, median of {runs} timed runs after {WARM_UP_RUNS} warm-up runs"
+        "W1: n = 2^{log2_n} pairs, {shape}, d = 3, median of {runs} timed runs after {WARM_UP_RUNS} warm-up runs"
     );
-    let mut keys = DeviceBuffer::<u32>::zeroed(stream, n)?;
-    let mut values = DeviceBuffer::<u32>::zeroed(stream, n)?;
-    let mut misses = DeviceBuffer::<u32>::zeroed(stream, n)?;
-    workload::generate(stream, KeySet::Hits, 0, &mut keys, Some(&mut values))?;
-    workload::generate(stream, KeySet::Misses, 0, &mut misses, None)?;
+    let (hit_keys, hit_values) = workload::host_pairs(KeySet::Hits, 0, n as u32);
+    let (miss_keys, _) = workload::host_pairs(KeySet::Misses, 0, n as u32);
+    let widen_keys = |keys: Vec<u32>| keys.into_iter().map(key).collect::<Vec<K>>();
+    let keys = DeviceBuffer::from_host(stream, &widen_keys(hit_keys))?;
+    let misses = DeviceBuffer::from_host(stream, &widen_keys(miss_keys))?;
+    let host_values: Vec<V> = hit_values.into_iter().map(value).collect();
+    let values = DeviceBuffer::from_host(stream, &host_values)?;
     let mut found = DeviceBuffer::<u8>::zeroed(stream, n)?;
-    let mut out = DeviceBuffer::<u32>::zeroed(stream, n)?;
+    let mut out = DeviceBuffer::<V>::zeroed(stream, n)?;
     println!();
     println!(
         "| load asked | load built | buckets/subtable | insert M ops/s | find hit M ops/s | find miss M ops/s | table bytes/pair |"
     );
     println!("| --- | --- | --- | --- | --- | --- | --- |");
     for load in LOADS {
-        let buckets = (n as f64 / load / 32.0 / 3.0).ceil() as u64;
+        let buckets = (n as f64 / load / K::SLOTS as f64 / 3.0).ceil() as u64;
         let options = CuckooOptions {
             initial_buckets: Some(buckets),
             alpha: 0.0,
             beta: 0.99,
             ..CuckooOptions::default()
         };
-        let table = CuckooTable::<u32, u32>::new(device, options).map_err(cuckoo_error)?;
+        let table = CuckooTable::<K, V>::new(device, options).map_err(cuckoo_error)?;
         // Insert: each run starts from the empty table (clearing is not timed).
         let mut times = Vec::new();
         for run in 0..WARM_UP_RUNS + runs {
@@ -89,7 +139,7 @@ fn w1(device: &Device, stream: &Stream, log2_n: u32, runs: usize) -> Result<()> 
         let built = table.fill_factor();
         let hit_ms = time_find(&table, stream, &keys, &mut found, &mut out, runs)?;
         check_found(stream, &found, 1, "find hit")?;
-        if out.to_host(stream)? != values.to_host(stream)? {
+        if out.to_host(stream)? != host_values {
             return Err(Error::InvalidInput("find hit returned wrong values".into()));
         }
         let miss_ms = time_find(&table, stream, &misses, &mut found, &mut out, runs)?;
@@ -107,12 +157,12 @@ fn w1(device: &Device, stream: &Stream, log2_n: u32, runs: usize) -> Result<()> 
     Ok(())
 }
 
-fn time_find(
-    table: &CuckooTable<u32, u32>,
+fn time_find<K: CuckooKey, V: Pod>(
+    table: &CuckooTable<K, V>,
     stream: &Stream,
-    keys: &DeviceBuffer<u32>,
+    keys: &DeviceBuffer<K>,
     found: &mut DeviceBuffer<u8>,
-    out: &mut DeviceBuffer<u32>,
+    out: &mut DeviceBuffer<V>,
     runs: usize,
 ) -> Result<f64> {
     let mut times = Vec::new();
