@@ -239,34 +239,31 @@ __device__ __forceinline__ uint32_t first_in_order(uint32_t all, uint32_t start)
     return Keys<K>::kSlots;
 }
 
-// What was seen of a bucket: bit i of `key` set when slot i holds the key
+// What a lane saw of a bucket: bit i of `key` set when slot i holds the key
 // looked for, of `empty` when slot i is empty; slots not read are clear.
 struct Seen {
     uint32_t key;
     uint32_t empty;
 };
 
-// A bucket's whole line, read by a tile.
-template <typename K>
-__device__ __forceinline__ Seen look(const Tile &t, const GhCuckooSubtable &s, uint64_t bucket, bool coherent,
-                                     K key) {
-    K slice[Keys<K>::kPerLane];
-    load_slice(s, bucket, t.rank, coherent, slice);
-    return {bucket_bits(t, match_bits(slice, key), Keys<K>::kPerLane, 0),
-            bucket_bits(t, match_bits(slice, Keys<K>::kEmpty), Keys<K>::kPerLane, 0)};
-}
+// What one lane alone reads of a bucket: its key's home half (the half holding
+// slot `start`), the other half, or the whole line. A lane that reads by itself
+// keeps twice as many lookups in flight a warp as tiles of two do.
+enum class Part { kHomeHalf, kOtherHalf, kLine };
 
-// What one lane alone sees of the home half of `key` (the half holding slot
-// `start`): a lane that reads 64 bytes by itself keeps twice as many lookups in
-// flight a warp as tiles do.
 template <typename K>
-__device__ __forceinline__ Seen look_home_half_alone(const GhCuckooSubtable &s, uint64_t bucket, uint32_t start,
-                                                     bool coherent, K key) {
+__device__ __forceinline__ Seen look_alone(const GhCuckooSubtable &s, uint64_t bucket, uint32_t start, Part part,
+                                           bool coherent, K key) {
+    if (part == Part::kLine) {
+        K line[Keys<K>::kSlots];
+        load_keys(s, bucket, 0, 0, coherent, line);
+        return {match_bits(line, key), match_bits(line, Keys<K>::kEmpty)};
+    }
     constexpr uint32_t HS = Keys<K>::kHalfSlots;
+    const uint32_t half = part == Part::kHomeHalf ? start / HS : 1 - start / HS;
     K piece[HS];
-    load_half(s, bucket, start / HS, 0, coherent, piece);
-    const uint32_t base = start / HS * HS;
-    return {match_bits(piece, key) << base, match_bits(piece, Keys<K>::kEmpty) << base};
+    load_half(s, bucket, half, 0, coherent, piece);
+    return {match_bits(piece, key) << (half * HS), match_bits(piece, Keys<K>::kEmpty) << (half * HS)};
 }
 
 __device__ __forceinline__ bool try_lock(uint32_t *lock) {

@@ -190,7 +190,7 @@ __device__ void find(const GhCuckooFindParams &p) {
             const uint32_t first = home_subtable(p.home, d, GH_CUCKOO_NO_EXCLUDE, my_key);
             const uint64_t bucket = bucket_of(subs[first], my_key);
             const uint32_t bits =
-                look_home_half_alone(subs[first], bucket, home_slot(my_key, p.home.seed), false, my_key).key;
+                look_alone(subs[first], bucket, home_slot(my_key, p.home.seed), Part::kHomeHalf, false, my_key).key;
             if (bits != 0) {
                 my_found = 1;
                 if (p.values_out != nullptr) {
@@ -354,75 +354,49 @@ __device__ void insert(const GhCuckooInsertParams &p) {
 
 // --------------------------------------------------------------- place
 
-// What place_alone returns when the home half was full: the tile goes on.
-constexpr uint8_t kTileNext = 0xff;
-
 // The value of a pair whose key slot was just claimed: `head` (its first word,
-// read before the claim so that the store need not wait for it), then the rest
-// from lane `from` on, `step` apart.
+// read before the claim so that the store need not wait for it), then the rest.
 template <typename K>
 __device__ __forceinline__ void store_value(const GhCuckooSubtable &sub, uint64_t bucket, uint32_t slot,
-                                            uint32_t head, const uint32_t *value, uint32_t words, uint32_t from,
-                                            uint32_t step) {
+                                            uint32_t head, const uint32_t *value, uint32_t words) {
     uint32_t *dst = sub.values + slot_index<K>(bucket, slot) * words;
-    if (from == 0) dst[0] = head;
-    for (uint32_t w = from == 0 ? step : from; w < words; w += step) dst[w] = value[w];
+    dst[0] = head;
+    for (uint32_t w = 1; w < words; ++w) dst[w] = value[w];
 }
 
-// A lane's own first try at its pair: claim an empty slot of the home half of
-// the key's bucket in subtable `s` (its first in probe order), in the key's
-// order (first_in_order), reading that half alone. GH_CUCKOO_DONE, or
-// GH_CUCKOO_DUPLICATE when an equal key is there already or takes the slot
-// first; kTileNext when the half is full. Two equal keys aim at the same slot,
-// so the second sees the first or loses the CAS to it. Losing the CAS to
-// another key means the half gained a pair: read it again.
+// A lane places its own pair: an empty slot of the first of its d buckets, in
+// probe order, that has one (GH_CUCKOO_DONE), unless an equal key is there
+// already or takes the slot first (GH_CUCKOO_DUPLICATE); GH_CUCKOO_PENDING when
+// all are full. Slots are tried in the key's order (first_in_order), so two
+// equal keys aim at the same slot and the second sees the first or loses the
+// CAS to it. The first bucket is read by halves, home half first (at low loads
+// it takes the pair); later buckets come at high loads, where the whole line is
+// usually needed. Losing the CAS to another key means the bucket gained a pair:
+// read again.
 template <typename K>
-__device__ uint8_t place_alone(const GhCuckooSubtable &sub, uint32_t s, uint32_t start, K key,
-                               const uint32_t *value, uint32_t words, BlockCounts &counts) {
-    const uint32_t head = __ldg(value);
-    const uint64_t bucket = bucket_of(sub, key);
-    while (true) {
-        const Seen seen = look_home_half_alone(sub, bucket, start, true, key);
-        if (seen.key != 0) return GH_CUCKOO_DUPLICATE;
-        if (seen.empty == 0) return kTileNext;
-        const uint32_t slot = first_in_order<K>(seen.empty, start);
-        const K held = Keys<K>::cas(static_cast<K *>(sub.keys) + slot_index<K>(bucket, slot), Keys<K>::kEmpty, key);
-        if (held == key) return GH_CUCKOO_DUPLICATE;
-        if (held == Keys<K>::kEmpty) {
-            store_value<K>(sub, bucket, slot, head, value, words, 0, 1);
-            counts.add(s, 1);
-            return GH_CUCKOO_DONE;
-        }
-    }
-}
-
-// The tile's go at a pair whose home half was full: the d buckets in probe
-// order, whole lines (at the loads where home halves fill up, the rest of a
-// line is usually needed too), the first empty slot in the key's order, with
-// the same outcomes as place_alone; GH_CUCKOO_PENDING when all are full.
-template <typename K>
-__device__ uint8_t place_pair(const Tile &t, const GhCuckooSubtable *subs, uint32_t d, uint32_t first,
-                              uint32_t start, K key, const uint32_t *value, uint32_t words,
-                              BlockCounts &counts) {
+__device__ uint8_t place_pair(const GhCuckooSubtable *subs, uint32_t d, uint32_t first, uint32_t start, K key,
+                              const uint32_t *value, uint32_t words, BlockCounts &counts) {
     const uint32_t head = __ldg(value);
     for (uint32_t j = 0; j < d; ++j) {
         const uint32_t s = probe_subtable(first, j);
         const GhCuckooSubtable &sub = subs[s];
         const uint64_t bucket = bucket_of(sub, key);
+        Part part = j == 0 ? Part::kHomeHalf : Part::kLine;
         while (true) {
-            const Seen seen = look(t, sub, bucket, true, key);
+            const Seen seen = look_alone(sub, bucket, start, part, true, key);
             if (seen.key != 0) return GH_CUCKOO_DUPLICATE;
-            if (seen.empty == 0) break;
-            const uint32_t slot = first_in_order<K>(seen.empty, start);
-            K held = Keys<K>::kEmpty;
-            if (t.rank == 0) {
-                held = Keys<K>::cas(static_cast<K *>(sub.keys) + slot_index<K>(bucket, slot), Keys<K>::kEmpty, key);
+            if (seen.empty == 0) {
+                if (part != Part::kHomeHalf) break;
+                part = Part::kOtherHalf;
+                continue;
             }
-            held = t.shfl(held, 0);
+            const uint32_t slot = first_in_order<K>(seen.empty, start);
+            const K held =
+                Keys<K>::cas(static_cast<K *>(sub.keys) + slot_index<K>(bucket, slot), Keys<K>::kEmpty, key);
             if (held == key) return GH_CUCKOO_DUPLICATE;
             if (held == Keys<K>::kEmpty) {
-                store_value<K>(sub, bucket, slot, head, value, words, t.rank, kTile);
-                if (t.rank == 0) counts.add(s, 1);
+                store_value<K>(sub, bucket, slot, head, value, words);
+                counts.add(s, 1);
                 return GH_CUCKOO_DONE;
             }
         }
@@ -436,43 +410,30 @@ __device__ void place(const GhCuckooPlaceParams &p) {
     __shared__ BlockCounts counts;
     counts.init();
     stage_subtables(p.table, subs);
-    const Tile t = Tile::mine();
     const uint32_t words = p.table.value_words;
     const uint32_t d = p.table.subtables;
     const K *keys = static_cast<const K *>(p.keys);
     uint64_t duplicates = 0;
-    const uint64_t chunks = (p.count + kTile - 1) / kTile;
-    for (uint64_t c = tile_index(); c < chunks; c += tile_count()) {
-        const uint64_t mine = c * kTile + t.rank;
-        const bool in_range = mine < p.count;
-        const bool wanted = in_range && (p.skip == nullptr || p.skip[mine] == 0);
-        const K my_key = wanted ? keys[mine] : Keys<K>::kEmpty;
+    const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < p.count; i += stride) {
+        if (p.skip != nullptr && p.skip[i] != 0) {
+            p.status[i] = GH_CUCKOO_DONE;
+            continue;
+        }
+        const K key = keys[i];
         // The reserved key goes to the side slot, which the insert kernel writes.
-        uint8_t my_status = wanted && my_key == Keys<K>::kEmpty ? GH_CUCKOO_PENDING : GH_CUCKOO_DONE;
-        uint32_t first = 0, start = 0;
-        if (wanted && my_key != Keys<K>::kEmpty) {
-            first = home_subtable(p.home, d, GH_CUCKOO_NO_EXCLUDE, my_key);
-            start = home_slot(my_key, p.home.seed);
-            my_status = place_alone(subs[first], first, start, my_key, p.values + mine * words, words, counts);
+        uint8_t status = GH_CUCKOO_PENDING;
+        if (key != Keys<K>::kEmpty) {
+            status = place_pair(subs, d, home_subtable(p.home, d, GH_CUCKOO_NO_EXCLUDE, key),
+                                home_slot(key, p.home.seed), key, p.values + i * words, words, counts);
         }
-        // Pairs whose home half was full: the tile takes them in turns.
-        uint32_t turns = t.ballot(my_status == kTileNext);
-        while (turns != 0) {
-            const uint32_t q = __ffs(turns) - 1;
-            turns &= turns - 1;
-            const uint8_t status = place_pair(t, subs, d, t.shfl(first, q), t.shfl(start, q), t.shfl(my_key, q),
-                                              p.values + (c * kTile + q) * words, words, counts);
-            if (t.rank == q) my_status = status;
-        }
-        if (in_range) {
-            p.status[mine] = my_status;
-            duplicates += my_status == GH_CUCKOO_DUPLICATE ? 1 : 0;
-        }
-        if (in_range && my_status == GH_CUCKOO_PENDING) {
+        p.status[i] = status;
+        duplicates += status == GH_CUCKOO_DUPLICATE ? 1 : 0;
+        if (status == GH_CUCKOO_PENDING) {
             // Few pairs are left (most at high loads): one atomic each is cheap.
             const uint64_t at = atomicAdd(reinterpret_cast<unsigned long long *>(p.pending), 1ull);
-            static_cast<K *>(p.pending_keys)[at] = my_key;
-            for (uint32_t w = 0; w < words; ++w) p.pending_values[at * words + w] = p.values[mine * words + w];
+            static_cast<K *>(p.pending_keys)[at] = key;
+            for (uint32_t w = 0; w < words; ++w) p.pending_values[at * words + w] = p.values[i * words + w];
         }
     }
     warp_add(p.duplicates, duplicates);

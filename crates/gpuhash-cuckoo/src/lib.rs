@@ -22,9 +22,10 @@
 //!   which is what one random DRAM read fetches on an H100 however little of it is used.
 //!   Every insert tries a bucket's slots in the key's order (its home half from the home
 //!   slot round, then the other half), so keys rest in their home half while it has room;
-//!   find and the first insert pass start with each lane alone reading the home half of its
-//!   own key's first bucket (a warp then has 32 lookups in flight, not 16), and hand the
-//!   keys not settled there to their tile, which reads whole lines. A resize packs each
+//!   find starts with each lane alone reading the home half of its own key's first bucket
+//!   (a warp then has 32 lookups in flight, not 16) and hands the keys not found there to
+//!   its tile, which reads whole lines; in the first insert pass each lane places its own
+//!   pair alone throughout (home half, other half, then whole lines). A resize packs each
 //!   new bucket from its first slot, so pairs it moved may sit outside their home half
 //!   (found through the tile; placing them by halves measured no gain on W4).
 //! - **Inserts in two passes.** First, lock-free: a new pair takes an empty slot of the
