@@ -891,6 +891,9 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
         Ok(())
     }
 
+    /// An insert that failed (out of memory, say) may have grown the table before it
+    /// changed any pair; with its scratch space freed, shrink back within bounds (as far
+    /// as memory allows) and pass the error on.
     fn after_failed_insert(&self, stream: &Stream, result: Result<()>) -> Result<()> {
         if result.is_err() {
             let _ = self
