@@ -135,18 +135,17 @@ __device__ __forceinline__ void copy_value(uint32_t *dst, const uint32_t *src, u
     for (uint32_t w = from; w < words; w += step) dst[w] = src[w];
 }
 
-// The tile's search for a key that its home half does not hold: first the other
-// half of its first bucket together with the whole second bucket (a miss needs
-// both, so one round trip serves them), then the other buckets in probe order.
-// Copies the value to `out` (when not null) if found.
+// The tile's search for a key that the home half of its first bucket (`bucket`
+// in subtable `first`, home slot `start`) does not hold: first the other half of
+// that bucket together with the whole second bucket (a miss needs both, so one
+// round trip serves them), then the other buckets in probe order. Copies the
+// value to `out` (when not null) if found.
 template <typename K>
-__device__ bool find_rest(const Tile &t, const GhCuckooSubtable *subs, uint32_t d, const GhCuckooHome &home, K key,
-                          uint32_t *out, uint32_t words) {
+__device__ bool find_rest(const Tile &t, const GhCuckooSubtable *subs, uint32_t d, uint32_t first, uint64_t bucket,
+                          uint32_t start, K key, uint32_t *out, uint32_t words) {
     constexpr uint32_t HS = Keys<K>::kHalfSlots;
-    const uint32_t first = home_subtable(home, d, GH_CUCKOO_NO_EXCLUDE, key);
-    const uint32_t other = 1 - home_slot(key, home.seed) / HS;
+    const uint32_t other = 1 - start / HS;
     const GhCuckooSubtable *where = &subs[first];
-    uint64_t bucket = bucket_of(*where, key);
     K half[Keys<K>::kPerLaneInHalf];
     K line[Keys<K>::kPerLane];
     load_half(*where, bucket, other, t.rank, false, half);
@@ -186,11 +185,13 @@ __device__ void find(const GhCuckooFindParams &p) {
         const K my_key = mine < p.count ? keys[mine] : Keys<K>::kEmpty;
         uint32_t my_found = 0;
         bool tile_next = false;
+        uint32_t first = 0, start = 0;
+        uint64_t bucket = 0;
         if (mine < p.count && my_key != Keys<K>::kEmpty) {
-            const uint32_t first = home_subtable(p.home, d, GH_CUCKOO_NO_EXCLUDE, my_key);
-            const uint64_t bucket = bucket_of(subs[first], my_key);
-            const uint32_t bits =
-                look_alone(subs[first], bucket, home_slot(my_key, p.home.seed), Part::kHomeHalf, false, my_key).key;
+            first = home_subtable(p.home, d, GH_CUCKOO_NO_EXCLUDE, my_key);
+            bucket = bucket_of(subs[first], my_key);
+            start = home_slot(my_key, p.home.seed);
+            const uint32_t bits = look_alone(subs[first], bucket, start, Part::kHomeHalf, false, my_key).key;
             if (bits != 0) {
                 my_found = 1;
                 if (p.values_out != nullptr) {
@@ -216,7 +217,8 @@ __device__ void find(const GhCuckooFindParams &p) {
                 found = __ldcg(p.table.side + GH_CUCKOO_SIDE_PRESENT) != 0;
                 if (found && out != nullptr) copy_value(out, p.table.side + GH_CUCKOO_SIDE_VALUE, words, t.rank, kTile);
             } else {
-                found = find_rest(t, subs, d, p.home, key, out, words);
+                found = find_rest(t, subs, d, t.shfl(first, q), t.shfl(bucket, q), t.shfl(start, q), key, out,
+                                  words);
             }
             if (t.rank == q) my_found = found ? 1 : 0;
         }
@@ -361,7 +363,7 @@ __device__ __forceinline__ void store_value(const GhCuckooSubtable &sub, uint64_
                                             uint32_t head, const uint32_t *value, uint32_t words) {
     uint32_t *dst = sub.values + slot_index<K>(bucket, slot) * words;
     dst[0] = head;
-    for (uint32_t w = 1; w < words; ++w) dst[w] = value[w];
+    copy_value(dst, value, words, 1, 1);
 }
 
 // A lane places its own pair: an empty slot of the first of its d buckets, in
