@@ -95,6 +95,11 @@ impl<K: CuckooKey> Subtable<K> {
         guards.extend([keys, values, locks]);
         layout
     }
+
+    /// Bytes of its device arrays.
+    fn bytes(&self) -> usize {
+        self.keys.size_bytes() + self.values.size_bytes() + self.locks.size_bytes()
+    }
 }
 
 /// Writes `word` over every 4-byte word of `buffer`.
@@ -367,14 +372,7 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
 
     /// Device memory held now: the table itself and the scratch space kept for inserts.
     pub fn memory(&self) -> CuckooMemory {
-        let subtables: usize = self
-            .subtables
-            .iter()
-            .map(|s| {
-                let s = s.read();
-                s.keys.size_bytes() + s.values.size_bytes() + s.locks.size_bytes()
-            })
-            .sum();
+        let subtables = self.device_bytes();
         // One lock at a time, none held while another is taken.
         let scratch_bytes = self.scratch.lock().as_ref().map_or(0, Scratch::bytes);
         let shared_bytes = {
@@ -424,13 +422,7 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
 
     /// Bytes of device memory the subtables take.
     pub fn device_bytes(&self) -> usize {
-        self.subtables
-            .iter()
-            .map(|s| {
-                let s = s.read();
-                s.keys.size_bytes() + s.values.size_bytes() + s.locks.size_bytes()
-            })
-            .sum()
+        self.subtables.iter().map(|s| s.read().bytes()).sum()
     }
 
     fn bounds(&self) -> Bounds {
@@ -540,8 +532,7 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
         let _gate = self.gate.write();
         let stream = &self.stream;
         for sub in &self.subtables {
-            let mut sub = sub.write();
-            fill_words(stream, &mut sub.keys, u32::MAX)?;
+            fill_words(stream, &mut sub.write().keys, u32::MAX)?;
         }
         let mut side = vec![0u32; SIDE_HEADER + Self::WORDS];
         // The side buffer is shared behind &self; its words are rewritten whole here.
@@ -771,7 +762,7 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
             unsafe {
                 K::kernels()
                     .place
-                    .launch(stream, tile_shape(stream, input.count as u64), params)
+                    .launch(stream, lane_shape(stream, input.count as u64), params)
             }?;
         }
         let [_, _, pending, duplicates] = scratch.counters(stream)?;
@@ -1496,7 +1487,12 @@ fn check_lengths(what: &'static str, left: usize, right: usize) -> Result<()> {
 
 /// A launch of one tile per unit.
 fn tile_shape(stream: &Stream, units: u64) -> LaunchShape {
-    LaunchShape::grid_stride(stream.device(), units.max(1) * TILE, THREADS)
+    lane_shape(stream, units * TILE)
+}
+
+/// A launch of one lane per unit.
+fn lane_shape(stream: &Stream, units: u64) -> LaunchShape {
+    LaunchShape::grid_stride(stream.device(), units.max(1), THREADS)
 }
 
 /// Universal hash coefficients of subtable `index`: `0 < a < p`, `b < p`.

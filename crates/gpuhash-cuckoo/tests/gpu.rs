@@ -665,6 +665,71 @@ fn high_load_builds_place_every_pair() {
     }
 }
 
+/// Rounds of removing and re-inserting random halves of the keys in a table that never
+/// resizes, so that every insert after the first lands among the holes removes left: every
+/// answer must stay exact, for u32 and u64 keys.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn removes_and_reinserts_in_place_keep_lookups_exact() {
+    let _memory = shared_memory();
+    churn::<u32, [u32; 2]>(|raw| raw);
+    churn::<u64, [u32; 2]>(|raw| (u64::from(raw) << 32) | u64::from(raw.rotate_left(7)));
+}
+
+fn churn<K: CuckooKey + Ord, V>(widen: impl Fn(u32) -> K)
+where
+    V: bytemuck::Pod + PartialEq + std::fmt::Debug + From<[u32; 2]>,
+{
+    let n = 1u32 << 16;
+    // Sized so that all n keys would fill it to 0.9 (a round holds at most about 2/3 of them).
+    let options = CuckooOptions {
+        initial_buckets: Some((f64::from(n) / 0.9 / K::SLOTS as f64 / 3.0).ceil() as u64),
+        alpha: 0.0,
+        beta: 0.99,
+        ..CuckooOptions::default()
+    };
+    let table = CuckooTable::<K, V>::new(device(), options).unwrap();
+    let buckets = table.subtable_buckets();
+    let (hits, _) = workload::host_pairs(KeySet::Hits, 0, n);
+    let (misses, _) = workload::host_pairs(KeySet::Misses, 0, n);
+    let keys: Vec<K> = hits.iter().map(|&k| widen(k)).collect();
+    let misses: Vec<K> = misses.iter().map(|&k| widen(k)).collect();
+    let mut model = HashMap::new();
+    let mut rng = Rng(0x5eed_7a95);
+    for round in 0..12u32 {
+        // Odd rounds remove about half of what is held, even rounds put a random half of
+        // all keys (back) in with new values.
+        let chosen: Vec<K> = keys
+            .iter()
+            .copied()
+            .filter(|_| rng.next() & 1 == 0)
+            .collect();
+        if round % 2 == 1 {
+            let held = chosen.iter().filter(|k| model.contains_key(*k)).count();
+            assert_eq!(table.remove(&chosen).unwrap(), held, "round {round}");
+            for k in &chosen {
+                model.remove(k);
+            }
+        } else {
+            let values: Vec<V> = (0..chosen.len() as u32)
+                .map(|i| V::from([i, round]))
+                .collect();
+            table.insert(&chosen, &values).unwrap();
+            model.extend(chosen.iter().copied().zip(values));
+        }
+        assert_eq!(
+            table.subtable_buckets(),
+            buckets,
+            "round {round}: no resize"
+        );
+        let present = table.contains(&keys).unwrap();
+        for (k, p) in keys.iter().zip(&present) {
+            assert_eq!(*p, model.contains_key(k), "round {round}: contains({k:?})");
+        }
+        check_against(&table, &model, &misses).unwrap_or_else(|e| panic!("round {round}: {e}"));
+    }
+}
+
 #[test]
 #[ignore = "needs a CUDA device"]
 fn readers_on_many_threads_share_the_table() {
