@@ -41,6 +41,21 @@ impl<T: Pod> DeviceBuffer<T> {
         })
     }
 
+    /// A buffer of `len` values for work that writes all of them before anything reads
+    /// them: no memset is queued, so its bytes are whatever the allocator left there (still
+    /// valid values, since any bit pattern is a valid `T: Pod`).
+    pub fn unfilled(stream: &Stream, len: usize) -> Result<Self> {
+        // SAFETY: the bytes are device memory, never Rust values; whatever reads them before
+        // they are written (a kernel, a copy to the host) gets some bit pattern, which is a
+        // valid `T` because `T: Pod`.
+        let bytes = unsafe { stream.inner.alloc::<u8>(allocation_bytes::<T>(len)?) }?;
+        Ok(Self {
+            bytes,
+            len,
+            values: PhantomData,
+        })
+    }
+
     /// A buffer holding a copy of `values`.
     pub fn from_host(stream: &Stream, values: &[T]) -> Result<Self> {
         let mut buffer = Self::zeroed(stream, values.len())?;

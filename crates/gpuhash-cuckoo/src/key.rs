@@ -8,7 +8,8 @@ use gpuhash_core::launch::{Kernel, KernelImage, KernelParams};
 
 use crate::layouts::{
     GhCuckooExportParams, GhCuckooFillParams, GhCuckooFindParams, GhCuckooInsertParams,
-    GhCuckooPlaceParams, GhCuckooRemoveParams, GhCuckooResizeParams, GhCuckooUpdateParams,
+    GhCuckooPartitionParams, GhCuckooPlaceParams, GhCuckooRemoveParams, GhCuckooResizeParams,
+    GhCuckooUpdateParams,
 };
 
 static TABLE_IMAGE: KernelImage = gpuhash_core::kernel_image!("table");
@@ -30,8 +31,13 @@ unsafe impl KernelParams for GhCuckooResizeParams {}
 unsafe impl KernelParams for GhCuckooExportParams {}
 // SAFETY: as above.
 unsafe impl KernelParams for GhCuckooFillParams {}
+// SAFETY: as above.
+unsafe impl KernelParams for GhCuckooPartitionParams {}
 
 pub(crate) static FILL: Kernel<GhCuckooFillParams> = Kernel::new(&TABLE_IMAGE, "gh_cuckoo_fill");
+/// The middle pass of sorting a batch by partition, the same for every key width.
+pub(crate) static PARTITION_SCAN: Kernel<GhCuckooPartitionParams> =
+    Kernel::new(&TABLE_IMAGE, "gh_cuckoo_partition_scan");
 
 /// The kernels of one key width.
 #[derive(Debug)]
@@ -46,6 +52,9 @@ pub struct KeyKernels {
     pub(crate) remove: Kernel<GhCuckooRemoveParams>,
     pub(crate) resize: Kernel<GhCuckooResizeParams>,
     pub(crate) export: Kernel<GhCuckooExportParams>,
+    /// The first and last passes of sorting an insert batch by partition.
+    pub(crate) partition_count: Kernel<GhCuckooPartitionParams>,
+    pub(crate) partition_scatter: Kernel<GhCuckooPartitionParams>,
 }
 
 macro_rules! key_kernels {
@@ -59,6 +68,14 @@ macro_rules! key_kernels {
             remove: Kernel::new(&TABLE_IMAGE, concat!("gh_cuckoo_remove_", $suffix)),
             resize: Kernel::new(&TABLE_IMAGE, concat!("gh_cuckoo_resize_", $suffix)),
             export: Kernel::new(&TABLE_IMAGE, concat!("gh_cuckoo_export_", $suffix)),
+            partition_count: Kernel::new(
+                &TABLE_IMAGE,
+                concat!("gh_cuckoo_partition_count_", $suffix),
+            ),
+            partition_scatter: Kernel::new(
+                &TABLE_IMAGE,
+                concat!("gh_cuckoo_partition_scatter_", $suffix),
+            ),
         };
     };
 }

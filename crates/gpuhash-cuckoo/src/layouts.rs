@@ -21,6 +21,11 @@ pub const GH_CUCKOO_DUPLICATE: u32 = 2;
 pub const GH_CUCKOO_SIDE_PRESENT: u32 = 0;
 pub const GH_CUCKOO_SIDE_LOCK: u32 = 1;
 pub const GH_CUCKOO_SIDE_VALUE: u32 = 2;
+pub const GH_CUCKOO_PART_BITS: u32 = 6;
+pub const GH_CUCKOO_PARTS_PER_SUBTABLE: u32 = 64;
+pub const GH_CUCKOO_PARTITIONS: u32 = 512;
+pub const GH_CUCKOO_SORT_PER_THREAD: u32 = 8;
+pub const GH_CUCKOO_SORT_THREADS: u32 = 256;
 pub const GH_CUCKOO_REMOVE_FIRST: u32 = 0;
 pub const GH_CUCKOO_REMOVE_ALL: u32 = 1;
 pub const GH_CUCKOO_REMOVE_DUPLICATES: u32 = 2;
@@ -203,11 +208,12 @@ pub struct GhCuckooPlaceParams {
     pub pending_values: *mut u32,
     pub pending: *mut u64,
     pub duplicates: *mut u64,
+    pub cursor: *mut u64,
     pub count: u64,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of GhCuckooPlaceParams"][::core::mem::size_of::<GhCuckooPlaceParams>() - 584usize];
+    ["Size of GhCuckooPlaceParams"][::core::mem::size_of::<GhCuckooPlaceParams>() - 592usize];
     ["Alignment of GhCuckooPlaceParams"][::core::mem::align_of::<GhCuckooPlaceParams>() - 8usize];
     ["Offset of field: GhCuckooPlaceParams::table"]
         [::core::mem::offset_of!(GhCuckooPlaceParams, table) - 0usize];
@@ -229,8 +235,10 @@ const _: () = {
         [::core::mem::offset_of!(GhCuckooPlaceParams, pending) - 560usize];
     ["Offset of field: GhCuckooPlaceParams::duplicates"]
         [::core::mem::offset_of!(GhCuckooPlaceParams, duplicates) - 568usize];
+    ["Offset of field: GhCuckooPlaceParams::cursor"]
+        [::core::mem::offset_of!(GhCuckooPlaceParams, cursor) - 576usize];
     ["Offset of field: GhCuckooPlaceParams::count"]
-        [::core::mem::offset_of!(GhCuckooPlaceParams, count) - 576usize];
+        [::core::mem::offset_of!(GhCuckooPlaceParams, count) - 584usize];
 };
 impl Default for GhCuckooPlaceParams {
     fn default() -> Self {
@@ -296,6 +304,50 @@ const _: () = {
         [::core::mem::offset_of!(GhCuckooInsertParams, exclude) - 596usize];
 };
 impl Default for GhCuckooInsertParams {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone, PartialEq, Eq)]
+pub struct GhCuckooPartitionParams {
+    pub table: GhCuckooTable,
+    pub home: GhCuckooHome,
+    pub keys: *const ::core::ffi::c_void,
+    pub values: *const u32,
+    pub keys_out: *mut ::core::ffi::c_void,
+    pub values_out: *mut u32,
+    pub offsets: *mut u64,
+    pub count: u64,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of GhCuckooPartitionParams"]
+        [::core::mem::size_of::<GhCuckooPartitionParams>() - 560usize];
+    ["Alignment of GhCuckooPartitionParams"]
+        [::core::mem::align_of::<GhCuckooPartitionParams>() - 8usize];
+    ["Offset of field: GhCuckooPartitionParams::table"]
+        [::core::mem::offset_of!(GhCuckooPartitionParams, table) - 0usize];
+    ["Offset of field: GhCuckooPartitionParams::home"]
+        [::core::mem::offset_of!(GhCuckooPartitionParams, home) - 472usize];
+    ["Offset of field: GhCuckooPartitionParams::keys"]
+        [::core::mem::offset_of!(GhCuckooPartitionParams, keys) - 512usize];
+    ["Offset of field: GhCuckooPartitionParams::values"]
+        [::core::mem::offset_of!(GhCuckooPartitionParams, values) - 520usize];
+    ["Offset of field: GhCuckooPartitionParams::keys_out"]
+        [::core::mem::offset_of!(GhCuckooPartitionParams, keys_out) - 528usize];
+    ["Offset of field: GhCuckooPartitionParams::values_out"]
+        [::core::mem::offset_of!(GhCuckooPartitionParams, values_out) - 536usize];
+    ["Offset of field: GhCuckooPartitionParams::offsets"]
+        [::core::mem::offset_of!(GhCuckooPartitionParams, offsets) - 544usize];
+    ["Offset of field: GhCuckooPartitionParams::count"]
+        [::core::mem::offset_of!(GhCuckooPartitionParams, count) - 552usize];
+};
+impl Default for GhCuckooPartitionParams {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
         unsafe {

@@ -28,6 +28,14 @@
 //!   pair alone throughout (home half, other half, then whole lines). A resize packs each
 //!   new bucket from its first slot, so pairs it moved may sit outside their home half
 //!   (found through the tile; placing them by halves measured no gain on W4).
+//! - **Batches sorted by partition.** An insert batch is first sorted (a counting sort on
+//!   the GPU, three launches) by the range of buckets its pairs start in: each subtable's
+//!   buckets cut into 64 ranges of equal size. Blocks then take the sorted pairs in order
+//!   from a shared cursor, so the pairs in flight at any time fall into one or two ranges,
+//!   whose key and value lines stay in L2 while their pairs go in: on an H100 the lock-free
+//!   pass below reads 13% of DRAM's bandwidth instead of being bound by it, and inserts of
+//!   2^26 pairs run 1.3 to 1.5 times as fast as in the order given (docs/benchmarks). The
+//!   sorted copy (one key and one value a pair) is kept for the next batch of that size.
 //! - **Inserts in two passes.** First, lock-free: a new pair takes an empty slot of the
 //!   first of its d buckets (in lookup order) that has one, claimed by a CAS on the key
 //!   slot. Nothing is evicted in this pass, so a slot only goes from empty to full and a
@@ -52,10 +60,12 @@
 //!
 //! ## What an insert batch does
 //!
-//! 1. If the table holds pairs: a lookup of every key (which are held already, and their
+//! 1. The batch is sorted by partition into the sorted copy; every later step works on it.
+//!    If the table holds pairs: a lookup of every key (which are held already, and their
 //!    values, kept for undoing the batch). Nothing changes yet.
 //! 2. Upsizes until the held pairs plus the new keys fit below `beta`. Running out of
-//!    memory here, or for the batch's scratch space, leaves the table as it was.
+//!    memory here, or for the batch's scratch space or sorted copy, leaves the table as it
+//!    was.
 //! 3. Held keys get their new value under their bucket's lock (of equal keys in the batch,
 //!    one whole value wins). New keys go in lock-free where a bucket has room; the rest by
 //!    voter coordination. A new pair starts in a subtable chosen by a hash of its key and

@@ -11,10 +11,11 @@ use parking_lot::{Mutex, RwLock, RwLockReadGuard};
 
 use crate::layouts::{
     GH_CUCKOO_DUPLICATE, GH_CUCKOO_MAX_SUBTABLES, GH_CUCKOO_MAX_VALUE_WORDS, GH_CUCKOO_NO_EXCLUDE,
-    GH_CUCKOO_REMOVE_ALL, GH_CUCKOO_REMOVE_DUPLICATES, GH_CUCKOO_REMOVE_FIRST, GH_CUCKOO_TILE,
+    GH_CUCKOO_PARTITIONS, GH_CUCKOO_REMOVE_ALL, GH_CUCKOO_REMOVE_DUPLICATES,
+    GH_CUCKOO_REMOVE_FIRST, GH_CUCKOO_SORT_PER_THREAD, GH_CUCKOO_SORT_THREADS, GH_CUCKOO_TILE,
     GhCuckooExportParams, GhCuckooFillParams, GhCuckooFindParams, GhCuckooHome,
-    GhCuckooInsertParams, GhCuckooPlaceParams, GhCuckooRemoveParams, GhCuckooResizeParams,
-    GhCuckooSubtable, GhCuckooTable, GhCuckooUpdateParams,
+    GhCuckooInsertParams, GhCuckooPartitionParams, GhCuckooPlaceParams, GhCuckooRemoveParams,
+    GhCuckooResizeParams, GhCuckooSubtable, GhCuckooTable, GhCuckooUpdateParams,
 };
 use crate::policy::{self, Bounds, Resize};
 use crate::{CuckooError, CuckooKey, CuckooOptions, Result, key};
@@ -185,6 +186,8 @@ struct Scratch<K, V> {
     side_before: DeviceBuffer<u32>,
     /// The failed list the last insert launch wrote.
     current: usize,
+    /// The last user batch sorted by partition, kept for the next batch of its size.
+    sorted: Option<(DeviceBuffer<K>, DeviceBuffer<V>)>,
 }
 
 impl<K: CuckooKey, V: Pod> Scratch<K, V> {
@@ -206,6 +209,7 @@ impl<K: CuckooKey, V: Pod> Scratch<K, V> {
             status: DeviceBuffer::zeroed(stream, batch)?,
             side_before: DeviceBuffer::zeroed(stream, SIDE_HEADER + size_of::<V>() / 4)?,
             current: 0,
+            sorted: None,
         })
     }
 
@@ -220,11 +224,16 @@ impl<K: CuckooKey, V: Pod> Scratch<K, V> {
                 .iter()
                 .map(DeviceBuffer::size_bytes)
                 .sum::<usize>();
+        let sorted = self
+            .sorted
+            .as_ref()
+            .map_or(0, |(k, v)| k.size_bytes() + v.size_bytes());
         let rest = [
             self.counters.size_bytes(),
             self.log.size_bytes(),
             self.status.size_bytes(),
             self.side_before.size_bytes(),
+            sorted,
         ];
         (lists + rest.iter().sum::<usize>()) as u64
     }
@@ -721,6 +730,7 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
         input: &Input<'_, K, V>,
         scratch: &mut Scratch<K, V>,
     ) -> Result<(u64, u64)> {
+        let mut cursor = DeviceBuffer::<u64>::zeroed(stream, 1)?;
         // The addresses borrow the scratch space until the launch is queued.
         {
             let view = self.view();
@@ -739,6 +749,7 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
             let pending_keys = scratch.failed_keys[1].address_mut(stream);
             let pending_values = scratch.failed_values[1].address_mut(stream);
             let counters = scratch.counters.address_mut(stream);
+            let c = cursor.address_mut(stream);
             let params = GhCuckooPlaceParams {
                 table,
                 home,
@@ -752,13 +763,14 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
                 pending_values: pending_values.address as *mut u32,
                 pending: (counters.address + 16) as *mut u64,
                 duplicates: (counters.address + 24) as *mut u64,
+                cursor: c.address as *mut u64,
                 count: input.count as u64,
             };
             // SAFETY: table arrays held by `view` and their guards; the input buffers hold at
             // least `count` keys, values and skip flags, the status buffer `count` bytes and
             // failed list 1 `count` pairs (asserted), each input adding at most one; the
-            // counters buffer holds 4 u64, of which the third and fourth are written. Every
-            // guard outlives the launch.
+            // counters buffer holds 4 u64, of which the third and fourth are written, and
+            // the cursor one, zeroed. Every guard outlives the launch.
             unsafe {
                 K::kernels()
                     .place
@@ -907,6 +919,16 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
             Some(cached) if cached.log.len() >= n => cached,
             _ => Scratch::<K, V>::new(stream, n, n)?,
         };
+        // The whole batch works on its pairs sorted by partition from here on.
+        let (mut sorted_keys, mut sorted_values) = match scratch.sorted.take() {
+            Some(cached) if cached.0.len() == n => cached,
+            _ => (
+                DeviceBuffer::unfilled(stream, n)?,
+                DeviceBuffer::unfilled(stream, n)?,
+            ),
+        };
+        self.sort_batch(stream, keys, values, &mut sorted_keys, &mut sorted_values)?;
+        let (keys, values) = (&sorted_keys, &sorted_values);
         scratch.reset(stream)?;
         let mut found = None;
         let mut old_values = None;
@@ -965,8 +987,72 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
             }
         }
         self.refresh(stream)?;
+        scratch.sorted = Some((sorted_keys, sorted_values));
         *self.scratch.lock() = Some(scratch);
         self.apply_policy(stream)
+    }
+
+    /// Writes the batch into `sorted_keys` and `sorted_values` (of its length) sorted by the
+    /// partition of each pair's first bucket (see `GhCuckooPartitionParams`): the kernels
+    /// that then take the pairs in order work on a few partitions at a time, whose key and
+    /// value lines stay in L2, where pairs in the order given would touch lines all over the
+    /// table, each a DRAM access.
+    fn sort_batch(
+        &self,
+        stream: &Stream,
+        keys: &DeviceBuffer<K>,
+        values: &DeviceBuffer<V>,
+        sorted_keys: &mut DeviceBuffer<K>,
+        sorted_values: &mut DeviceBuffer<V>,
+    ) -> Result<()> {
+        let n = keys.len();
+        assert!(sorted_keys.len() == n && sorted_values.len() == n);
+        let mut offsets = DeviceBuffer::<u64>::zeroed(stream, GH_CUCKOO_PARTITIONS as usize)?;
+        {
+            let view = self.view();
+            let mut guards = Vec::new();
+            let table = Self::describe(&view, stream, &mut guards);
+            let k = keys.address(stream);
+            let v = values.address(stream);
+            let ko = sorted_keys.address_mut(stream);
+            let vo = sorted_values.address_mut(stream);
+            let o = offsets.address_mut(stream);
+            let params = GhCuckooPartitionParams {
+                home: self.home(&view, None),
+                table,
+                keys: k.address as *const _,
+                values: v.address as *const u32,
+                keys_out: ko.address as *mut _,
+                values_out: vo.address as *mut u32,
+                offsets: o.address as *mut u64,
+                count: n as u64,
+            };
+            let scan = LaunchShape {
+                blocks: 1,
+                threads_per_block: GH_CUCKOO_SORT_THREADS,
+                shared_bytes: 0,
+            };
+            let scatter = LaunchShape::grid_stride(
+                stream.device(),
+                (n as u64).div_ceil(u64::from(GH_CUCKOO_SORT_PER_THREAD)),
+                GH_CUCKOO_SORT_THREADS,
+            );
+            let kernels = K::kernels();
+            // SAFETY: the table's arrays are held by `view` and their guards (the kernels read
+            // its bucket counts and hash coefficients only); the inputs and the sorted outputs
+            // hold n pairs each and `offsets` GH_CUCKOO_PARTITIONS counters, zeroed; the scan
+            // and the scatter run blocks of GH_CUCKOO_SORT_THREADS, as they need; the counts
+            // give each partition exactly the places its pairs fill, so the scatter writes
+            // every place below n once and nothing else. Every guard outlives the launches.
+            unsafe {
+                kernels
+                    .partition_count
+                    .launch(stream, lane_shape(stream, n as u64), params)?;
+                key::PARTITION_SCAN.launch(stream, scan, params)?;
+                kernels.partition_scatter.launch(stream, scatter, params)?;
+            }
+        }
+        Ok(())
     }
 
     /// Passes 2 and 3 of a user batch: most pairs find an empty slot without a lock (the

@@ -119,6 +119,8 @@ typedef struct GhCuckooPlaceParams {
     uint32_t *pending_values;
     uint64_t *pending;
     uint64_t *duplicates;
+    /* Zero before the launch: the pairs handed out to blocks so far. */
+    uint64_t *cursor;
     uint64_t count;
 } GhCuckooPlaceParams;
 
@@ -151,6 +153,38 @@ typedef struct GhCuckooInsertParams {
     /* Subtable that takes no pairs (downsizing residuals), or GH_CUCKOO_NO_EXCLUDE. */
     uint32_t exclude;
 } GhCuckooInsertParams;
+
+/* Ranges of buckets an insert batch is sorted by (GhCuckooPartitionParams):
+ * each subtable's buckets cut into GH_CUCKOO_PARTS_PER_SUBTABLE ranges of equal
+ * size, subtable 0's first; GH_CUCKOO_PARTITIONS counters cover the most
+ * subtables a table may have. */
+#define GH_CUCKOO_PART_BITS 6u
+#define GH_CUCKOO_PARTS_PER_SUBTABLE (1u << GH_CUCKOO_PART_BITS)
+#define GH_CUCKOO_PARTITIONS (GH_CUCKOO_PARTS_PER_SUBTABLE * GH_CUCKOO_MAX_SUBTABLES)
+/* Pairs a thread of the scatter pass sorts at a time. */
+#define GH_CUCKOO_SORT_PER_THREAD 8u
+/* Threads a block of the scatter pass and of the scan has (one a pair of partitions). */
+#define GH_CUCKOO_SORT_THREADS (GH_CUCKOO_PARTITIONS / 2)
+
+/* Sorts an insert batch by the partition of each pair's first bucket (the bucket
+ * of the subtable it starts in, as the place kernel picks it). The place kernel
+ * takes the pairs in order, so the pairs in flight at one time then touch one or
+ * two partitions' lines, which stay in L2, instead of lines all over the table.
+ * Three launches: the count pass adds each partition's pairs to offsets[p]; the
+ * scan turns those into first places; the scatter pass moves pair i (keys,
+ * values) to keys_out / values_out at the next place of its partition (offsets[p]
+ * then ends as the partition's end). Order within a partition is not kept. */
+typedef struct GhCuckooPartitionParams {
+    GhCuckooTable table;
+    GhCuckooHome home;
+    const void *keys;
+    const uint32_t *values;
+    void *keys_out;
+    uint32_t *values_out;
+    /* GH_CUCKOO_PARTITIONS counters, zero before the count pass. */
+    uint64_t *offsets;
+    uint64_t count;
+} GhCuckooPartitionParams;
 
 /* Which copies of a key the remove kernel empties (GhCuckooRemoveParams.copies). */
 #define GH_CUCKOO_REMOVE_FIRST 0u      /* the first found (a user's remove) */
