@@ -356,8 +356,7 @@ __device__ void insert(const GhCuckooInsertParams &p) {
 
 // --------------------------------------------------------------- place
 
-// Pairs a thread places from each chunk its block takes.
-constexpr uint32_t kPlacePerThread = 8;
+constexpr uint32_t kPlacePerThread = GH_CUCKOO_PLACE_PER_THREAD;
 
 // The value of a pair whose key slot was just claimed: `head` (its first word,
 // read before the claim so that the store need not wait for it), then the rest.

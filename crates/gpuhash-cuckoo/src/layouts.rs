@@ -15,6 +15,7 @@ pub const GH_CUCKOO_MAX_VALUE_WORDS: u32 = 16;
 pub const GH_CUCKOO_TILE: u32 = 2;
 pub const GH_CUCKOO_BUCKET_BYTES: u32 = 128;
 pub const GH_CUCKOO_NO_EXCLUDE: u32 = 4294967295;
+pub const GH_CUCKOO_PLACE_PER_THREAD: u32 = 8;
 pub const GH_CUCKOO_PENDING: u32 = 0;
 pub const GH_CUCKOO_DONE: u32 = 1;
 pub const GH_CUCKOO_DUPLICATE: u32 = 2;

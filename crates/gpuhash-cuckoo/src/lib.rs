@@ -28,14 +28,16 @@
 //!   pair alone throughout (home half, other half, then whole lines). A resize packs each
 //!   new bucket from its first slot, so pairs it moved may sit outside their home half
 //!   (found through the tile; placing them by halves measured no gain on W4).
-//! - **Batches sorted by partition.** An insert batch is first sorted (a counting sort on
-//!   the GPU, three launches) by the range of buckets its pairs start in: each subtable's
+//! - **Batches sorted by partition.** An insert batch larger than the lock-free pass below
+//!   holds in flight (about 2M pairs on an H100) is first sorted (a counting sort on the
+//!   GPU, three launches) by the range of buckets its pairs start in: each subtable's
 //!   buckets cut into 64 ranges of equal size. Blocks then take the sorted pairs in order
 //!   from a shared cursor, so the pairs in flight at any time fall into one or two ranges,
-//!   whose key and value lines stay in L2 while their pairs go in: on an H100 the lock-free
-//!   pass below reads 13% of DRAM's bandwidth instead of being bound by it, and inserts of
-//!   2^26 pairs run 1.3 to 1.5 times as fast as in the order given (docs/benchmarks). The
+//!   whose key and value lines stay in L2 while their pairs go in: on an H100, 83% of that
+//!   pass's L2 requests hit and DRAM is 14% busy, where in the order given it is bound by
+//!   DRAM, and inserts of 2^26 pairs run 1.2 to 1.5 times as fast (docs/benchmarks). The
 //!   sorted copy (one key and one value a pair) is kept for the next batch of that size.
+//!   A smaller batch is in flight whole whatever its order, so it is not sorted.
 //! - **Inserts in two passes.** First, lock-free: a new pair takes an empty slot of the
 //!   first of its d buckets (in lookup order) that has one, claimed by a CAS on the key
 //!   slot. Nothing is evicted in this pass, so a slot only goes from empty to full and a
@@ -60,8 +62,8 @@
 //!
 //! ## What an insert batch does
 //!
-//! 1. The batch is sorted by partition into the sorted copy; every later step works on it.
-//!    If the table holds pairs: a lookup of every key (which are held already, and their
+//! 1. A large batch is sorted by partition into the sorted copy; every later step works on
+//!    it. If the table holds pairs: a lookup of every key (which are held already, and their
 //!    values, kept for undoing the batch). Nothing changes yet.
 //! 2. Upsizes until the held pairs plus the new keys fit below `beta`. Running out of
 //!    memory here, or for the batch's scratch space or sorted copy, leaves the table as it

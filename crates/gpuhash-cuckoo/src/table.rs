@@ -11,11 +11,12 @@ use parking_lot::{Mutex, RwLock, RwLockReadGuard};
 
 use crate::layouts::{
     GH_CUCKOO_DUPLICATE, GH_CUCKOO_MAX_SUBTABLES, GH_CUCKOO_MAX_VALUE_WORDS, GH_CUCKOO_NO_EXCLUDE,
-    GH_CUCKOO_PARTITIONS, GH_CUCKOO_REMOVE_ALL, GH_CUCKOO_REMOVE_DUPLICATES,
-    GH_CUCKOO_REMOVE_FIRST, GH_CUCKOO_SORT_PER_THREAD, GH_CUCKOO_SORT_THREADS, GH_CUCKOO_TILE,
-    GhCuckooExportParams, GhCuckooFillParams, GhCuckooFindParams, GhCuckooHome,
-    GhCuckooInsertParams, GhCuckooPartitionParams, GhCuckooPlaceParams, GhCuckooRemoveParams,
-    GhCuckooResizeParams, GhCuckooSubtable, GhCuckooTable, GhCuckooUpdateParams,
+    GH_CUCKOO_PARTITIONS, GH_CUCKOO_PLACE_PER_THREAD, GH_CUCKOO_REMOVE_ALL,
+    GH_CUCKOO_REMOVE_DUPLICATES, GH_CUCKOO_REMOVE_FIRST, GH_CUCKOO_SORT_PER_THREAD,
+    GH_CUCKOO_SORT_THREADS, GH_CUCKOO_TILE, GhCuckooExportParams, GhCuckooFillParams,
+    GhCuckooFindParams, GhCuckooHome, GhCuckooInsertParams, GhCuckooPartitionParams,
+    GhCuckooPlaceParams, GhCuckooRemoveParams, GhCuckooResizeParams, GhCuckooSubtable,
+    GhCuckooTable, GhCuckooUpdateParams,
 };
 use crate::policy::{self, Bounds, Resize};
 use crate::{CuckooError, CuckooKey, CuckooOptions, Result, key};
@@ -919,16 +920,21 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
             Some(cached) if cached.log.len() >= n => cached,
             _ => Scratch::<K, V>::new(stream, n, n)?,
         };
-        // The whole batch works on its pairs sorted by partition from here on.
-        let (mut sorted_keys, mut sorted_values) = match scratch.sorted.take() {
-            Some(cached) if cached.0.len() == n => cached,
-            _ => (
-                DeviceBuffer::unfilled(stream, n)?,
-                DeviceBuffer::unfilled(stream, n)?,
-            ),
-        };
-        self.sort_batch(stream, keys, values, &mut sorted_keys, &mut sorted_values)?;
-        let (keys, values) = (&sorted_keys, &sorted_values);
+        // A batch larger than what the place kernel holds in flight works on its pairs sorted
+        // by partition from here on; a smaller one is in flight whole whatever its order.
+        let mut sorted = None;
+        if n as u64 > self.pairs_in_flight(stream) {
+            let (mut sorted_keys, mut sorted_values) = match scratch.sorted.take() {
+                Some(cached) if cached.0.len() == n => cached,
+                _ => (
+                    DeviceBuffer::unfilled(stream, n)?,
+                    DeviceBuffer::unfilled(stream, n)?,
+                ),
+            };
+            self.sort_batch(stream, keys, values, &mut sorted_keys, &mut sorted_values)?;
+            sorted = Some((sorted_keys, sorted_values));
+        }
+        let (keys, values) = sorted.as_ref().map_or((keys, values), |(k, v)| (k, v));
         scratch.reset(stream)?;
         let mut found = None;
         let mut old_values = None;
@@ -987,9 +993,20 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
             }
         }
         self.refresh(stream)?;
-        scratch.sorted = Some((sorted_keys, sorted_values));
+        if sorted.is_some() {
+            scratch.sorted = sorted;
+        }
         *self.scratch.lock() = Some(scratch);
         self.apply_policy(stream)
+    }
+
+    /// Pairs the place kernel holds in flight at most: GH_CUCKOO_PLACE_PER_THREAD a thread of
+    /// as many threads as the device keeps resident.
+    fn pairs_in_flight(&self, stream: &Stream) -> u64 {
+        let shape = lane_shape(stream, u64::MAX);
+        u64::from(shape.blocks)
+            * u64::from(shape.threads_per_block)
+            * u64::from(GH_CUCKOO_PLACE_PER_THREAD)
     }
 
     /// Writes the batch into `sorted_keys` and `sorted_values` (of its length) sorted by the

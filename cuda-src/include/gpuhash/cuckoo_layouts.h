@@ -19,6 +19,8 @@
 #define GH_CUCKOO_BUCKET_BYTES 128u
 /* `exclude` value meaning every subtable may take pairs. */
 #define GH_CUCKOO_NO_EXCLUDE 0xffffffffu
+/* Pairs a thread of the place kernel takes from each chunk its block claims. */
+#define GH_CUCKOO_PLACE_PER_THREAD 8u
 /* What the place kernel did with a pair (GhCuckooPlaceParams.status). */
 #define GH_CUCKOO_PENDING 0u   /* all its buckets were full: the insert kernel takes it */
 #define GH_CUCKOO_DONE 1u      /* placed, or not the place kernel's to place */
