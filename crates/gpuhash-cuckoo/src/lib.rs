@@ -34,7 +34,7 @@
 //!   buckets cut into 64 ranges of equal size. Blocks then take the sorted pairs in order
 //!   from a shared cursor, so the pairs in flight at any time fall into one or two ranges,
 //!   whose key and value lines stay in L2 while their pairs go in: on an H100, 83% of that
-//!   pass's L2 requests hit and DRAM is 14% busy, where in the order given it is bound by
+//!   pass's L2 requests hit and DRAM is 13% busy, where in the order given it is bound by
 //!   DRAM, and inserts of 2^26 pairs run 1.2 to 1.5 times as fast (docs/benchmarks). The
 //!   sorted copy (one key and one value a pair) is kept for the next batch of that size.
 //!   A smaller batch is in flight whole whatever its order, so it is not sorted.
