@@ -208,7 +208,7 @@ impl<K: CuckooKey, V: Pod> Scratch<K, V> {
             ],
             log: DeviceBuffer::zeroed(stream, batch)?,
             status: DeviceBuffer::zeroed(stream, batch)?,
-            side_before: DeviceBuffer::zeroed(stream, SIDE_HEADER + size_of::<V>() / 4)?,
+            side_before: DeviceBuffer::zeroed(stream, SIDE_HEADER + Words::<V>::N)?,
             current: 0,
             sorted: None,
         })
@@ -924,9 +924,11 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
         // by partition from here on; a smaller one is in flight whole whatever its order.
         let mut sorted = None;
         if n as u64 > self.pairs_in_flight(stream) {
-            let (mut sorted_keys, mut sorted_values) = match scratch.sorted.take() {
-                Some(cached) if cached.0.len() == n => cached,
-                _ => (
+            // A copy of another size is freed before the new one is allocated.
+            let cached = scratch.sorted.take().filter(|(k, _)| k.len() == n);
+            let (mut sorted_keys, mut sorted_values) = match cached {
+                Some(copy) => copy,
+                None => (
                     DeviceBuffer::unfilled(stream, n)?,
                     DeviceBuffer::unfilled(stream, n)?,
                 ),

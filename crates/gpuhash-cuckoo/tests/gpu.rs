@@ -578,11 +578,12 @@ fn running_out_of_memory_half_way_through_a_batch_undoes_it() {
         "the first batch went in without growing"
     );
     let (more, more_values) = workload::host_pairs(KeySet::Hits, held, capacity / 1000 * 495);
-    // Room for the batch: uploads, their copy sorted by partition, the first pass's flags
-    // and old values (21 bytes a pair) and 24 MB to spare, not for doubling a subtable as
-    // well (65 MB). The synchronize hands what the first batch freed back from the
+    // Room for the batch: uploads, the first pass's flags and old values (13 bytes a pair)
+    // and 24 MB to spare, not for doubling a subtable as well (65 MB). The batch's copy
+    // sorted by partition takes the place of the first batch's, which it frees first (and
+    // which is larger). The synchronize hands what the first batch freed back from the
     // stream-ordered pool; left there, it would serve the upsize.
-    let room = more.len() * 21 + (24 << 20);
+    let room = more.len() * 13 + (24 << 20);
     dev.synchronize().unwrap();
     let free = dev.free_memory().unwrap();
     let hog = DeviceBuffer::<u8>::zeroed(&stream, free - room).expect("memory to hold back");
