@@ -731,6 +731,45 @@ where
     }
 }
 
+/// A batch above the size from which inserts sort their pairs by partition (about 2M pairs on
+/// an H100), holding the reserved key, keys repeated with other values and keys the table
+/// holds already: every key ends with one whole value of its own, the reserved key in its
+/// side slot.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn large_sorted_batches_keep_duplicates_and_the_reserved_key_right() {
+    let _memory = shared_memory();
+    let n = 1u32 << 22;
+    let (options, _) = fixed_size(2 * n, 0.8);
+    let table = CuckooTable::<u32, [u32; 2]>::new(device(), options).unwrap();
+    let (first, _) = workload::host_pairs(KeySet::Hits, 0, n);
+    let mut keys = first.clone();
+    // Every 16th key again later in the batch, and the reserved key twice.
+    keys.extend(first.iter().step_by(16).copied());
+    keys.extend([u32::MAX, u32::MAX]);
+    let values: Vec<[u32; 2]> = (0..keys.len() as u32).map(|i| [i, !i]).collect();
+    table.insert(&keys, &values).unwrap();
+    let mut distinct = first.clone();
+    distinct.push(u32::MAX);
+    assert_eq!(table.len(), distinct.len());
+    let check = |table: &CuckooTable<u32, [u32; 2]>, keys: &[u32], values: &[[u32; 2]]| {
+        for (k, got) in distinct.iter().zip(table.get(&distinct).unwrap()) {
+            let v = got.expect("inserted");
+            assert_eq!(
+                keys[v[0] as usize], *k,
+                "the value comes from this key's pairs"
+            );
+            assert_eq!(v, values[v[0] as usize], "one whole value, not a mix");
+        }
+    };
+    check(&table, &keys, &values);
+    // Again into the full table: every key held already, new values.
+    let values: Vec<[u32; 2]> = (0..keys.len() as u32).map(|i| [i, i ^ 0x5555]).collect();
+    table.insert(&keys, &values).unwrap();
+    assert_eq!(table.len(), distinct.len());
+    check(&table, &keys, &values);
+}
+
 #[test]
 #[ignore = "needs a CUDA device"]
 fn readers_on_many_threads_share_the_table() {
