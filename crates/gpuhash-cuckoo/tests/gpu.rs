@@ -354,6 +354,27 @@ fn memory_counts_every_array_of_the_table() {
     );
 }
 
+/// For batches whose value words start with the pair's index in the batch: every key of
+/// `distinct` is held with the whole value of one of its own pairs (of equal keys in a batch,
+/// one value wins, never a mix).
+fn each_holds_one_whole_value_of_its_own<const W: usize>(
+    table: &CuckooTable<u32, [u32; W]>,
+    distinct: &[u32],
+    keys: &[u32],
+    values: &[[u32; W]],
+) where
+    [u32; W]: bytemuck::Pod,
+{
+    for (k, got) in distinct.iter().zip(table.get(distinct).unwrap()) {
+        let v = got.expect("inserted");
+        assert_eq!(
+            keys[v[0] as usize], *k,
+            "the value comes from this key's pairs"
+        );
+        assert_eq!(v, values[v[0] as usize], "one whole value, not a mix");
+    }
+}
+
 #[test]
 #[ignore = "needs a CUDA device"]
 fn duplicate_keys_in_one_batch_store_one_value() {
@@ -367,14 +388,7 @@ fn duplicate_keys_in_one_batch_store_one_value() {
         table.insert(&keys, &values).unwrap();
         assert_eq!(table.len(), 1000);
         let distinct: Vec<u32> = (0..1000).map(|i| i * 7919).collect();
-        for (k, got) in distinct.iter().zip(table.get(&distinct).unwrap()) {
-            let v = got.expect("inserted");
-            assert_eq!(
-                keys[v[0] as usize], *k,
-                "the value comes from this key's pairs"
-            );
-            assert_eq!(v, values[v[0] as usize], "one whole value, not a mix");
-        }
+        each_holds_one_whole_value_of_its_own(&table, &distinct, &keys, &values);
         assert_eq!(table.export().unwrap().len(), 1000);
     }
     // Duplicates of the reserved key.
@@ -752,22 +766,12 @@ fn large_sorted_batches_keep_duplicates_and_the_reserved_key_right() {
     let mut distinct = first.clone();
     distinct.push(u32::MAX);
     assert_eq!(table.len(), distinct.len());
-    let check = |table: &CuckooTable<u32, [u32; 2]>, keys: &[u32], values: &[[u32; 2]]| {
-        for (k, got) in distinct.iter().zip(table.get(&distinct).unwrap()) {
-            let v = got.expect("inserted");
-            assert_eq!(
-                keys[v[0] as usize], *k,
-                "the value comes from this key's pairs"
-            );
-            assert_eq!(v, values[v[0] as usize], "one whole value, not a mix");
-        }
-    };
-    check(&table, &keys, &values);
+    each_holds_one_whole_value_of_its_own(&table, &distinct, &keys, &values);
     // Again into the full table: every key held already, new values.
     let values: Vec<[u32; 2]> = (0..keys.len() as u32).map(|i| [i, i ^ 0x5555]).collect();
     table.insert(&keys, &values).unwrap();
     assert_eq!(table.len(), distinct.len());
-    check(&table, &keys, &values);
+    each_holds_one_whole_value_of_its_own(&table, &distinct, &keys, &values);
 }
 
 #[test]
