@@ -266,6 +266,17 @@ __device__ __forceinline__ Seen look_alone(const GhCuckooSubtable &s, uint64_t b
     return {match_bits(piece, key) << (half * HS), match_bits(piece, Keys<K>::kEmpty) << (half * HS)};
 }
 
+// Dirty bits (GhCuckooSubtable.dirty): a lookup may stop at a bucket with an
+// empty slot only while it is clean. `coherent` as for load_keys.
+__device__ __forceinline__ bool is_dirty(const GhCuckooSubtable &s, uint64_t bucket, bool coherent) {
+    const uint32_t *word = s.dirty + bucket / 32;
+    return ((coherent ? __ldcg(word) : __ldg(word)) >> (bucket % 32)) & 1u;
+}
+
+__device__ __forceinline__ void mark_dirty(const GhCuckooSubtable &s, uint64_t bucket) {
+    atomicOr(s.dirty + bucket / 32, 1u << (bucket % 32));
+}
+
 __device__ __forceinline__ bool try_lock(uint32_t *lock) {
     uint32_t old;
     asm volatile("atom.acquire.gpu.global.cas.b32 %0, [%1], %2, %3;"

@@ -36,6 +36,7 @@ pub struct GhCuckooSubtable {
     pub keys: *mut ::core::ffi::c_void,
     pub values: *mut u32,
     pub locks: *mut u32,
+    pub dirty: *mut u32,
     pub buckets: u64,
     pub fastmod: u64,
     pub hash_a: u64,
@@ -43,7 +44,7 @@ pub struct GhCuckooSubtable {
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of GhCuckooSubtable"][::core::mem::size_of::<GhCuckooSubtable>() - 56usize];
+    ["Size of GhCuckooSubtable"][::core::mem::size_of::<GhCuckooSubtable>() - 64usize];
     ["Alignment of GhCuckooSubtable"][::core::mem::align_of::<GhCuckooSubtable>() - 8usize];
     ["Offset of field: GhCuckooSubtable::keys"]
         [::core::mem::offset_of!(GhCuckooSubtable, keys) - 0usize];
@@ -51,14 +52,16 @@ const _: () = {
         [::core::mem::offset_of!(GhCuckooSubtable, values) - 8usize];
     ["Offset of field: GhCuckooSubtable::locks"]
         [::core::mem::offset_of!(GhCuckooSubtable, locks) - 16usize];
+    ["Offset of field: GhCuckooSubtable::dirty"]
+        [::core::mem::offset_of!(GhCuckooSubtable, dirty) - 24usize];
     ["Offset of field: GhCuckooSubtable::buckets"]
-        [::core::mem::offset_of!(GhCuckooSubtable, buckets) - 24usize];
+        [::core::mem::offset_of!(GhCuckooSubtable, buckets) - 32usize];
     ["Offset of field: GhCuckooSubtable::fastmod"]
-        [::core::mem::offset_of!(GhCuckooSubtable, fastmod) - 32usize];
+        [::core::mem::offset_of!(GhCuckooSubtable, fastmod) - 40usize];
     ["Offset of field: GhCuckooSubtable::hash_a"]
-        [::core::mem::offset_of!(GhCuckooSubtable, hash_a) - 40usize];
+        [::core::mem::offset_of!(GhCuckooSubtable, hash_a) - 48usize];
     ["Offset of field: GhCuckooSubtable::hash_b"]
-        [::core::mem::offset_of!(GhCuckooSubtable, hash_b) - 48usize];
+        [::core::mem::offset_of!(GhCuckooSubtable, hash_b) - 56usize];
 };
 impl Default for GhCuckooSubtable {
     fn default() -> Self {
@@ -80,17 +83,17 @@ pub struct GhCuckooTable {
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of GhCuckooTable"][::core::mem::size_of::<GhCuckooTable>() - 472usize];
+    ["Size of GhCuckooTable"][::core::mem::size_of::<GhCuckooTable>() - 536usize];
     ["Alignment of GhCuckooTable"][::core::mem::align_of::<GhCuckooTable>() - 8usize];
     ["Offset of field: GhCuckooTable::sub"][::core::mem::offset_of!(GhCuckooTable, sub) - 0usize];
     ["Offset of field: GhCuckooTable::counts"]
-        [::core::mem::offset_of!(GhCuckooTable, counts) - 448usize];
+        [::core::mem::offset_of!(GhCuckooTable, counts) - 512usize];
     ["Offset of field: GhCuckooTable::side"]
-        [::core::mem::offset_of!(GhCuckooTable, side) - 456usize];
+        [::core::mem::offset_of!(GhCuckooTable, side) - 520usize];
     ["Offset of field: GhCuckooTable::subtables"]
-        [::core::mem::offset_of!(GhCuckooTable, subtables) - 464usize];
+        [::core::mem::offset_of!(GhCuckooTable, subtables) - 528usize];
     ["Offset of field: GhCuckooTable::value_words"]
-        [::core::mem::offset_of!(GhCuckooTable, value_words) - 468usize];
+        [::core::mem::offset_of!(GhCuckooTable, value_words) - 532usize];
 };
 impl Default for GhCuckooTable {
     fn default() -> Self {
@@ -105,15 +108,21 @@ impl Default for GhCuckooTable {
 #[derive(Default, Debug, Copy, Clone, PartialEq, Eq)]
 pub struct GhCuckooHome {
     pub thresholds: [u32; 8usize],
+    pub settled_lo: [u32; 8usize],
+    pub settled_hi: [u32; 8usize],
     pub seed: u32,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of GhCuckooHome"][::core::mem::size_of::<GhCuckooHome>() - 36usize];
+    ["Size of GhCuckooHome"][::core::mem::size_of::<GhCuckooHome>() - 100usize];
     ["Alignment of GhCuckooHome"][::core::mem::align_of::<GhCuckooHome>() - 4usize];
     ["Offset of field: GhCuckooHome::thresholds"]
         [::core::mem::offset_of!(GhCuckooHome, thresholds) - 0usize];
-    ["Offset of field: GhCuckooHome::seed"][::core::mem::offset_of!(GhCuckooHome, seed) - 32usize];
+    ["Offset of field: GhCuckooHome::settled_lo"]
+        [::core::mem::offset_of!(GhCuckooHome, settled_lo) - 32usize];
+    ["Offset of field: GhCuckooHome::settled_hi"]
+        [::core::mem::offset_of!(GhCuckooHome, settled_hi) - 64usize];
+    ["Offset of field: GhCuckooHome::seed"][::core::mem::offset_of!(GhCuckooHome, seed) - 96usize];
 };
 #[repr(C)]
 #[derive(Debug, Copy, Clone, PartialEq, Eq)]
@@ -128,22 +137,22 @@ pub struct GhCuckooFindParams {
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of GhCuckooFindParams"][::core::mem::size_of::<GhCuckooFindParams>() - 552usize];
+    ["Size of GhCuckooFindParams"][::core::mem::size_of::<GhCuckooFindParams>() - 680usize];
     ["Alignment of GhCuckooFindParams"][::core::mem::align_of::<GhCuckooFindParams>() - 8usize];
     ["Offset of field: GhCuckooFindParams::table"]
         [::core::mem::offset_of!(GhCuckooFindParams, table) - 0usize];
     ["Offset of field: GhCuckooFindParams::home"]
-        [::core::mem::offset_of!(GhCuckooFindParams, home) - 472usize];
+        [::core::mem::offset_of!(GhCuckooFindParams, home) - 536usize];
     ["Offset of field: GhCuckooFindParams::keys"]
-        [::core::mem::offset_of!(GhCuckooFindParams, keys) - 512usize];
+        [::core::mem::offset_of!(GhCuckooFindParams, keys) - 640usize];
     ["Offset of field: GhCuckooFindParams::values_out"]
-        [::core::mem::offset_of!(GhCuckooFindParams, values_out) - 520usize];
+        [::core::mem::offset_of!(GhCuckooFindParams, values_out) - 648usize];
     ["Offset of field: GhCuckooFindParams::found_out"]
-        [::core::mem::offset_of!(GhCuckooFindParams, found_out) - 528usize];
+        [::core::mem::offset_of!(GhCuckooFindParams, found_out) - 656usize];
     ["Offset of field: GhCuckooFindParams::hits"]
-        [::core::mem::offset_of!(GhCuckooFindParams, hits) - 536usize];
+        [::core::mem::offset_of!(GhCuckooFindParams, hits) - 664usize];
     ["Offset of field: GhCuckooFindParams::count"]
-        [::core::mem::offset_of!(GhCuckooFindParams, count) - 544usize];
+        [::core::mem::offset_of!(GhCuckooFindParams, count) - 672usize];
 };
 impl Default for GhCuckooFindParams {
     fn default() -> Self {
@@ -168,24 +177,24 @@ pub struct GhCuckooUpdateParams {
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of GhCuckooUpdateParams"][::core::mem::size_of::<GhCuckooUpdateParams>() - 520usize];
+    ["Size of GhCuckooUpdateParams"][::core::mem::size_of::<GhCuckooUpdateParams>() - 584usize];
     ["Alignment of GhCuckooUpdateParams"][::core::mem::align_of::<GhCuckooUpdateParams>() - 8usize];
     ["Offset of field: GhCuckooUpdateParams::table"]
         [::core::mem::offset_of!(GhCuckooUpdateParams, table) - 0usize];
     ["Offset of field: GhCuckooUpdateParams::keys"]
-        [::core::mem::offset_of!(GhCuckooUpdateParams, keys) - 472usize];
+        [::core::mem::offset_of!(GhCuckooUpdateParams, keys) - 536usize];
     ["Offset of field: GhCuckooUpdateParams::values"]
-        [::core::mem::offset_of!(GhCuckooUpdateParams, values) - 480usize];
+        [::core::mem::offset_of!(GhCuckooUpdateParams, values) - 544usize];
     ["Offset of field: GhCuckooUpdateParams::found"]
-        [::core::mem::offset_of!(GhCuckooUpdateParams, found) - 488usize];
+        [::core::mem::offset_of!(GhCuckooUpdateParams, found) - 552usize];
     ["Offset of field: GhCuckooUpdateParams::old_values"]
-        [::core::mem::offset_of!(GhCuckooUpdateParams, old_values) - 496usize];
+        [::core::mem::offset_of!(GhCuckooUpdateParams, old_values) - 560usize];
     ["Offset of field: GhCuckooUpdateParams::count"]
-        [::core::mem::offset_of!(GhCuckooUpdateParams, count) - 504usize];
+        [::core::mem::offset_of!(GhCuckooUpdateParams, count) - 568usize];
     ["Offset of field: GhCuckooUpdateParams::select"]
-        [::core::mem::offset_of!(GhCuckooUpdateParams, select) - 512usize];
+        [::core::mem::offset_of!(GhCuckooUpdateParams, select) - 576usize];
     ["Offset of field: GhCuckooUpdateParams::pad"]
-        [::core::mem::offset_of!(GhCuckooUpdateParams, pad) - 516usize];
+        [::core::mem::offset_of!(GhCuckooUpdateParams, pad) - 580usize];
 };
 impl Default for GhCuckooUpdateParams {
     fn default() -> Self {
@@ -214,32 +223,32 @@ pub struct GhCuckooPlaceParams {
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of GhCuckooPlaceParams"][::core::mem::size_of::<GhCuckooPlaceParams>() - 592usize];
+    ["Size of GhCuckooPlaceParams"][::core::mem::size_of::<GhCuckooPlaceParams>() - 720usize];
     ["Alignment of GhCuckooPlaceParams"][::core::mem::align_of::<GhCuckooPlaceParams>() - 8usize];
     ["Offset of field: GhCuckooPlaceParams::table"]
         [::core::mem::offset_of!(GhCuckooPlaceParams, table) - 0usize];
     ["Offset of field: GhCuckooPlaceParams::home"]
-        [::core::mem::offset_of!(GhCuckooPlaceParams, home) - 472usize];
+        [::core::mem::offset_of!(GhCuckooPlaceParams, home) - 536usize];
     ["Offset of field: GhCuckooPlaceParams::keys"]
-        [::core::mem::offset_of!(GhCuckooPlaceParams, keys) - 512usize];
+        [::core::mem::offset_of!(GhCuckooPlaceParams, keys) - 640usize];
     ["Offset of field: GhCuckooPlaceParams::values"]
-        [::core::mem::offset_of!(GhCuckooPlaceParams, values) - 520usize];
+        [::core::mem::offset_of!(GhCuckooPlaceParams, values) - 648usize];
     ["Offset of field: GhCuckooPlaceParams::skip"]
-        [::core::mem::offset_of!(GhCuckooPlaceParams, skip) - 528usize];
+        [::core::mem::offset_of!(GhCuckooPlaceParams, skip) - 656usize];
     ["Offset of field: GhCuckooPlaceParams::status"]
-        [::core::mem::offset_of!(GhCuckooPlaceParams, status) - 536usize];
+        [::core::mem::offset_of!(GhCuckooPlaceParams, status) - 664usize];
     ["Offset of field: GhCuckooPlaceParams::pending_keys"]
-        [::core::mem::offset_of!(GhCuckooPlaceParams, pending_keys) - 544usize];
+        [::core::mem::offset_of!(GhCuckooPlaceParams, pending_keys) - 672usize];
     ["Offset of field: GhCuckooPlaceParams::pending_values"]
-        [::core::mem::offset_of!(GhCuckooPlaceParams, pending_values) - 552usize];
+        [::core::mem::offset_of!(GhCuckooPlaceParams, pending_values) - 680usize];
     ["Offset of field: GhCuckooPlaceParams::pending"]
-        [::core::mem::offset_of!(GhCuckooPlaceParams, pending) - 560usize];
+        [::core::mem::offset_of!(GhCuckooPlaceParams, pending) - 688usize];
     ["Offset of field: GhCuckooPlaceParams::duplicates"]
-        [::core::mem::offset_of!(GhCuckooPlaceParams, duplicates) - 568usize];
+        [::core::mem::offset_of!(GhCuckooPlaceParams, duplicates) - 696usize];
     ["Offset of field: GhCuckooPlaceParams::cursor"]
-        [::core::mem::offset_of!(GhCuckooPlaceParams, cursor) - 576usize];
+        [::core::mem::offset_of!(GhCuckooPlaceParams, cursor) - 704usize];
     ["Offset of field: GhCuckooPlaceParams::count"]
-        [::core::mem::offset_of!(GhCuckooPlaceParams, count) - 584usize];
+        [::core::mem::offset_of!(GhCuckooPlaceParams, count) - 712usize];
 };
 impl Default for GhCuckooPlaceParams {
     fn default() -> Self {
@@ -271,38 +280,38 @@ pub struct GhCuckooInsertParams {
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of GhCuckooInsertParams"][::core::mem::size_of::<GhCuckooInsertParams>() - 600usize];
+    ["Size of GhCuckooInsertParams"][::core::mem::size_of::<GhCuckooInsertParams>() - 728usize];
     ["Alignment of GhCuckooInsertParams"][::core::mem::align_of::<GhCuckooInsertParams>() - 8usize];
     ["Offset of field: GhCuckooInsertParams::table"]
         [::core::mem::offset_of!(GhCuckooInsertParams, table) - 0usize];
     ["Offset of field: GhCuckooInsertParams::keys"]
-        [::core::mem::offset_of!(GhCuckooInsertParams, keys) - 472usize];
+        [::core::mem::offset_of!(GhCuckooInsertParams, keys) - 536usize];
     ["Offset of field: GhCuckooInsertParams::values"]
-        [::core::mem::offset_of!(GhCuckooInsertParams, values) - 480usize];
+        [::core::mem::offset_of!(GhCuckooInsertParams, values) - 544usize];
     ["Offset of field: GhCuckooInsertParams::skip"]
-        [::core::mem::offset_of!(GhCuckooInsertParams, skip) - 488usize];
+        [::core::mem::offset_of!(GhCuckooInsertParams, skip) - 552usize];
     ["Offset of field: GhCuckooInsertParams::count"]
-        [::core::mem::offset_of!(GhCuckooInsertParams, count) - 496usize];
+        [::core::mem::offset_of!(GhCuckooInsertParams, count) - 560usize];
     ["Offset of field: GhCuckooInsertParams::failed_keys"]
-        [::core::mem::offset_of!(GhCuckooInsertParams, failed_keys) - 504usize];
+        [::core::mem::offset_of!(GhCuckooInsertParams, failed_keys) - 568usize];
     ["Offset of field: GhCuckooInsertParams::failed_values"]
-        [::core::mem::offset_of!(GhCuckooInsertParams, failed_values) - 512usize];
+        [::core::mem::offset_of!(GhCuckooInsertParams, failed_values) - 576usize];
     ["Offset of field: GhCuckooInsertParams::failed_count"]
-        [::core::mem::offset_of!(GhCuckooInsertParams, failed_count) - 520usize];
+        [::core::mem::offset_of!(GhCuckooInsertParams, failed_count) - 584usize];
     ["Offset of field: GhCuckooInsertParams::log_keys"]
-        [::core::mem::offset_of!(GhCuckooInsertParams, log_keys) - 528usize];
+        [::core::mem::offset_of!(GhCuckooInsertParams, log_keys) - 592usize];
     ["Offset of field: GhCuckooInsertParams::log_count"]
-        [::core::mem::offset_of!(GhCuckooInsertParams, log_count) - 536usize];
+        [::core::mem::offset_of!(GhCuckooInsertParams, log_count) - 600usize];
     ["Offset of field: GhCuckooInsertParams::log_capacity"]
-        [::core::mem::offset_of!(GhCuckooInsertParams, log_capacity) - 544usize];
+        [::core::mem::offset_of!(GhCuckooInsertParams, log_capacity) - 608usize];
     ["Offset of field: GhCuckooInsertParams::home"]
-        [::core::mem::offset_of!(GhCuckooInsertParams, home) - 552usize];
+        [::core::mem::offset_of!(GhCuckooInsertParams, home) - 616usize];
     ["Offset of field: GhCuckooInsertParams::salt"]
-        [::core::mem::offset_of!(GhCuckooInsertParams, salt) - 588usize];
+        [::core::mem::offset_of!(GhCuckooInsertParams, salt) - 716usize];
     ["Offset of field: GhCuckooInsertParams::max_evictions"]
-        [::core::mem::offset_of!(GhCuckooInsertParams, max_evictions) - 592usize];
+        [::core::mem::offset_of!(GhCuckooInsertParams, max_evictions) - 720usize];
     ["Offset of field: GhCuckooInsertParams::exclude"]
-        [::core::mem::offset_of!(GhCuckooInsertParams, exclude) - 596usize];
+        [::core::mem::offset_of!(GhCuckooInsertParams, exclude) - 724usize];
 };
 impl Default for GhCuckooInsertParams {
     fn default() -> Self {
@@ -328,25 +337,25 @@ pub struct GhCuckooPartitionParams {
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
     ["Size of GhCuckooPartitionParams"]
-        [::core::mem::size_of::<GhCuckooPartitionParams>() - 560usize];
+        [::core::mem::size_of::<GhCuckooPartitionParams>() - 688usize];
     ["Alignment of GhCuckooPartitionParams"]
         [::core::mem::align_of::<GhCuckooPartitionParams>() - 8usize];
     ["Offset of field: GhCuckooPartitionParams::table"]
         [::core::mem::offset_of!(GhCuckooPartitionParams, table) - 0usize];
     ["Offset of field: GhCuckooPartitionParams::home"]
-        [::core::mem::offset_of!(GhCuckooPartitionParams, home) - 472usize];
+        [::core::mem::offset_of!(GhCuckooPartitionParams, home) - 536usize];
     ["Offset of field: GhCuckooPartitionParams::keys"]
-        [::core::mem::offset_of!(GhCuckooPartitionParams, keys) - 512usize];
+        [::core::mem::offset_of!(GhCuckooPartitionParams, keys) - 640usize];
     ["Offset of field: GhCuckooPartitionParams::values"]
-        [::core::mem::offset_of!(GhCuckooPartitionParams, values) - 520usize];
+        [::core::mem::offset_of!(GhCuckooPartitionParams, values) - 648usize];
     ["Offset of field: GhCuckooPartitionParams::keys_out"]
-        [::core::mem::offset_of!(GhCuckooPartitionParams, keys_out) - 528usize];
+        [::core::mem::offset_of!(GhCuckooPartitionParams, keys_out) - 656usize];
     ["Offset of field: GhCuckooPartitionParams::values_out"]
-        [::core::mem::offset_of!(GhCuckooPartitionParams, values_out) - 536usize];
+        [::core::mem::offset_of!(GhCuckooPartitionParams, values_out) - 664usize];
     ["Offset of field: GhCuckooPartitionParams::offsets"]
-        [::core::mem::offset_of!(GhCuckooPartitionParams, offsets) - 544usize];
+        [::core::mem::offset_of!(GhCuckooPartitionParams, offsets) - 672usize];
     ["Offset of field: GhCuckooPartitionParams::count"]
-        [::core::mem::offset_of!(GhCuckooPartitionParams, count) - 552usize];
+        [::core::mem::offset_of!(GhCuckooPartitionParams, count) - 680usize];
 };
 impl Default for GhCuckooPartitionParams {
     fn default() -> Self {
@@ -370,22 +379,22 @@ pub struct GhCuckooRemoveParams {
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of GhCuckooRemoveParams"][::core::mem::size_of::<GhCuckooRemoveParams>() - 512usize];
+    ["Size of GhCuckooRemoveParams"][::core::mem::size_of::<GhCuckooRemoveParams>() - 576usize];
     ["Alignment of GhCuckooRemoveParams"][::core::mem::align_of::<GhCuckooRemoveParams>() - 8usize];
     ["Offset of field: GhCuckooRemoveParams::table"]
         [::core::mem::offset_of!(GhCuckooRemoveParams, table) - 0usize];
     ["Offset of field: GhCuckooRemoveParams::keys"]
-        [::core::mem::offset_of!(GhCuckooRemoveParams, keys) - 472usize];
+        [::core::mem::offset_of!(GhCuckooRemoveParams, keys) - 536usize];
     ["Offset of field: GhCuckooRemoveParams::skip"]
-        [::core::mem::offset_of!(GhCuckooRemoveParams, skip) - 480usize];
+        [::core::mem::offset_of!(GhCuckooRemoveParams, skip) - 544usize];
     ["Offset of field: GhCuckooRemoveParams::removed"]
-        [::core::mem::offset_of!(GhCuckooRemoveParams, removed) - 488usize];
+        [::core::mem::offset_of!(GhCuckooRemoveParams, removed) - 552usize];
     ["Offset of field: GhCuckooRemoveParams::count"]
-        [::core::mem::offset_of!(GhCuckooRemoveParams, count) - 496usize];
+        [::core::mem::offset_of!(GhCuckooRemoveParams, count) - 560usize];
     ["Offset of field: GhCuckooRemoveParams::copies"]
-        [::core::mem::offset_of!(GhCuckooRemoveParams, copies) - 504usize];
+        [::core::mem::offset_of!(GhCuckooRemoveParams, copies) - 568usize];
     ["Offset of field: GhCuckooRemoveParams::pad"]
-        [::core::mem::offset_of!(GhCuckooRemoveParams, pad) - 508usize];
+        [::core::mem::offset_of!(GhCuckooRemoveParams, pad) - 572usize];
 };
 impl Default for GhCuckooRemoveParams {
     fn default() -> Self {
@@ -405,26 +414,26 @@ pub struct GhCuckooResizeParams {
     pub residual_values: *mut u32,
     pub residual_count: *mut u64,
     pub value_words: u32,
-    pub pad: u32,
+    pub seed: u32,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of GhCuckooResizeParams"][::core::mem::size_of::<GhCuckooResizeParams>() - 144usize];
+    ["Size of GhCuckooResizeParams"][::core::mem::size_of::<GhCuckooResizeParams>() - 160usize];
     ["Alignment of GhCuckooResizeParams"][::core::mem::align_of::<GhCuckooResizeParams>() - 8usize];
     ["Offset of field: GhCuckooResizeParams::from"]
         [::core::mem::offset_of!(GhCuckooResizeParams, from) - 0usize];
     ["Offset of field: GhCuckooResizeParams::to"]
-        [::core::mem::offset_of!(GhCuckooResizeParams, to) - 56usize];
+        [::core::mem::offset_of!(GhCuckooResizeParams, to) - 64usize];
     ["Offset of field: GhCuckooResizeParams::residual_keys"]
-        [::core::mem::offset_of!(GhCuckooResizeParams, residual_keys) - 112usize];
+        [::core::mem::offset_of!(GhCuckooResizeParams, residual_keys) - 128usize];
     ["Offset of field: GhCuckooResizeParams::residual_values"]
-        [::core::mem::offset_of!(GhCuckooResizeParams, residual_values) - 120usize];
+        [::core::mem::offset_of!(GhCuckooResizeParams, residual_values) - 136usize];
     ["Offset of field: GhCuckooResizeParams::residual_count"]
-        [::core::mem::offset_of!(GhCuckooResizeParams, residual_count) - 128usize];
+        [::core::mem::offset_of!(GhCuckooResizeParams, residual_count) - 144usize];
     ["Offset of field: GhCuckooResizeParams::value_words"]
-        [::core::mem::offset_of!(GhCuckooResizeParams, value_words) - 136usize];
-    ["Offset of field: GhCuckooResizeParams::pad"]
-        [::core::mem::offset_of!(GhCuckooResizeParams, pad) - 140usize];
+        [::core::mem::offset_of!(GhCuckooResizeParams, value_words) - 152usize];
+    ["Offset of field: GhCuckooResizeParams::seed"]
+        [::core::mem::offset_of!(GhCuckooResizeParams, seed) - 156usize];
 };
 impl Default for GhCuckooResizeParams {
     fn default() -> Self {
@@ -446,18 +455,18 @@ pub struct GhCuckooExportParams {
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of GhCuckooExportParams"][::core::mem::size_of::<GhCuckooExportParams>() - 504usize];
+    ["Size of GhCuckooExportParams"][::core::mem::size_of::<GhCuckooExportParams>() - 568usize];
     ["Alignment of GhCuckooExportParams"][::core::mem::align_of::<GhCuckooExportParams>() - 8usize];
     ["Offset of field: GhCuckooExportParams::table"]
         [::core::mem::offset_of!(GhCuckooExportParams, table) - 0usize];
     ["Offset of field: GhCuckooExportParams::keys_out"]
-        [::core::mem::offset_of!(GhCuckooExportParams, keys_out) - 472usize];
+        [::core::mem::offset_of!(GhCuckooExportParams, keys_out) - 536usize];
     ["Offset of field: GhCuckooExportParams::values_out"]
-        [::core::mem::offset_of!(GhCuckooExportParams, values_out) - 480usize];
+        [::core::mem::offset_of!(GhCuckooExportParams, values_out) - 544usize];
     ["Offset of field: GhCuckooExportParams::written"]
-        [::core::mem::offset_of!(GhCuckooExportParams, written) - 488usize];
+        [::core::mem::offset_of!(GhCuckooExportParams, written) - 552usize];
     ["Offset of field: GhCuckooExportParams::capacity"]
-        [::core::mem::offset_of!(GhCuckooExportParams, capacity) - 496usize];
+        [::core::mem::offset_of!(GhCuckooExportParams, capacity) - 560usize];
 };
 impl Default for GhCuckooExportParams {
     fn default() -> Self {

@@ -109,21 +109,11 @@ pub fn apply(buckets: &[u64], resize: Resize) -> Vec<u64> {
 
 /// The paper's weight of subtable `i` for new pairs: `n_i / C(m_i, 2)`, with `C(m, 2)`
 /// taken as at least 1 so that an empty subtable gets weight `n_i` rather than infinity.
-/// Excluded subtables weigh 0.
-pub fn home_weights(
-    buckets: &[u64],
-    counts: &[u64],
-    slots: u64,
-    exclude: Option<usize>,
-) -> Vec<f64> {
+pub fn home_weights(buckets: &[u64], counts: &[u64], slots: u64) -> Vec<f64> {
     buckets
         .iter()
         .zip(counts)
-        .enumerate()
-        .map(|(i, (&b, &m))| {
-            if Some(i) == exclude {
-                return 0.0;
-            }
+        .map(|(&b, &m)| {
             let n = (b * slots) as f64;
             let m = m as f64;
             let pairs = (m * (m - 1.0) / 2.0).max(1.0);
@@ -147,6 +137,72 @@ pub fn thresholds(weights: &[f64]) -> [u32; 8] {
         } else {
             (cumulative / total * 4_294_967_296.0).min(4_294_967_295.0) as u32
         };
+    }
+    out
+}
+
+/// The 32-bit choices (inclusive) that send a key to one subtable; empty when `lo > hi`.
+///
+/// The thresholds move from batch to batch, and a key whose first subtable moved may rest
+/// where today's probe order would not have put it. The table keeps, for each subtable,
+/// the choices it has taken under every threshold an insert used (the intersection of
+/// these ranges): lookups of keys whose choice lies there may stop at the first clean
+/// bucket with an empty slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChoiceRange {
+    /// Lowest choice in the range.
+    pub lo: u32,
+    /// Highest choice in the range.
+    pub hi: u32,
+}
+
+impl ChoiceRange {
+    /// Every choice.
+    pub const ALL: Self = Self {
+        lo: 0,
+        hi: u32::MAX,
+    };
+    /// No choice.
+    pub const NONE: Self = Self { lo: 1, hi: 0 };
+
+    /// The choices in both ranges.
+    pub fn intersect(self, other: Self) -> Self {
+        let (lo, hi) = (self.lo.max(other.lo), self.hi.min(other.hi));
+        if lo > hi { Self::NONE } else { Self { lo, hi } }
+    }
+
+    /// Whether `choice` lies in the range.
+    pub fn contains(self, choice: u32) -> bool {
+        self.lo <= choice && choice <= self.hi
+    }
+}
+
+impl Default for ChoiceRange {
+    /// Before any insert every choice is settled.
+    fn default() -> Self {
+        Self::ALL
+    }
+}
+
+/// The choices each of the first `subtables` subtables takes under `thresholds`, read as
+/// the kernels read them: the first subtable `t` with `choice < thresholds[t]`, the last
+/// one taking every choice left.
+pub fn choice_ranges(thresholds: &[u32; 8], subtables: usize) -> [ChoiceRange; 8] {
+    let mut out = [ChoiceRange::NONE; 8];
+    let mut lo = 0u64;
+    for (t, range) in out.iter_mut().enumerate().take(subtables) {
+        let end = if t + 1 == subtables {
+            1 << 32
+        } else {
+            u64::from(thresholds[t]).max(lo)
+        };
+        if end > lo {
+            *range = ChoiceRange {
+                lo: lo as u32,
+                hi: (end - 1) as u32,
+            };
+        }
+        lo = end;
     }
     out
 }
@@ -235,6 +291,33 @@ mod tests {
             true
         }
 
+        fn choice_ranges_match_the_kernels_reading(weights: Vec<u16>, choices: Vec<u32>) -> bool {
+            let weights: Vec<f64> = weights.iter().take(8).map(|&w| f64::from(w)).collect();
+            let d = weights.len();
+            if d == 0 {
+                return true;
+            }
+            let t = thresholds(&weights);
+            let ranges = choice_ranges(&t, d);
+            let edges = [0, 1, u32::MAX - 1, u32::MAX];
+            choices.iter().chain(&edges).chain(&t).all(|&r| {
+                // The kernels' start_of.
+                let mut first = 0;
+                while first + 1 < d && r >= t[first] {
+                    first += 1;
+                }
+                (0..8).all(|s| ranges[s].contains(r) == (s == first))
+            })
+        }
+
+        fn intersection_holds_what_both_hold(a: (u32, u32), b: (u32, u32), r: u32) -> bool {
+            let (a, b) = (
+                ChoiceRange { lo: a.0, hi: a.1 },
+                ChoiceRange { lo: b.0, hi: b.1 },
+            );
+            a.intersect(b).contains(r) == (a.contains(r) && b.contains(r))
+        }
+
         fn thresholds_are_monotone_and_end_at_max(weights: Vec<u16>) -> bool {
             let weights: Vec<f64> = weights.iter().take(8).map(|&w| f64::from(w)).collect();
             if weights.is_empty() {
@@ -248,17 +331,17 @@ mod tests {
     #[test]
     fn weights_follow_the_paper() {
         // Equal sizes, equal counts: equal weights.
-        let w = home_weights(&[4, 4, 4], &[100, 100, 100], 32, None);
+        let w = home_weights(&[4, 4, 4], &[100, 100, 100], 32);
         assert!(w.windows(2).all(|p| (p[0] - p[1]).abs() < 1e-12));
         // Twice the slots, same pairs: twice the weight (the paper's upsizing remark).
-        let w = home_weights(&[8, 4, 4], &[100, 100, 100], 32, None);
+        let w = home_weights(&[8, 4, 4], &[100, 100, 100], 32);
         assert!((w[0] / w[1] - 2.0).abs() < 1e-9);
         // n / C(m, 2) exactly.
-        let w = home_weights(&[4], &[10], 32, None);
+        let w = home_weights(&[4], &[10], 32);
         assert!((w[0] - 128.0 / 45.0).abs() < 1e-12);
-        // Empty subtables weigh their slots; excluded ones nothing.
-        let w = home_weights(&[4, 4, 8], &[0, 1, 0], 32, Some(2));
-        assert_eq!(w, vec![128.0, 128.0, 0.0]);
+        // Empty subtables weigh their slots.
+        let w = home_weights(&[4, 4, 8], &[0, 1, 0], 32);
+        assert_eq!(w, vec![128.0, 128.0, 256.0]);
     }
 
     #[test]
@@ -275,6 +358,43 @@ mod tests {
         let t = thresholds(&[0.0, 1.0, 1.0]);
         assert_eq!(t[0], 0);
         assert_eq!(t[1], 1 << 31);
+    }
+
+    #[test]
+    fn settled_ranges_shrink_to_what_every_threshold_agreed_on() {
+        // Equal thresholds, then the first subtable's share doubled (its upsize).
+        let before = choice_ranges(&thresholds(&[1.0, 1.0, 2.0]), 3);
+        let after = choice_ranges(&thresholds(&[2.0, 1.0, 2.0]), 3);
+        let settled: Vec<ChoiceRange> = (0..3).map(|s| before[s].intersect(after[s])).collect();
+        // Thresholds at 2/5 and 3/5 of the range after, 1/4 and 1/2 before.
+        let (two_fifths, three_fifths) = (1_717_986_918, 2_576_980_377);
+        assert_eq!(
+            settled[0],
+            ChoiceRange {
+                lo: 0,
+                hi: (1 << 30) - 1
+            }
+        );
+        assert_eq!(
+            settled[1],
+            ChoiceRange {
+                lo: two_fifths,
+                hi: (1 << 31) - 1
+            }
+        );
+        assert_eq!(
+            settled[2],
+            ChoiceRange {
+                lo: three_fifths,
+                hi: u32::MAX
+            }
+        );
+        // A subtable that lost its whole range keeps nothing.
+        let none = choice_ranges(&thresholds(&[1.0, 1.0, 2.0]), 3)[0].intersect(ChoiceRange {
+            lo: 1 << 30,
+            hi: u32::MAX,
+        });
+        assert_eq!(none, ChoiceRange::NONE);
     }
 
     #[test]

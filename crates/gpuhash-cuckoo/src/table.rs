@@ -18,7 +18,7 @@ use crate::layouts::{
     GhCuckooPlaceParams, GhCuckooRemoveParams, GhCuckooResizeParams, GhCuckooSubtable,
     GhCuckooTable, GhCuckooUpdateParams,
 };
-use crate::policy::{self, Bounds, Resize};
+use crate::policy::{self, Bounds, ChoiceRange, Resize};
 use crate::{CuckooError, CuckooKey, CuckooOptions, Result, key};
 
 const THREADS: u32 = 256;
@@ -53,24 +53,28 @@ struct Subtable<K> {
     keys: DeviceBuffer<K>,
     values: DeviceBuffer<u32>,
     locks: DeviceBuffer<u32>,
+    /// One dirty bit a bucket (GhCuckooSubtable.dirty).
+    dirty: DeviceBuffer<u32>,
     buckets: u64,
     hash_a: u64,
     hash_b: u64,
 }
 
 impl<K: CuckooKey> Subtable<K> {
-    /// Empty arrays of `buckets` buckets: keys all ones (empty), locks free.
+    /// Empty arrays of `buckets` buckets: keys all ones (empty), locks free, buckets clean.
     fn allocate(stream: &Stream, buckets: u64, words: usize, hash: (u64, u64)) -> Result<Self> {
         let slots = usize::try_from(buckets * K::SLOTS)
             .map_err(|_| Error::InvalidInput("subtable too large".into()))?;
         let mut keys = DeviceBuffer::<K>::zeroed(stream, slots)?;
         let values = DeviceBuffer::<u32>::zeroed(stream, slots * words)?;
         let locks = DeviceBuffer::<u32>::zeroed(stream, buckets as usize)?;
+        let dirty = DeviceBuffer::<u32>::zeroed(stream, buckets.div_ceil(32) as usize)?;
         fill_words(stream, &mut keys, u32::MAX)?;
         Ok(Self {
             keys,
             values,
             locks,
+            dirty,
             buckets,
             hash_a: hash.0,
             hash_b: hash.1,
@@ -85,22 +89,27 @@ impl<K: CuckooKey> Subtable<K> {
         let keys = self.keys.address(stream);
         let values = self.values.address(stream);
         let locks = self.locks.address(stream);
+        let dirty = self.dirty.address(stream);
         let layout = GhCuckooSubtable {
             keys: keys.address as *mut _,
             values: values.address as *mut u32,
             locks: locks.address as *mut u32,
+            dirty: dirty.address as *mut u32,
             buckets: self.buckets,
             fastmod: (u64::MAX / self.buckets).wrapping_add(1),
             hash_a: self.hash_a,
             hash_b: self.hash_b,
         };
-        guards.extend([keys, values, locks]);
+        guards.extend([keys, values, locks, dirty]);
         layout
     }
 
     /// Bytes of its device arrays.
     fn bytes(&self) -> usize {
-        self.keys.size_bytes() + self.values.size_bytes() + self.locks.size_bytes()
+        self.keys.size_bytes()
+            + self.values.size_bytes()
+            + self.locks.size_bytes()
+            + self.dirty.size_bytes()
     }
 }
 
@@ -165,6 +174,9 @@ struct Mirror {
     side_present: bool,
     launches: u64,
     stats: ResizeStats,
+    /// Per subtable, the choices that started there under every threshold an insert
+    /// used since the table was last emptied (GhCuckooHome.settled_lo / _hi).
+    settled: [ChoiceRange; GH_CUCKOO_MAX_SUBTABLES as usize],
 }
 
 impl Mirror {
@@ -542,8 +554,11 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
         let _gate = self.gate.write();
         let stream = &self.stream;
         for sub in &self.subtables {
-            fill_words(stream, &mut sub.write().keys, u32::MAX)?;
+            let mut sub = sub.write();
+            fill_words(stream, &mut sub.keys, u32::MAX)?;
+            sub.dirty.fill_zero(stream)?;
         }
+        self.mirror.lock().settled = Default::default();
         let mut side = vec![0u32; SIDE_HEADER + Self::WORDS];
         // The side buffer is shared behind &self; its words are rewritten whole here.
         self.write_side(stream, &mut side)?;
@@ -634,15 +649,30 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
     }
 
     /// Where new pairs start now: the paper's `n_i / C(m_i, 2)` weights as 32-bit
-    /// thresholds, with the table's fixed choice seed.
-    fn home(&self, view: &View<'_, K>, exclude: Option<usize>) -> GhCuckooHome {
+    /// thresholds, with the table's fixed choice seed, and the settled choices. A launch
+    /// that places pairs (`placing`) narrows the settled choices to what its thresholds
+    /// agree with.
+    fn home(&self, view: &View<'_, K>, placing: bool) -> GhCuckooHome {
         let buckets: Vec<u64> = view.subs.iter().map(|s| s.buckets).collect();
-        let counts = self.mirror.lock().counts.clone();
-        let weights = policy::home_weights(&buckets, &counts, K::SLOTS, exclude);
-        GhCuckooHome {
-            thresholds: policy::thresholds(&weights),
-            seed: fmix64(self.options.seed ^ 0x6a09_e667_f3bc_c909) as u32,
+        let mut m = self.mirror.lock();
+        let thresholds = policy::thresholds(&policy::home_weights(&buckets, &m.counts, K::SLOTS));
+        if placing {
+            let ranges = policy::choice_ranges(&thresholds, buckets.len());
+            for (settled, range) in m.settled.iter_mut().zip(ranges) {
+                *settled = settled.intersect(range);
+            }
         }
+        GhCuckooHome {
+            thresholds,
+            settled_lo: m.settled.map(|r| r.lo),
+            settled_hi: m.settled.map(|r| r.hi),
+            seed: self.choice_seed(),
+        }
+    }
+
+    /// The seed of the keys' choices and home slots, fixed for the table.
+    fn choice_seed(&self) -> u32 {
+        fmix64(self.options.seed ^ 0x6a09_e667_f3bc_c909) as u32
     }
 
     fn find(
@@ -661,7 +691,7 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
         let v = values.map(|b| b.address_mut(stream));
         let h = hits.map(|b| b.address_mut(stream));
         let params = GhCuckooFindParams {
-            home: self.home(&view, None),
+            home: self.home(&view, false),
             table,
             keys: k.address as *const _,
             values_out: v
@@ -735,7 +765,7 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
         // The addresses borrow the scratch space until the launch is queued.
         {
             let view = self.view();
-            let home = self.home(&view, None);
+            let home = self.home(&view, true);
             let mut guards = Vec::new();
             let table = Self::describe(&view, stream, &mut guards);
             let k = input.keys.address(stream);
@@ -801,7 +831,7 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
             fmix64(m.launches ^ self.options.seed) as u32
         };
         let view = self.view();
-        let home = self.home(&view, exclude);
+        let home = self.home(&view, true);
         let mut guards = Vec::new();
         let table = Self::describe(&view, stream, &mut guards);
         let k = input.keys.address(stream);
@@ -1037,7 +1067,7 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
             let vo = sorted_values.address_mut(stream);
             let o = offsets.address_mut(stream);
             let params = GhCuckooPartitionParams {
-                home: self.home(&view, None),
+                home: self.home(&view, false),
                 table,
                 keys: k.address as *const _,
                 values: v.address as *const u32,
@@ -1418,7 +1448,7 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
                     residual_values: rv.address as *mut u32,
                     residual_count: rc.address as *mut u64,
                     value_words: words as u32,
-                    pad: 0,
+                    seed: self.choice_seed(),
                 };
                 let units = if up { sub.buckets } else { buckets };
                 // SAFETY: both subtables' arrays are live (the old one under the write
@@ -1557,6 +1587,8 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
             }
             self.write_counts(stream, &vec![0; self.options.subtables])?;
             self.refresh(stream)?;
+            // Every pair goes in afresh: only this insert's thresholds count.
+            let settled_before = std::mem::take(&mut self.mirror.lock().settled);
             let input = Input {
                 keys: &keys,
                 values: &values,
@@ -1572,6 +1604,7 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
             for (slot, previous) in self.subtables.iter().zip(old) {
                 *slot.write() = previous;
             }
+            self.mirror.lock().settled = settled_before;
             self.write_counts(stream, &counts_before)?;
             self.refresh(stream)?;
             if !up && factor >= 2 {

@@ -338,10 +338,13 @@ fn memory_counts_every_array_of_the_table() {
     let values: Vec<[u32; 3]> = keys.iter().map(|&k| [k as u32; 3]).collect();
     table.insert(&keys, &values).unwrap();
     let memory = table.memory();
-    let buckets: u64 = table.subtable_buckets().iter().sum();
+    let per_subtable = table.subtable_buckets();
+    let buckets: u64 = per_subtable.iter().sum();
     // A bucket of u64 keys: 16 keys of 8 bytes, their 16 values of 12 bytes, a lock word;
-    // then the pair counts of 8 subtables and the side slot (2 header words, 3 value words).
-    let table_bytes = buckets * (16 * 8 + 16 * 12 + 4) + 8 * 8 + (2 + 3) * 4;
+    // a subtable's dirty bits, one word for 32 buckets; then the pair counts of 8
+    // subtables and the side slot (2 header words, 3 value words).
+    let dirty_words: u64 = per_subtable.iter().map(|b| b.div_ceil(32)).sum();
+    let table_bytes = buckets * (16 * 8 + 16 * 12 + 4) + dirty_words * 4 + 8 * 8 + (2 + 3) * 4;
     assert_eq!(memory.table_bytes, table_bytes);
     assert_eq!(memory.pairs, keys.len() as u64);
     assert!(

@@ -34,7 +34,14 @@
  * Keys and values are separate arrays (struct of arrays), so a miss reads keys
  * only. The bucket of a key is H_i(key) mod buckets, where H_i depends on the
  * key and the subtable's coefficients only, so doubling `buckets` sends bucket
- * loc to loc or loc + buckets, and halving sends loc and loc + buckets/2 to loc. */
+ * loc to loc or loc + buckets, and halving sends loc and loc + buckets/2 to loc.
+ *
+ * Early exit: every insert tries a key's buckets in its probe order and a
+ * bucket's slots home half first, so while no pair has left a bucket, an empty
+ * slot in it proves that no key went past it (to its other half or to a later
+ * bucket). A lookup stops there. A bucket some pair may have gone past that is
+ * not full any more (a remove emptied a slot, a resize rebuilt it from a full
+ * or dirty bucket, a key skipped it) is marked dirty, and lookups go on past it. */
 typedef struct GhCuckooSubtable {
     /* buckets * slots keys (uint32_t or uint64_t); all ones marks an empty slot. */
     void *keys;
@@ -42,6 +49,8 @@ typedef struct GhCuckooSubtable {
     uint32_t *values;
     /* One lock word per bucket, 0 when free. */
     uint32_t *locks;
+    /* One bit per bucket (bit b % 32 of word b / 32): set when the bucket is dirty. */
+    uint32_t *dirty;
     uint64_t buckets;
     /* ceil(2^64 / buckets): H mod buckets with two multiplications (Lemire's fastmod). */
     uint64_t fastmod;
@@ -64,9 +73,16 @@ typedef struct GhCuckooTable {
 /* Where a new pair starts: the first subtable t with choice(key) < thresholds[t],
  * choice a 32-bit hash of the key and `seed` (fixed for a table, so a lookup can
  * probe first the subtable a pair would start in now); thresholds are cumulative,
- * the last 2^32 - 1. */
+ * the last 2^32 - 1. A key's probe order is that subtable, then the others by
+ * index. The thresholds follow the subtables' sizes and counts, so they move from
+ * batch to batch: a key whose choice lies in settled_lo[t] ..= settled_hi[t] of
+ * its first subtable t has started in t under every threshold any insert used
+ * since the table was last emptied, so its pairs followed today's probe order
+ * and a lookup may stop early for it; for other keys lookups read all d buckets. */
 typedef struct GhCuckooHome {
     uint32_t thresholds[GH_CUCKOO_MAX_SUBTABLES];
+    uint32_t settled_lo[GH_CUCKOO_MAX_SUBTABLES];
+    uint32_t settled_hi[GH_CUCKOO_MAX_SUBTABLES];
     uint32_t seed;
 } GhCuckooHome;
 
@@ -130,7 +146,8 @@ typedef struct GhCuckooPlaceParams {
  * by voter coordination: each tile of GH_CUCKOO_TILE lanes votes a leader among
  * its lanes with pending pairs, the leader locks the bucket with one atomic, the
  * tile places the pair (replacing the value of an equal key) or swaps it with a
- * random resident, which moves on to the next subtable. A lane whose lock fails
+ * random resident, which moves on to the next subtable of its own probe order.
+ * A lane whose lock fails
  * lets the tile re-vote. A pair still homeless after max_evictions swaps goes to
  * the failed list; every key swapped out is logged (for the duplicate check). */
 typedef struct GhCuckooInsertParams {
@@ -152,7 +169,8 @@ typedef struct GhCuckooInsertParams {
     /* Varies the random choice of the pair a full bucket gives up, launch to launch. */
     uint32_t salt;
     uint32_t max_evictions;
-    /* Subtable that takes no pairs (downsizing residuals), or GH_CUCKOO_NO_EXCLUDE. */
+    /* Subtable that takes no pairs (downsizing residuals), or GH_CUCKOO_NO_EXCLUDE:
+     * probe orders skip it, marking the skipped bucket dirty. */
     uint32_t exclude;
 } GhCuckooInsertParams;
 
@@ -198,7 +216,7 @@ typedef struct GhCuckooPartitionParams {
 /* Removes copies of keys[i] for i < count (skip as for insert), as `copies` says;
  * the reserved key's side slot empties except for GH_CUCKOO_REMOVE_DUPLICATES.
  * *removed (may be null) gains the number of slots emptied; emptied slots leave
- * the counts. */
+ * the counts and their buckets turn dirty. */
 typedef struct GhCuckooRemoveParams {
     GhCuckooTable table;
     const void *keys;
@@ -210,11 +228,14 @@ typedef struct GhCuckooRemoveParams {
 } GhCuckooRemoveParams;
 
 /* Moves every pair of subtable `from` (the old arrays) into `to` (new arrays of
- * twice or half the buckets, keys all empty, locks zero). Upsizing: bucket loc
- * goes to loc or loc + from.buckets, never a conflict. Downsizing: buckets loc
- * and loc + to.buckets merge into loc; what does not fit goes to the residual
- * list (residual_keys, residual_values, *residual_count), to be inserted into the
- * other subtables. */
+ * twice or half the buckets, keys all empty, locks and dirty bits zero).
+ * Upsizing: bucket loc goes to loc or loc + from.buckets, never a conflict.
+ * Downsizing: buckets loc and loc + to.buckets merge into loc; what does not fit
+ * goes to the residual list (residual_keys, residual_values, *residual_count), to
+ * be inserted into the other subtables. Each key goes to its home half while
+ * that has room (home slots from `seed`, the table's GhCuckooHome.seed); a new
+ * bucket is dirty when it is not full and one of its old buckets was full or
+ * dirty (keys may have gone past that). */
 typedef struct GhCuckooResizeParams {
     GhCuckooSubtable from;
     GhCuckooSubtable to;
@@ -222,7 +243,7 @@ typedef struct GhCuckooResizeParams {
     uint32_t *residual_values;
     uint64_t *residual_count;
     uint32_t value_words;
-    uint32_t pad;
+    uint32_t seed;
 } GhCuckooResizeParams;
 
 /* Appends every pair of the table's subtables to keys_out / values_out, with
