@@ -275,7 +275,7 @@ fn w4(device: &Device, stream: &Stream, batches: u32, runs: usize) -> Result<()>
     }
     println!();
     println!(
-        "insert and delete ms exclude the resizes they triggered (resize ms, measured on the host around each resize, which waits for its kernels); total = a run's insert + find + delete + resize, and each column is a median of its own. Table bytes/pair: the subtables' keys, values and locks and the shared words, over the pairs held (CuckooTable::memory; the insert scratch space is not counted)."
+        "insert and delete ms exclude the resizes they triggered (resize ms, measured on the host around each resize, which waits for its kernels); total = a run's insert + find + delete + resize, and each column is a median of its own. Table bytes/pair: the subtables' keys, values, locks and dirty bits and the shared words, over the pairs held (CuckooTable::memory; the insert scratch space is not counted)."
     );
     Ok(())
 }

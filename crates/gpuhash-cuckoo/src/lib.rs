@@ -9,7 +9,7 @@
 //! - **d subtables** (2 to 8, default 3), each an array of buckets. A bucket's keys fill
 //!   one 128-byte line: 32 `u32` keys or 16 `u64` keys (so a probe is one line for either
 //!   width). Values live in a separate array (struct of arrays), so a miss reads keys only;
-//!   find and remove read at most d buckets.
+//!   find and remove read at most d buckets, and a miss often one half of one (below).
 //! - **Hashing**: subtable i sends key k to bucket `H_i(k) mod |h_i|`, with
 //!   `H_i(k) = (a_i * mix(k) + b_i) mod p` (universal, after the fmix bijection so that
 //!   keys equal in many bits still spread). `H_i` does not depend on the size, so doubling
@@ -25,9 +25,9 @@
 //!   find starts with each lane alone reading the home half of its own key's first bucket
 //!   (a warp then has 32 lookups in flight, not 16) and hands the keys not found there to
 //!   its tile, which reads whole lines; in the first insert pass each lane places its own
-//!   pair alone throughout (home half, other half, then whole lines). A resize packs each
-//!   new bucket from its first slot, so pairs it moved may sit outside their home half
-//!   (found through the tile; placing them by halves measured no gain on W4).
+//!   pair alone throughout (home half, other half, then whole lines). A resize fills each
+//!   new bucket's halves the way inserts would: each key in its home half while that has
+//!   room, the rest in the other half.
 //! - **Batches sorted by partition.** An insert batch larger than the lock-free pass below
 //!   holds in flight (about 2M pairs on an H100) is first sorted (a counting sort on the
 //!   GPU, three launches) by the range of buckets its pairs start in: each subtable's
@@ -47,10 +47,22 @@
 //!   the paper's voter coordination: a tile votes a leader among its lanes with pending
 //!   pairs; the leader locks its bucket with one atomic; the tile replaces an equal key's
 //!   value, fills an empty slot, or swaps the pair with a random resident, which moves on
-//!   to the next subtable. When the lock is taken the tile re-votes instead of spinning.
-//!   Lookups probe first the subtable a new pair with that key would start in now, then
-//!   the others. A pair still homeless after `max_evictions` swaps is set aside on the
-//!   device (compacted list); the table upsizes and retries it, so nothing is lost.
+//!   to the next subtable of its probe order. When the lock is taken the tile re-votes
+//!   instead of spinning. A pair still homeless after `max_evictions` swaps is set aside on
+//!   the device (compacted list); the table upsizes and retries it, so nothing is lost.
+//! - **Probe order and early exit.** A key's probe order is the subtable a new pair with
+//!   that key would start in now, then the next ones round by index; inserts, evictions
+//!   and lookups all follow it, and a bucket's slots are filled home half first. So while
+//!   no pair has left a bucket, an empty slot in it proves that no key went past it, and a
+//!   lookup stops there: a miss at load 0.5 mostly reads one home half, not d lines. Two
+//!   things keep that sound. A bucket some key may have gone past that then lost a pair
+//!   (a remove, a resize from a full or dirty bucket, a residual that skipped the subtable
+//!   being halved) is marked *dirty* (one bit a bucket, beside the locks), and lookups go
+//!   past it. And since the start subtable follows the paper's weights, which change from
+//!   batch to batch, the table keeps for each subtable the choices it took under every
+//!   weighting an insert used since it was last emptied ([`policy::ChoiceRange`]); lookups
+//!   of other keys read all d buckets. Dirty bits clear when the table is emptied or
+//!   rehashed whole, so a table with many removes gains less.
 //! - **Resizing** (host policy in [`policy`], pure and CPU-tested): above `beta` the
 //!   smallest subtable doubles (conflict-free split), below `alpha` the largest halves and
 //!   the pairs that do not fit (residuals) go into the other subtables; no subtable is ever

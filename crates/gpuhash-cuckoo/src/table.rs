@@ -136,8 +136,8 @@ fn fill_words<T: Pod>(stream: &Stream, buffer: &mut DeviceBuffer<T>, word: u32) 
 /// Device memory a [`CuckooTable`] holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CuckooMemory {
-    /// Bytes of the subtables (keys, values, one lock word a bucket) and of the words every
-    /// kernel shares (pair counts, the reserved key's side slot).
+    /// Bytes of the subtables (keys, values, one lock word and one dirty bit a bucket) and
+    /// of the words every kernel shares (pair counts, the reserved key's side slot).
     pub table_bytes: u64,
     /// Bytes of the scratch space kept from the largest insert batch so far (none while an
     /// insert runs, which holds it).
@@ -280,9 +280,9 @@ struct Input<'a, K, V> {
 /// in flight. Each subtable sits behind a lock of its own: a resize takes the write lock
 /// of the one subtable it rebuilds, kernels take read locks.
 ///
-/// Device memory: the subtables' keys, values and one lock word per bucket, plus the
-/// scratch space of the largest insert batch so far (two lists for homeless pairs and a
-/// log of evicted keys, about `3 * batch * (size_of::<K>() + size_of::<V>())` bytes),
+/// Device memory: the subtables' keys, values, one lock word and one dirty bit per bucket,
+/// plus the scratch space of the largest insert batch so far (two lists for homeless pairs
+/// and a log of evicted keys, about `3 * batch * (size_of::<K>() + size_of::<V>())` bytes),
 /// kept so that later batches need not allocate. [`CuckooTable::memory`] reports both.
 pub struct CuckooTable<K: CuckooKey, V: Pod> {
     device: Device,
