@@ -73,8 +73,8 @@ typedef struct GhCuckooTable {
 /* Where a new pair starts: the first subtable t with choice(key) < thresholds[t],
  * choice a 32-bit hash of the key and `seed` (fixed for a table, so a lookup can
  * probe first the subtable a pair would start in now); thresholds are cumulative,
- * the last 2^32 - 1. A key's probe order is that subtable, then the others by
- * index. The thresholds follow the subtables' sizes and counts, so they move from
+ * the last 2^32 - 1. A key's probe order is that subtable, then the next ones
+ * round by index. The thresholds follow the subtables' sizes and counts, so they move from
  * batch to batch: a key whose choice lies in settled_lo[t] ..= settled_hi[t] of
  * its first subtable t has started in t under every threshold any insert used
  * since the table was last emptied, so its pairs followed today's probe order
