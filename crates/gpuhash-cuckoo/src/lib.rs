@@ -62,7 +62,10 @@
 //!   batch to batch, the table keeps for each subtable the choices it took under every
 //!   weighting an insert used since it was last emptied ([`policy::ChoiceRange`]); lookups
 //!   of other keys read all d buckets. Dirty bits clear when the table is emptied or
-//!   rehashed whole, so a table with many removes gains less.
+//!   rehashed whole. So the gain is whole for a table built at its size and smaller for
+//!   one with many removes or grown by upsizes: a subtable doubled from full buckets is
+//!   dirty wherever it has room, and each resize moves the weights, which narrows the
+//!   settled choices.
 //! - **Resizing** (host policy in [`policy`], pure and CPU-tested): above `beta` the
 //!   smallest subtable doubles (conflict-free split), below `alpha` the largest halves and
 //!   the pairs that do not fit (residuals) go into the other subtables; no subtable is ever
