@@ -2,7 +2,9 @@
 //!
 //! - W1: a table sized so that n pairs fill it to 0.5, 0.8, 0.9 and 0.95; bulk insert of
 //!   the n standard pairs into the empty table, then find all-hit and find all-miss; for
-//!   u32 keys and values, then u64 keys, then 16-byte values.
+//!   u32 keys and values, then u64 keys, then 16-byte values. Then the same finds on a
+//!   table grown to n pairs from its smallest size by batches of 1M inserts with the
+//!   default bounds (lookups stop early less often there: see the crate docs).
 //! - W4 (seed 003's dynamic workload): batches of 1M inserts, 1M finds (hits) and r x 1M
 //!   deletes of the oldest keys, then the same batches again with inserts and deletes
 //!   swapped; the fill factor stays within [alpha, 0.9]. DyHash against the
@@ -34,6 +36,7 @@ fn median(mut times: Vec<f64>) -> f64 {
 pub fn run(device: &Device, log2_n: u32, runs: usize, w4_batches: u32) -> Result<()> {
     let stream = device.new_stream()?;
     w1(device, &stream, log2_n, runs)?;
+    w1_grown(device, &stream, log2_n, runs)?;
     if w4_batches > 0 {
         w4(device, &stream, w4_batches, runs)?;
     }
@@ -153,6 +156,55 @@ fn w1_shape<K: CuckooKey, V: Pod + PartialEq>(
             table.memory().bytes_per_pair()
         );
     }
+    println!();
+    Ok(())
+}
+
+/// W1's finds on a u32 table grown from its smallest size by batches of 2^20 inserts with
+/// the default options (fill factor within [0.4, 0.9], resizing one subtable at a time).
+fn w1_grown(device: &Device, stream: &Stream, log2_n: u32, runs: usize) -> Result<()> {
+    let n = 1usize << log2_n;
+    let batch = n.min(1 << 20);
+    println!(
+        "W1 grown: n = 2^{log2_n} u32 pairs inserted by batches of {batch} into a table of the default options grown from its smallest size (not timed); finds timed as above"
+    );
+    let (hit_keys, hit_values) = workload::host_pairs(KeySet::Hits, 0, n as u32);
+    let (miss_keys, _) = workload::host_pairs(KeySet::Misses, 0, n as u32);
+    let keys = DeviceBuffer::from_host(stream, &hit_keys)?;
+    let misses = DeviceBuffer::from_host(stream, &miss_keys)?;
+    let options = CuckooOptions {
+        initial_capacity: 0,
+        ..CuckooOptions::default()
+    };
+    let table = CuckooTable::<u32, u32>::new(device, options).map_err(cuckoo_error)?;
+    for (k, v) in hit_keys.chunks(batch).zip(hit_values.chunks(batch)) {
+        table.insert(k, v).map_err(cuckoo_error)?;
+    }
+    let mut found = DeviceBuffer::<u8>::zeroed(stream, n)?;
+    let mut out = DeviceBuffer::<u32>::zeroed(stream, n)?;
+    let hit_ms = time_find(&table, stream, &keys, &mut found, &mut out, runs)?;
+    check_found(stream, &found, 1, "grown: find hit")?;
+    if out.to_host(stream)? != hit_values {
+        return Err(Error::InvalidInput(
+            "grown: find hit returned wrong values".into(),
+        ));
+    }
+    let miss_ms = time_find(&table, stream, &misses, &mut found, &mut out, runs)?;
+    check_found(stream, &found, 0, "grown: find miss")?;
+    let rate = |ms: f64| n as f64 / (ms / 1e3) / 1e6;
+    println!();
+    println!(
+        "| load reached | buckets of the subtables | find hit M ops/s | find miss M ops/s | table bytes/pair |"
+    );
+    println!("| --- | --- | --- | --- | --- |");
+    println!(
+        "| {:.4} | {:?} | {:.0} | {:.0} | {:.2} |",
+        table.fill_factor(),
+        table.subtable_buckets(),
+        rate(hit_ms),
+        rate(miss_ms),
+        table.memory().bytes_per_pair()
+    );
     println!();
     Ok(())
 }
