@@ -37,20 +37,22 @@ __device__ void run_ops(const GhSlabOpsParams &p) {
     }
 }
 
-// Visits every bucket with one warp, the two reserved-key buckets included.
+// Visits every bucket with one warp, the reserved-key buckets included.
 template <typename Visit>
 __device__ void for_each_bucket(const GhSlabTable &table, Visit visit) {
     uint64_t warps = (uint64_t)gridDim.x * blockDim.x / 32;
-    uint32_t buckets = table.bucket_count + 2;
+    uint32_t buckets = table.bucket_count + GH_RESERVED_BUCKETS;
     for (uint64_t b = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; b < buckets; b += warps) {
         visit((uint32_t)b);
     }
 }
 
-// Whether this lane holds a live key; `here` is what join_words gave it.
+// Whether this lane holds a live key; `here` is what join_words gave it. A busy spot's
+// entry is not there yet.
 template <typename Shape>
 __device__ __forceinline__ bool is_live(uint64_t here) {
-    return Shape::is_key_lane(lane_id()) && here != Shape::kEmpty && here != Shape::kTombstone;
+    return Shape::is_key_lane(lane_id()) && here != Shape::kEmpty && here != Shape::kTombstone &&
+           here != Shape::kBusy;
 }
 
 __device__ __forceinline__ uint32_t *next_slab(const GhSlabTable &table, uint32_t word) {
@@ -58,8 +60,11 @@ __device__ __forceinline__ uint32_t *next_slab(const GhSlabTable &table, uint32_
     return next == GH_INVALID_SLAB ? nullptr : gh::slab_pointer(table.alloc, next);
 }
 
+// Live entries per bucket into counts, or, when counts is null, their sum into *total
+// with one atomic a warp: counting the table then needs no memory in proportion to it.
 template <typename Shape>
 __device__ void count_buckets(const GhSlabBucketsParams &p) {
+    uint64_t warp_total = 0;
     for_each_bucket(p.table, [&](uint32_t bucket) {
         uint64_t live = 0;
         for (uint32_t *slab = gh::head_slab(p.table, bucket); slab != nullptr;) {
@@ -67,10 +72,14 @@ __device__ void count_buckets(const GhSlabBucketsParams &p) {
             live += __popc(__ballot_sync(kFullWarp, is_live<Shape>(gh::join_words<Shape::kKeyWords>(word))));
             slab = next_slab(p.table, word);
         }
-        if (lane_id() == 0) {
+        if (p.counts != nullptr && lane_id() == 0) {
             p.counts[bucket] = live;
         }
+        warp_total += live;
     });
+    if (p.counts == nullptr && lane_id() == 0 && warp_total != 0) {
+        atomicAdd(reinterpret_cast<unsigned long long *>(p.total), (unsigned long long)warp_total);
+    }
 }
 
 template <typename Shape>
@@ -164,7 +173,8 @@ __device__ void flush_buckets(const GhSlabBucketsParams &p) {
 }
 
 // Multimap get_all: writes the values of keys[i], at most counts[i] of them, from
-// offsets[i] on. One warp serves one key at a time, every lane writing its match.
+// offsets[i] on, and how many it wrote into counts[i]. One warp serves one key at a time,
+// every lane writing its match.
 template <typename Shape>
 __device__ void gather(const GhSlabGatherParams &p) {
     uint32_t lanes_below = (1u << lane_id()) - 1u;
@@ -187,6 +197,9 @@ __device__ void gather(const GhSlabGatherParams &p) {
                 }
                 written += __popc(matches);
                 slab = next_slab(p.table, word);
+            }
+            if (lane_id() == 0) {
+                p.counts[i] = (uint32_t)min(written, limit);
             }
         }
     }

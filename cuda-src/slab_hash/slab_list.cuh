@@ -27,17 +27,25 @@ struct SlabShape {
     static constexpr uint32_t kValueBufferWords = kValueWords == 2 ? 2 : 1;
     // Words of one result of a batch: a value, or a multimap's 32-bit count.
     static constexpr uint32_t kResultWords = kKind == GH_TABLE_MULTIMAP ? 1 : kValueBufferWords;
-    // The reserved key words at this width: a never-used spot, a removed entry.
+    // The reserved key words at this width: a never-used spot, a removed entry, a spot
+    // whose value is being written.
     static constexpr uint64_t kEmpty = kKeyWords == 1 ? GH_EMPTY_KEY : ~0ull;
     static constexpr uint64_t kTombstone = kEmpty - 1;
+    static constexpr uint64_t kBusy = kEmpty - 2;
+    // Whether an entry is too wide for one 64-bit compare-and-swap: such an insert claims
+    // its spot as busy, writes the value, and only then the key.
+    static constexpr bool kClaimsInTwoSteps = kValueWords != 0 && kKeyWords + kValueWords > 2;
+    // Whether an insert must wait for busy spots: one may hold its own key, and unique keys
+    // must not be stored twice. Multimaps keep duplicates and need not wait.
+    static constexpr bool kWaitsForBusy = kClaimsInTwoSteps && kKind != GH_TABLE_MULTIMAP;
 
     __device__ static bool is_key_lane(uint32_t lane) {
         return lane < kEntries * kEntryWords && lane % kEntryWords == 0;
     }
 };
 
-// Where a key lives: its bucket and the key stored in the slab. The two reserved keys go
-// to the two extra buckets as the stored key 0, so every key value is usable.
+// Where a key lives: its bucket and the key stored in the slab. The reserved keys go to
+// the extra buckets as the stored key 0, so every key value is usable.
 struct Placement {
     uint32_t bucket;
     uint64_t stored;
@@ -51,6 +59,9 @@ __device__ __forceinline__ Placement place(const GhSlabTable &table, uint64_t ke
     if (key == Shape::kTombstone) {
         return Placement{table.bucket_count + 1, 0};
     }
+    if (key == Shape::kBusy) {
+        return Placement{table.bucket_count + 2, 0};
+    }
     uint32_t folded = Shape::kKeyWords == 1 ? (uint32_t)key : (uint32_t)gh_fmix64(key);
     return Placement{gh_universal32(folded, table.hash), key};
 }
@@ -58,10 +69,11 @@ __device__ __forceinline__ Placement place(const GhSlabTable &table, uint64_t ke
 // The user's key of a stored key found in `bucket`.
 template <typename Shape>
 __device__ __forceinline__ uint64_t user_key(const GhSlabTable &table, uint32_t bucket, uint64_t stored) {
-    if (bucket == table.bucket_count) {
-        return Shape::kEmpty;
+    if (bucket < table.bucket_count) {
+        return stored;
     }
-    return bucket == table.bucket_count + 1 ? Shape::kTombstone : stored;
+    return bucket == table.bucket_count ? Shape::kEmpty
+                                        : (bucket == table.bucket_count + 1 ? Shape::kTombstone : Shape::kBusy);
 }
 
 __device__ __forceinline__ uint32_t *head_slab(const GhSlabTable &table, uint32_t bucket) {
@@ -113,10 +125,12 @@ __device__ __forceinline__ bool swap_key(uint32_t *slab, uint32_t lane, uint64_t
     return atomicCAS(word, expected, desired) == expected;
 }
 
-// Stores an entry in the empty spot at `lane`. A 32-bit key with a 32-bit value goes in
-// with one 64-bit compare-and-swap, so a reader never sees that key without its value.
-// Wider entries claim the key first and write the value after: a reader running in the
-// same launch may see such a key with its value not yet written; later launches see both.
+// Stores an entry in the empty spot at `lane`, so that no reader, in this launch or a
+// concurrent one on another stream, ever sees the key without its value. A key alone, or
+// a 32-bit key with a 32-bit value, goes in with one compare-and-swap. A wider entry
+// claims the spot as busy, writes its value, and publishes the key after a fence: readers
+// take a busy spot for one that holds no key, and inserts of unique keys wait for it to
+// resolve (see must_wait).
 template <typename Shape>
 __device__ __forceinline__ bool claim_spot(uint32_t *slab, uint32_t lane, uint64_t stored, uint64_t value) {
     if (Shape::kKeyWords == 1 && Shape::kValueWords == 1) {
@@ -124,13 +138,24 @@ __device__ __forceinline__ bool claim_spot(uint32_t *slab, uint32_t lane, uint64
         unsigned long long pair = (value << 32) | stored;
         return atomicCAS(reinterpret_cast<unsigned long long *>(slab + lane), empty, pair) == empty;
     }
-    if (!swap_key<Shape::kKeyWords>(slab, lane, Shape::kEmpty, stored)) {
+    if (!Shape::kClaimsInTwoSteps) {
+        return swap_key<Shape::kKeyWords>(slab, lane, Shape::kEmpty, stored);
+    }
+    if (!swap_key<Shape::kKeyWords>(slab, lane, Shape::kEmpty, Shape::kBusy)) {
         return false;
     }
-    if (Shape::kValueWords != 0) {
-        store_value<Shape::kValueWords>(slab, lane + Shape::kValueLane, value);
-    }
+    store_value<Shape::kValueWords>(slab, lane + Shape::kValueLane, value);
+    __threadfence();
+    store_value<Shape::kKeyWords>(slab, lane, stored);
     return true;
+}
+
+// Whether an insert of a unique key that did not find it in a slab must read the slab
+// again: a busy spot there may be its own key, not yet published. The insert that claimed
+// it publishes with no wait in between, so the wait is short.
+template <typename Shape>
+__device__ __forceinline__ bool must_wait(bool busy_spot_seen) {
+    return Shape::kWaitsForBusy && busy_spot_seen;
 }
 
 // Appends a fresh slab after `slab` unless another warp did first. All 32 lanes call it.
@@ -250,6 +275,9 @@ __device__ void serve_warp(const GhSlabTable &table, WarpAllocator &allocator, b
                 // Entries are only ever added at the first empty spot of the list, so a
                 // key not met before that spot is in the list nowhere.
                 uint32_t empties = __ballot_sync(kFullWarp, key_lane && here == Shape::kEmpty);
+                if (must_wait<Shape>(__any_sync(kFullWarp, key_lane && here == Shape::kBusy))) {
+                    continue;
+                }
                 if (empties != 0) {
                     uint32_t spot = __ffs(empties) - 1;
                     bool stored = lane == spot && claim_spot<Shape>(slab, lane, src_stored, src_value);

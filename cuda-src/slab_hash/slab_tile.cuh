@@ -210,7 +210,10 @@ __device__ void serve_tiles(const GhSlabTable &table, WarpAllocator &allocator, 
         } else {
             // Entries are only ever added at the first empty spot of a list, so a key not
             // met before that spot is in the list nowhere.
-            const uint32_t empties = busy && match_lanes == 0 ? t.spots_holding(w, Shape::kEmpty) : 0;
+            const bool busy_spot = Shape::kWaitsForBusy && busy && match_lanes == 0 &&
+                                   t.spots_holding(w, Shape::kBusy) != 0;
+            const bool wait = must_wait<Shape>(t.own(__ballot_sync(kFullWarp, busy_spot)) != 0);
+            const uint32_t empties = busy && match_lanes == 0 && !wait ? t.spots_holding(w, Shape::kEmpty) : 0;
             const uint32_t empty_lanes = t.own(__ballot_sync(kFullWarp, empties != 0));
             const bool stored = empty_lanes != 0 && t.rank == __ffs(empty_lanes) - 1 &&
                                 claim_spot<Shape>(const_cast<uint32_t *>(slab), t.word_of(__ffs(empties) - 1),
@@ -226,6 +229,8 @@ __device__ void serve_tiles(const GhSlabTable &table, WarpAllocator &allocator, 
             } else if (empty_lanes != 0) {
                 // A lost claim (another warp took the spot) reads the slab again.
                 outcome = claimed ? GH_STATUS_DONE : GH_STATUS_PENDING;
+            } else if (wait) {
+                outcome = GH_STATUS_PENDING;  // read the slab again once the busy spot resolves
             } else if (busy && next == GH_INVALID_SLAB) {
                 outcome = GH_STATUS_NO_SLAB;  // unless a slab is linked below
             } else {

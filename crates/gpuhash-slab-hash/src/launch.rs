@@ -148,6 +148,8 @@ pub(crate) fn ops<K: Pod, V: Pod>(
 pub(crate) enum BucketPass<'a, K, V> {
     /// counts[b] = live entries of bucket b.
     Count { counts: &'a mut DeviceBuffer<u64> },
+    /// total[0] += live entries of every bucket (one word, whatever the table's size).
+    Total { total: &'a mut DeviceBuffer<u64> },
     /// Entries of bucket b written from offsets[b] on.
     Export {
         offsets: &'a DeviceBuffer<u64>,
@@ -180,6 +182,13 @@ pub(crate) fn buckets<K: Pod, V: Pod>(
             // table comes from the live table; the kernel only reads slabs.
             unsafe { kernels.count.launch(stream, launch_shape, params) }
         }
+        BucketPass::Total { total } => {
+            let total = total.address_mut(stream);
+            params.total = total.address as *mut u64;
+            // SAFETY: with `counts` null the kernel writes only `total`, one word that the
+            // buffer holds; the kernel only reads slabs.
+            unsafe { kernels.count.launch(stream, launch_shape, params) }
+        }
         BucketPass::Export {
             offsets,
             keys,
@@ -197,8 +206,9 @@ pub(crate) fn buckets<K: Pod, V: Pod>(
             // every write lands below the total the caller sized the outputs to.
             unsafe { kernels.export.launch(stream, launch_shape, params) }
         }
-        // SAFETY: the table and its allocator context are live; flush holds the table
-        // exclusively (`&mut self`), so no other kernel walks the lists meanwhile.
+        // SAFETY: the table and its allocator context are live; flush holds the
+        // allocator's write lock and has waited for the device, so no other kernel walks
+        // the lists meanwhile.
         BucketPass::Flush => unsafe { kernels.flush.launch(stream, launch_shape, params) },
     }
 }
@@ -209,7 +219,7 @@ pub(crate) fn gather<K: Pod, V: Pod>(
     shape: Shape,
     table: GhSlabTable,
     keys: &DeviceBuffer<K>,
-    counts: &DeviceBuffer<u32>,
+    counts: &mut DeviceBuffer<u32>,
     offsets: &DeviceBuffer<u64>,
     out: &mut DeviceBuffer<V>,
 ) -> gpuhash_core::Result<()> {
@@ -219,14 +229,14 @@ pub(crate) fn gather<K: Pod, V: Pod>(
     }
     let (k, c, o, w) = (
         keys.address(stream),
-        counts.address(stream),
+        counts.address_mut(stream),
         offsets.address(stream),
         out.address_mut(stream),
     );
     let params = GhSlabGatherParams {
         table,
         keys: k.address as *const u32,
-        counts: c.address as *const u32,
+        counts: c.address as *mut u32,
         offsets: o.address as *const u64,
         out: w.address as *mut u32,
         count: count as u64,
@@ -239,7 +249,7 @@ pub(crate) fn gather<K: Pod, V: Pod>(
         .1;
     // SAFETY: keys and counts hold `count` elements, offsets at least that; offsets are the prefix sums
     // of counts and `out` holds their total (checked by the caller); the kernel writes at
-    // most counts[i] values from offsets[i].
+    // most counts[i] values from offsets[i], then counts[i] itself, never raising it.
     unsafe { kernel.launch(stream, grid(stream, count as u64), params) }
 }
 

@@ -16,6 +16,8 @@ use gpuhash_slab_alloc::layouts::*;
 
 pub const GH_EMPTY_KEY: u32 = 4294967295;
 pub const GH_TOMBSTONE_KEY: u32 = 4294967294;
+pub const GH_BUSY_KEY: u32 = 4294967293;
+pub const GH_RESERVED_BUCKETS: u32 = 3;
 pub const GH_SLAB_PAIRS: u32 = 15;
 pub const GH_SLAB_KEYS: u32 = 30;
 pub const GH_SLAB_NEXT_LANE: u32 = 31;
@@ -107,7 +109,7 @@ impl Default for GhSlabOpsParams {
 pub struct GhSlabGatherParams {
     pub table: GhSlabTable,
     pub keys: *const u32,
-    pub counts: *const u32,
+    pub counts: *mut u32,
     pub offsets: *const u64,
     pub out: *mut u32,
     pub count: u64,
@@ -143,24 +145,27 @@ impl Default for GhSlabGatherParams {
 pub struct GhSlabBucketsParams {
     pub table: GhSlabTable,
     pub counts: *mut u64,
+    pub total: *mut u64,
     pub offsets: *const u64,
     pub keys_out: *mut u32,
     pub values_out: *mut u32,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of GhSlabBucketsParams"][::core::mem::size_of::<GhSlabBucketsParams>() - 112usize];
+    ["Size of GhSlabBucketsParams"][::core::mem::size_of::<GhSlabBucketsParams>() - 120usize];
     ["Alignment of GhSlabBucketsParams"][::core::mem::align_of::<GhSlabBucketsParams>() - 8usize];
     ["Offset of field: GhSlabBucketsParams::table"]
         [::core::mem::offset_of!(GhSlabBucketsParams, table) - 0usize];
     ["Offset of field: GhSlabBucketsParams::counts"]
         [::core::mem::offset_of!(GhSlabBucketsParams, counts) - 80usize];
+    ["Offset of field: GhSlabBucketsParams::total"]
+        [::core::mem::offset_of!(GhSlabBucketsParams, total) - 88usize];
     ["Offset of field: GhSlabBucketsParams::offsets"]
-        [::core::mem::offset_of!(GhSlabBucketsParams, offsets) - 88usize];
+        [::core::mem::offset_of!(GhSlabBucketsParams, offsets) - 96usize];
     ["Offset of field: GhSlabBucketsParams::keys_out"]
-        [::core::mem::offset_of!(GhSlabBucketsParams, keys_out) - 96usize];
+        [::core::mem::offset_of!(GhSlabBucketsParams, keys_out) - 104usize];
     ["Offset of field: GhSlabBucketsParams::values_out"]
-        [::core::mem::offset_of!(GhSlabBucketsParams, values_out) - 104usize];
+        [::core::mem::offset_of!(GhSlabBucketsParams, values_out) - 112usize];
 };
 impl Default for GhSlabBucketsParams {
     fn default() -> Self {

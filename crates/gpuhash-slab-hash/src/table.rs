@@ -1,15 +1,17 @@
 //! The engine under the three slab hash tables: bucket heads, the slab allocator, the
 //! batch loop that grows the allocator and retries, and the per-bucket passes.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use gpuhash_core::hash::Universal32;
 use gpuhash_core::{Device, DeviceBuffer, Stream};
-use gpuhash_slab_alloc::{Exhaustion, SlabAlloc, SlabAllocOptions, Variant};
+use gpuhash_slab_alloc::{Exhaustion, SlabAlloc, SlabAllocError, SlabAllocOptions, Variant};
 use parking_lot::RwLock;
 
 use crate::launch::{self, BucketPass, OpsBuffers};
 use crate::layouts::{
-    GH_EMPTY_KEY, GH_SLAB_KEYS, GH_STATUS_NO_SLAB, GH_STATUS_PENDING, GH_TABLE_MAP,
-    GH_TABLE_MULTIMAP, GH_TABLE_SET, GhSlabTable,
+    GH_EMPTY_KEY, GH_OP_REMOVE, GH_RESERVED_BUCKETS, GH_SLAB_KEYS, GH_STATUS_NO_SLAB,
+    GH_STATUS_PENDING, GH_TABLE_MAP, GH_TABLE_MULTIMAP, GH_TABLE_SET, GhSlabTable,
 };
 use crate::{Result, SlabHashError, sizing};
 
@@ -186,7 +188,12 @@ pub(crate) struct SlabTable {
     heads: DeviceBuffer<u32>,
     bucket_count: u32,
     hash: Universal32,
+    /// Batches hold it for reading while they queue their kernels; growing the allocator
+    /// and compacting the lists hold it for writing, after waiting for the device.
     alloc: RwLock<SlabAlloc>,
+    /// Set when a batch that may remove entries is queued, cleared by a compaction: whether
+    /// compacting could give slabs back.
+    may_hold_tombstones: AtomicBool,
 }
 
 impl std::fmt::Debug for SlabTable {
@@ -219,7 +226,12 @@ macro_rules! housekeeping {
         }
 
         /// Compacts every bucket's list and returns the slabs it empties to the allocator.
-        pub fn flush(&mut self) -> Result<()> {
+        /// Inserts do this on their own when the allocator runs out of slabs and removals
+        /// left tombstones, so memory holds steady under churn without this call; it is for
+        /// a full compaction at a time of the caller's choosing. Takes `&self`: it waits
+        /// for the batches queued before it (on any stream), and batches queued by other
+        /// threads meanwhile wait for it.
+        pub fn flush(&self) -> Result<()> {
             let stream = self.table.stream()?;
             self.table.flush(&stream)
         }
@@ -304,7 +316,7 @@ impl SlabTable {
     pub(crate) fn new(stream: &Stream, shape: Shape, options: SlabHashOptions) -> Result<Self> {
         let bucket_count = options.bucket_count(shape)?;
         let hash = Universal32::from_seed(options.seed, bucket_count)?;
-        let head_words = (u64::from(bucket_count) + 2) * 32;
+        let head_words = (u64::from(bucket_count) + u64::from(GH_RESERVED_BUCKETS)) * 32;
         let mut heads = DeviceBuffer::zeroed(stream, head_words as usize)?;
         launch::fill(stream, &mut heads, GH_EMPTY_KEY)?;
         // Slabs past the heads that `expected_entries` need under a uniform hash, and a
@@ -328,7 +340,13 @@ impl SlabTable {
             bucket_count,
             hash,
             alloc: RwLock::new(alloc),
+            may_hold_tombstones: AtomicBool::new(false),
         })
+    }
+
+    /// Head slabs, the reserved-key buckets included.
+    fn all_buckets(&self) -> u32 {
+        self.bucket_count + GH_RESERVED_BUCKETS
     }
 
     /// Calls `launch` with the table as a kernel parameter, holding the allocator's read
@@ -340,7 +358,17 @@ impl SlabTable {
         exhaustion: &mut Exhaustion,
         launch: impl FnOnce(GhSlabTable) -> Result<R>,
     ) -> Result<R> {
-        let alloc = self.alloc.read();
+        self.with_table_of(&self.alloc.read(), stream, exhaustion, launch)
+    }
+
+    /// [`SlabTable::with_table`] with the allocator's lock held by the caller.
+    fn with_table_of<R, E>(
+        &self,
+        alloc: &SlabAlloc,
+        stream: &Stream,
+        exhaustion: &mut Exhaustion,
+        launch: impl FnOnce(GhSlabTable) -> Result<R, E>,
+    ) -> Result<R, E> {
         let context = alloc.context(stream, exhaustion);
         let heads = self.heads.address(stream);
         launch(GhSlabTable {
@@ -371,6 +399,9 @@ impl SlabTable {
         status: &mut DeviceBuffer<u32>,
     ) -> Result<Exhaustion> {
         check_lengths(batch, results.as_deref(), status)?;
+        if batch.ops.is_some() || batch.uniform_op == GH_OP_REMOVE {
+            self.may_hold_tombstones.store(true, Ordering::Release);
+        }
         let mut exhaustion = Exhaustion::new(stream)?;
         self.with_table(stream, &mut exhaustion, |table| {
             let buffers = OpsBuffers {
@@ -408,7 +439,7 @@ impl SlabTable {
             let failed: Vec<usize> = (0..codes.len())
                 .filter(|&i| codes[i] == GH_STATUS_NO_SLAB)
                 .collect();
-            if let Err(cause) = self.grow_unless_grown(stream, reserved) {
+            if let Err(cause) = self.make_room(stream, reserved) {
                 return Err(SlabHashError::NotInserted {
                     not_inserted: failed,
                     cause,
@@ -421,20 +452,42 @@ impl SlabTable {
         }
     }
 
-    /// Doubles the allocator, unless another batch did since it held `reserved` slabs.
-    /// Waits for every kernel on the device first: growing replaces the super block table
-    /// (and the light variant's arrays) that running kernels read.
-    fn grow_unless_grown(
-        &self,
-        stream: &Stream,
-        reserved: u64,
-    ) -> Result<(), gpuhash_slab_alloc::SlabAllocError> {
+    /// Makes room for inserts that found no free slab, unless another batch did since the
+    /// allocator held `reserved` slabs: if removals may have left tombstones, compacts the
+    /// lists first, and grows the allocator (doubling it) only when a quarter of its slabs
+    /// are not free after that. So a table whose keys come and go reuses its memory, and
+    /// one that only grows pays for no compaction. Waits for every kernel on the device
+    /// first: compaction moves entries, and growing replaces the super block table (and the
+    /// light variant's arrays) that running kernels read.
+    fn make_room(&self, stream: &Stream, reserved: u64) -> Result<(), SlabAllocError> {
         let mut alloc = self.alloc.write();
         if alloc.slabs_reserved() != reserved {
             return Ok(());
         }
         self.device.synchronize()?;
+        if self.may_hold_tombstones.load(Ordering::Acquire) {
+            self.compact(&alloc, stream)?;
+            if alloc.slabs_in_use(stream)? * 4 <= reserved * 3 {
+                return Ok(());
+            }
+        }
         alloc.grow(stream)
+    }
+
+    /// Compacts every list and gives emptied slabs back; the caller holds the allocator's
+    /// write lock and has waited for the device, so no other kernel uses the table.
+    fn compact(&self, alloc: &SlabAlloc, stream: &Stream) -> Result<(), SlabAllocError> {
+        self.may_hold_tombstones.store(false, Ordering::Release);
+        self.with_table_of(alloc, stream, &mut Exhaustion::new(stream)?, |table| {
+            launch::buckets::<u32, u32>(
+                stream,
+                self.shape,
+                table,
+                self.all_buckets(),
+                BucketPass::Flush,
+            )
+        })?;
+        Ok(stream.synchronize()?)
     }
 
     /// Runs one batch from host slices on a stream of its own, so batches from several
@@ -474,9 +527,9 @@ impl SlabTable {
         Ok(self.device.new_stream()?)
     }
 
-    /// Live entries of each bucket (the two reserved-key buckets last), on the device.
+    /// Live entries of each bucket (the reserved-key buckets last), on the device.
     fn bucket_counts(&self, stream: &Stream) -> Result<DeviceBuffer<u64>> {
-        let buckets = self.bucket_count + 2;
+        let buckets = self.all_buckets();
         let mut counts = DeviceBuffer::zeroed(stream, buckets as usize)?;
         self.with_table_reading(stream, |table| {
             Ok(launch::buckets::<u32, u32>(
@@ -492,13 +545,19 @@ impl SlabTable {
         Ok(counts)
     }
 
-    /// Live entries in the table.
+    /// Live entries in the table, summed on the device into one word.
     pub(crate) fn len(&self, stream: &Stream) -> Result<usize> {
-        Ok(self
-            .bucket_counts(stream)?
-            .to_host(stream)?
-            .iter()
-            .sum::<u64>() as usize)
+        let mut total = DeviceBuffer::<u64>::zeroed(stream, 1)?;
+        self.with_table_reading(stream, |table| {
+            Ok(launch::buckets::<u32, u32>(
+                stream,
+                self.shape,
+                table,
+                self.all_buckets(),
+                BucketPass::Total { total: &mut total },
+            )?)
+        })?;
+        Ok(total.to_host(stream)?[0] as usize)
     }
 
     /// Every live entry: keys, and values unless the table is a set.
@@ -529,25 +588,19 @@ impl SlabTable {
                 stream,
                 self.shape,
                 table,
-                self.bucket_count + 2,
+                self.all_buckets(),
                 pass,
             )?)
         })?;
         Ok((keys.to_host(stream)?, values.to_host(stream)?))
     }
 
-    /// Compacts every list and returns emptied slabs to the allocator.
-    pub(crate) fn flush(&mut self, stream: &Stream) -> Result<()> {
-        self.with_table_reading(stream, |table| {
-            Ok(launch::buckets::<u32, u32>(
-                stream,
-                self.shape,
-                table,
-                self.bucket_count + 2,
-                BucketPass::Flush,
-            )?)
-        })?;
-        Ok(stream.synchronize()?)
+    /// Compacts every list and returns emptied slabs to the allocator, after the batches
+    /// queued before it and before any queued after it.
+    pub(crate) fn flush(&self, stream: &Stream) -> Result<()> {
+        let alloc = self.alloc.write();
+        self.device.synchronize()?;
+        Ok(self.compact(&alloc, stream)?)
     }
 
     /// Removes everything, keeping the memory reserved.
@@ -570,31 +623,40 @@ impl SlabTable {
 
     /// Multimap: the values of each key laid end to end in key order, `counts[i]` of key
     /// i from `offsets[i]` on; `offsets` (on the host and on the device) has one more
-    /// element, the total.
+    /// element, the total. A batch on another stream may remove values between the count
+    /// and the gather: then the gather runs again with the counts it found, which only
+    /// fall, so that no slot of the answer is left unwritten.
     pub(crate) fn gather<K: SlabWord, V: SlabWord>(
         &self,
         stream: &Stream,
         keys: &DeviceBuffer<K>,
         counts: &[u32],
     ) -> Result<(Vec<u64>, DeviceBuffer<u64>, DeviceBuffer<V>)> {
-        let wide: Vec<u64> = counts.iter().map(|&c| u64::from(c)).collect();
-        let (mut offsets, total) = exclusive_prefix_sum(&wide);
-        offsets.push(total);
-        let device_counts = DeviceBuffer::from_host(stream, counts)?;
-        let device_offsets = DeviceBuffer::from_host(stream, &offsets)?;
-        let mut out = DeviceBuffer::<V>::zeroed(stream, total as usize)?;
-        self.with_table_reading(stream, |table| {
-            Ok(launch::gather(
-                stream,
-                self.shape,
-                table,
-                keys,
-                &device_counts,
-                &device_offsets,
-                &mut out,
-            )?)
-        })?;
-        Ok((offsets, device_offsets, out))
+        let mut limits = counts.to_vec();
+        loop {
+            let wide: Vec<u64> = limits.iter().map(|&c| u64::from(c)).collect();
+            let (mut offsets, total) = exclusive_prefix_sum(&wide);
+            offsets.push(total);
+            let mut device_counts = DeviceBuffer::from_host(stream, &limits)?;
+            let device_offsets = DeviceBuffer::from_host(stream, &offsets)?;
+            let mut out = DeviceBuffer::<V>::unfilled(stream, total as usize)?;
+            self.with_table_reading(stream, |table| {
+                Ok(launch::gather(
+                    stream,
+                    self.shape,
+                    table,
+                    keys,
+                    &mut device_counts,
+                    &device_offsets,
+                    &mut out,
+                )?)
+            })?;
+            let written = device_counts.to_host(stream)?;
+            if written == limits {
+                return Ok((offsets, device_offsets, out));
+            }
+            limits = written;
+        }
     }
 }
 

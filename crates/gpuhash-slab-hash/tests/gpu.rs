@@ -114,7 +114,7 @@ fn duplicate_keys_in_one_batch_keep_one_of_their_values() {
 #[ignore = "needs a CUDA device"]
 fn one_bucket_holds_chains_of_many_slabs_and_flush_compacts_them() {
     let _memory = shared_memory();
-    let mut map = SlabHashMap::<u32, u32>::new(stream(), options(16, Some(1))).unwrap();
+    let map = SlabHashMap::<u32, u32>::new(stream(), options(16, Some(1))).unwrap();
     let keys: Vec<u32> = (0..3000).map(fmix32).collect();
     map.insert(&keys, &keys).unwrap();
     let before = map.memory().unwrap();
@@ -201,6 +201,78 @@ fn running_out_of_device_memory_names_the_inserts_that_did_not_go_in() {
         map.get(&[1, 2, 3]).unwrap(),
         vec![Some(1), Some(2), Some(3)]
     );
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn len_needs_no_memory_in_proportion_to_the_table() {
+    let _memory = all_memory();
+    let s = stream();
+    // About 7.5M buckets: a count per bucket would take 60 MB.
+    let map = SlabHashMap::<u32, u32>::new(s, options(1 << 26, None)).unwrap();
+    let keys: Vec<u32> = (0..10_000).map(fmix32).collect();
+    map.insert(&keys, &keys).unwrap();
+    let filler = fill_device_except(s, 4 << 20);
+    let counted = map.len();
+    let found = map.get(&keys[..100]);
+    drop(filler);
+    assert_eq!(counted.unwrap(), keys.len());
+    assert!(
+        found
+            .unwrap()
+            .iter()
+            .zip(&keys)
+            .all(|(g, &k)| *g == Some(k))
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn flush_of_a_shared_map_runs_beside_other_threads_batches() {
+    let _memory = shared_memory();
+    let map = SlabHashMap::<u32, u32>::new(stream(), options(1 << 16, Some(512))).unwrap();
+    let flushing = std::sync::atomic::AtomicBool::new(true);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..3u32)
+            .map(|t| {
+                let map = &map;
+                scope.spawn(move || {
+                    let keys: Vec<u32> = (0..30_000).map(|i| fmix32(t << 24 | i)).collect();
+                    for round in 0..8usize {
+                        map.insert(&keys, &keys).unwrap();
+                        let doomed: Vec<u32> =
+                            keys.iter().copied().skip(round % 3).step_by(3).collect();
+                        assert!(map.remove(&doomed).unwrap().iter().all(|&r| r));
+                        let got = map.get(&keys).unwrap();
+                        for (i, (g, &k)) in got.iter().zip(&keys).enumerate() {
+                            let kept = (i % 3 != round % 3).then_some(k);
+                            assert_eq!(*g, kept, "thread {t} round {round} key {i}");
+                        }
+                    }
+                })
+            })
+            .collect();
+        scope.spawn(|| {
+            while flushing.load(std::sync::atomic::Ordering::Relaxed) {
+                map.flush().unwrap();
+            }
+        });
+        for w in workers {
+            w.join().unwrap();
+        }
+        flushing.store(false, std::sync::atomic::Ordering::Relaxed);
+    });
+    let model: HashMap<u32, u32> = (0..3u32)
+        .flat_map(|t| {
+            (0..30_000u32)
+                .filter(|i| i % 3 != 7 % 3) // the last round's removals
+                .map(move |i| fmix32(t << 24 | i))
+        })
+        .map(|k| (k, k))
+        .collect();
+    check_map(&map, &model);
+    map.flush().unwrap();
+    check_map(&map, &model);
 }
 
 /// Takes all device memory but `room` bytes. Allocates until the device refuses rather
@@ -403,7 +475,7 @@ fn set_follows_a_hash_set() {
 #[ignore = "needs a CUDA device"]
 fn multimap_keeps_duplicates_and_gathers_every_value() {
     let _memory = shared_memory();
-    let mut multimap = SlabHashMultiMap::<u32, u32>::new(stream(), options(1 << 14, None)).unwrap();
+    let multimap = SlabHashMultiMap::<u32, u32>::new(stream(), options(1 << 14, None)).unwrap();
     // Zipf-like skew: key k appears about 1000 / (k + 1) times; the reserved words too.
     let mut keys = Vec::new();
     let mut values = Vec::new();
@@ -477,7 +549,7 @@ fn keys_of<K: TestWord>(n: u64) -> Vec<K> {
 }
 
 fn map_of_width_follows_a_hash_map<K: TestWord, V: TestWord>() {
-    let mut map = SlabHashMap::<K, V>::new(stream(), options(1 << 14, None)).unwrap();
+    let map = SlabHashMap::<K, V>::new(stream(), options(1 << 14, None)).unwrap();
     let keys = keys_of::<K>(40_000);
     let values: Vec<V> = keys
         .iter()

@@ -8,10 +8,15 @@
 #include "gpuhash/core_layouts.h"
 #include "gpuhash/slab_alloc_layouts.h"
 
-/* The two key words a slab reserves: a never-used spot and a removed pair. Users may still
- * store these keys: they live in two extra buckets, under the stored key 0. */
+/* The three key words a slab reserves: a never-used spot, a removed pair, and a spot
+ * claimed by an insert that has not yet written its value (entries wider than 64 bits
+ * publish their key only after their value). Users may still store these keys: they live
+ * in three extra buckets, under the stored key 0. 64-bit keys reserve the same values
+ * sign-extended to 64 bits. */
 #define GH_EMPTY_KEY 0xffffffffu
 #define GH_TOMBSTONE_KEY 0xfffffffeu
+#define GH_BUSY_KEY 0xfffffffdu
+#define GH_RESERVED_BUCKETS 3u
 
 /* Key-value slabs: lane 2i holds a key and lane 2i + 1 its value, i < 15. Key-only slabs:
  * lanes 0..29 hold keys. Lane 30 is unused, lane 31 holds the next slab's address. */
@@ -41,7 +46,7 @@
 #define GH_STATUS_NO_SLAB 3u
 
 typedef struct GhSlabTable {
-    /* bucket_count + 2 head slabs; the last two hold the two reserved keys. */
+    /* bucket_count + GH_RESERVED_BUCKETS head slabs; the last ones hold the reserved keys. */
     uint32_t *buckets;
     uint32_t bucket_count;
     uint32_t kind;
@@ -63,21 +68,25 @@ typedef struct GhSlabOpsParams {
     uint32_t uniform_op;
 } GhSlabOpsParams;
 
-/* Multimap: the values of keys[i] into out[offsets[i] ..], at most counts[i] of them. */
+/* Multimap: the values of keys[i] into out[offsets[i] ..], at most counts[i] of them;
+ * counts[i] then becomes how many were written (fewer when a concurrent batch removed
+ * some since they were counted). */
 typedef struct GhSlabGatherParams {
     GhSlabTable table;
     const uint32_t *keys;
-    const uint32_t *counts;
+    uint32_t *counts;
     const uint64_t *offsets;
     uint32_t *out;
     uint64_t count;
 } GhSlabGatherParams;
 
-/* Per bucket: counts[b] = live pairs (count pass), or its pairs written from offsets[b]
- * into keys_out and values_out (export pass, values_out null for sets). */
+/* Per bucket: counts[b] = live pairs (count pass; when counts is null, only their sum is
+ * added to *total), or its pairs written from offsets[b] into keys_out and values_out
+ * (export pass, values_out null for sets). */
 typedef struct GhSlabBucketsParams {
     GhSlabTable table;
     uint64_t *counts;
+    uint64_t *total;
     const uint64_t *offsets;
     uint32_t *keys_out;
     uint32_t *values_out;
