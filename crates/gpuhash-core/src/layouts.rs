@@ -14,6 +14,8 @@ pub const GH_PRIME32: u32 = 4294967291;
 pub const GH_PRIME61: u64 = 2305843009213693951;
 pub const GH_HASH_FMIX: u32 = 0;
 pub const GH_HASH_UNIVERSAL: u32 = 1;
+pub const GH_LAST_COPY_THREADS: u32 = 256;
+pub const GH_LAST_COPY_PER_THREAD: u32 = 8;
 #[repr(C)]
 #[derive(Default, Debug, Copy, Clone, PartialEq, Eq)]
 pub struct GhUniversal32 {
@@ -137,6 +139,116 @@ const _: () = {
         [::core::mem::offset_of!(GhHash64Params, universal) - 32usize];
 };
 impl Default for GhHash64Params {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone, PartialEq, Eq)]
+pub struct GhLastCopyTable {
+    pub keys: *mut ::core::ffi::c_void,
+    pub last: *mut u32,
+    pub mask: u64,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of GhLastCopyTable"][::core::mem::size_of::<GhLastCopyTable>() - 24usize];
+    ["Alignment of GhLastCopyTable"][::core::mem::align_of::<GhLastCopyTable>() - 8usize];
+    ["Offset of field: GhLastCopyTable::keys"]
+        [::core::mem::offset_of!(GhLastCopyTable, keys) - 0usize];
+    ["Offset of field: GhLastCopyTable::last"]
+        [::core::mem::offset_of!(GhLastCopyTable, last) - 8usize];
+    ["Offset of field: GhLastCopyTable::mask"]
+        [::core::mem::offset_of!(GhLastCopyTable, mask) - 16usize];
+};
+impl Default for GhLastCopyTable {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone, PartialEq, Eq)]
+pub struct GhLastCopyMarkParams {
+    pub keys: *const ::core::ffi::c_void,
+    pub count: u64,
+    pub table: GhLastCopyTable,
+    pub repeated: *mut u8,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of GhLastCopyMarkParams"][::core::mem::size_of::<GhLastCopyMarkParams>() - 48usize];
+    ["Alignment of GhLastCopyMarkParams"][::core::mem::align_of::<GhLastCopyMarkParams>() - 8usize];
+    ["Offset of field: GhLastCopyMarkParams::keys"]
+        [::core::mem::offset_of!(GhLastCopyMarkParams, keys) - 0usize];
+    ["Offset of field: GhLastCopyMarkParams::count"]
+        [::core::mem::offset_of!(GhLastCopyMarkParams, count) - 8usize];
+    ["Offset of field: GhLastCopyMarkParams::table"]
+        [::core::mem::offset_of!(GhLastCopyMarkParams, table) - 16usize];
+    ["Offset of field: GhLastCopyMarkParams::repeated"]
+        [::core::mem::offset_of!(GhLastCopyMarkParams, repeated) - 40usize];
+};
+impl Default for GhLastCopyMarkParams {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone, PartialEq, Eq)]
+pub struct GhLastCopyCompactParams {
+    pub keys: *const ::core::ffi::c_void,
+    pub values: *const u32,
+    pub repeated: *const u8,
+    pub count: u64,
+    pub tile_offsets: *mut u64,
+    pub tiles: u64,
+    pub kept: *mut u64,
+    pub keys_out: *mut ::core::ffi::c_void,
+    pub values_out: *mut u32,
+    pub value_words: u32,
+    pub pad: u32,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of GhLastCopyCompactParams"]
+        [::core::mem::size_of::<GhLastCopyCompactParams>() - 80usize];
+    ["Alignment of GhLastCopyCompactParams"]
+        [::core::mem::align_of::<GhLastCopyCompactParams>() - 8usize];
+    ["Offset of field: GhLastCopyCompactParams::keys"]
+        [::core::mem::offset_of!(GhLastCopyCompactParams, keys) - 0usize];
+    ["Offset of field: GhLastCopyCompactParams::values"]
+        [::core::mem::offset_of!(GhLastCopyCompactParams, values) - 8usize];
+    ["Offset of field: GhLastCopyCompactParams::repeated"]
+        [::core::mem::offset_of!(GhLastCopyCompactParams, repeated) - 16usize];
+    ["Offset of field: GhLastCopyCompactParams::count"]
+        [::core::mem::offset_of!(GhLastCopyCompactParams, count) - 24usize];
+    ["Offset of field: GhLastCopyCompactParams::tile_offsets"]
+        [::core::mem::offset_of!(GhLastCopyCompactParams, tile_offsets) - 32usize];
+    ["Offset of field: GhLastCopyCompactParams::tiles"]
+        [::core::mem::offset_of!(GhLastCopyCompactParams, tiles) - 40usize];
+    ["Offset of field: GhLastCopyCompactParams::kept"]
+        [::core::mem::offset_of!(GhLastCopyCompactParams, kept) - 48usize];
+    ["Offset of field: GhLastCopyCompactParams::keys_out"]
+        [::core::mem::offset_of!(GhLastCopyCompactParams, keys_out) - 56usize];
+    ["Offset of field: GhLastCopyCompactParams::values_out"]
+        [::core::mem::offset_of!(GhLastCopyCompactParams, values_out) - 64usize];
+    ["Offset of field: GhLastCopyCompactParams::value_words"]
+        [::core::mem::offset_of!(GhLastCopyCompactParams, value_words) - 72usize];
+    ["Offset of field: GhLastCopyCompactParams::pad"]
+        [::core::mem::offset_of!(GhLastCopyCompactParams, pad) - 76usize];
+};
+impl Default for GhLastCopyCompactParams {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
         unsafe {

@@ -3,7 +3,8 @@
 //! The ground every gpuhash table stands on: a [`Device`] and its [`Stream`]s, typed
 //! device memory ([`DeviceBuffer`]), event timing ([`EventTimer`]), loading and launching
 //! the CUDA kernels each crate embeds ([`launch`]), one [`Error`] type, and the pieces all
-//! tables share: the [`hash`] functions and the standard benchmark [`workload`].
+//! tables share: the [`hash`] functions, the standard benchmark [`workload`], and
+//! [`last_copy`], which finds the last copy of each key in a batch.
 //!
 //! ## Structure
 //!
@@ -50,6 +51,7 @@ mod buffer;
 mod device;
 mod error;
 pub mod hash;
+pub mod last_copy;
 pub mod launch;
 pub mod layouts;
 mod stream;

@@ -2,11 +2,13 @@
 //! Run on a GPU machine with `--include-ignored` (see docs/gpu-testing.md).
 
 use gpuhash_core::hash::{self, DeviceHash, Hash32, Hash64, Universal32, Universal64};
+use gpuhash_core::last_copy::{self, LastCopyKey};
 use gpuhash_core::layouts::{GH_PRIME32, GH_PRIME61};
 use gpuhash_core::workload::{self, INDEX_LIMIT, KeySet};
 use gpuhash_core::{Device, DeviceBuffer, Error, EventTimer, Stream};
 use quickcheck::{QuickCheck, TestResult};
-use std::sync::OnceLock;
+use std::collections::HashMap;
+use std::sync::{OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 fn gpu() -> (Device, Stream) {
     let device = Device::default().expect("these tests need a CUDA device");
@@ -290,4 +292,172 @@ fn event_timer_measures_device_work() {
     workload::generate(&stream, KeySet::Hits, 0, &mut keys, None).unwrap();
     let ms = timer.stop().unwrap();
     assert!(ms > 0.0 && ms < 10_000.0, "{ms} ms");
+}
+
+/// The last-copy tests run in parallel; the one that takes nearly all device memory runs
+/// alone among them.
+static MEMORY: RwLock<()> = RwLock::new(());
+
+fn shared_memory() -> RwLockReadGuard<'static, ()> {
+    MEMORY.read().unwrap_or_else(|e| e.into_inner())
+}
+
+fn all_memory() -> RwLockWriteGuard<'static, ()> {
+    MEMORY.write().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The host model of `last_copy::mark_repeated`: element `i` is repeated when a later
+/// element holds its key.
+fn repeated_model<K: Copy + Eq + std::hash::Hash>(keys: &[K]) -> Vec<u8> {
+    let last: HashMap<K, usize> = keys.iter().enumerate().map(|(i, &k)| (k, i)).collect();
+    keys.iter()
+        .enumerate()
+        .map(|(i, k)| u8::from(last[k] != i))
+        .collect()
+}
+
+/// Both forms of the last-copy primitive against the model, with values that name their
+/// element (its index, and its complement so that a value is checked whole).
+fn last_copy_matches_the_model<K>(stream: &Stream, keys: &[K])
+where
+    K: LastCopyKey + Eq + std::hash::Hash + std::fmt::Debug,
+{
+    let model = repeated_model(keys);
+    let d_keys = DeviceBuffer::from_host(stream, keys).unwrap();
+    let mut repeated = DeviceBuffer::from_host(stream, &vec![7u8; keys.len()]).unwrap();
+    last_copy::mark_repeated(stream, &d_keys, &mut repeated).unwrap();
+    assert_eq!(
+        repeated.to_host(stream).unwrap(),
+        model,
+        "{} keys",
+        keys.len()
+    );
+
+    let values: Vec<[u32; 2]> = (0..keys.len() as u32).map(|i| [i, !i]).collect();
+    let d_values = DeviceBuffer::from_host(stream, &values).unwrap();
+    let (out_keys, out_values) = last_copy::last_copies(stream, &d_keys, &d_values).unwrap();
+    let expected: Vec<(K, [u32; 2])> = keys
+        .iter()
+        .zip(&values)
+        .zip(&model)
+        .filter(|&(_, &r)| r == 0)
+        .map(|((&k, &v), _)| (k, v))
+        .collect();
+    let got: Vec<(K, [u32; 2])> = out_keys
+        .to_host(stream)
+        .unwrap()
+        .into_iter()
+        .zip(out_values.to_host(stream).unwrap())
+        .collect();
+    assert_eq!(got.len(), expected.len(), "{} keys", keys.len());
+    assert!(
+        got == expected,
+        "{} keys: compacted batch differs",
+        keys.len()
+    );
+}
+
+/// `n` keys drawn from `distinct` values (so most repeat), 0 and the all-ones key among
+/// them, by a deterministic xorshift.
+fn keys_with_repeats(n: usize, distinct: u64, seed: u64) -> Vec<u64> {
+    let mut state = seed;
+    (0..n)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            match state % 101 {
+                0 => 0,
+                1 => u64::MAX,
+                _ => hash::fmix64(state % distinct),
+            }
+        })
+        .collect()
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn last_copy_keeps_the_last_of_each_u32_key() {
+    let _memory = shared_memory();
+    let (_, stream) = gpu();
+    let narrow = |keys: Vec<u64>| -> Vec<u32> { keys.into_iter().map(|k| k as u32).collect() };
+    // Sizes around a tile (2048) and a scan chunk (256 tiles), and past both.
+    for (n, distinct) in [
+        (1, 1),
+        (2047, 100),
+        (2049, 3000),
+        (300_000, 20_000),
+        ((1 << 22) + 5, 1 << 20),
+    ] {
+        last_copy_matches_the_model(
+            &stream,
+            &narrow(keys_with_repeats(n, distinct, n as u64 + 1)),
+        );
+    }
+    let distinct: Vec<u32> = (0..100_000u32).map(hash::fmix32).collect();
+    last_copy_matches_the_model(&stream, &distinct);
+    for key in [0u32, 7, u32::MAX] {
+        last_copy_matches_the_model(&stream, &vec![key; 100_000]);
+    }
+    last_copy_matches_the_model(&stream, &[0u32, u32::MAX, 0, u32::MAX, 5]);
+    last_copy_matches_the_model::<u32>(&stream, &[]);
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn last_copy_keeps_the_last_of_each_u64_key() {
+    let _memory = shared_memory();
+    let (_, stream) = gpu();
+    for (n, distinct) in [
+        (1, 1),
+        (2049, 3000),
+        (300_000, 20_000),
+        ((1 << 22) + 5, 1 << 20),
+    ] {
+        last_copy_matches_the_model(&stream, &keys_with_repeats(n, distinct, n as u64 + 3));
+    }
+    // Keys equal in their low 32 bits, or in their high 32 bits, are different keys.
+    let halves: Vec<u64> = (0..50_000u64)
+        .flat_map(|i| [i, i | 1 << 40, i << 32, (i << 32) | 9, i])
+        .collect();
+    last_copy_matches_the_model(&stream, &halves);
+    for key in [0u64, u64::MAX, u64::from(u32::MAX)] {
+        last_copy_matches_the_model(&stream, &vec![key; 100_000]);
+    }
+    last_copy_matches_the_model::<u64>(&stream, &[]);
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn last_copy_refuses_bad_input_with_error_values() {
+    let _memory = all_memory();
+    let (device, stream) = gpu();
+    let keys = DeviceBuffer::from_host(&stream, &[1u32, 2, 3]).unwrap();
+    let mut flags = DeviceBuffer::from_host(&stream, &[9u8, 9]).unwrap();
+    let mismatch = last_copy::mark_repeated(&stream, &keys, &mut flags);
+    assert!(matches!(mismatch, Err(Error::LengthMismatch { .. })));
+    assert_eq!(flags.to_host(&stream).unwrap(), vec![9, 9]);
+    let short = DeviceBuffer::from_host(&stream, &[1u32, 2]).unwrap();
+    let mismatch = last_copy::last_copies(&stream, &keys, &short);
+    assert!(matches!(mismatch, Err(Error::LengthMismatch { .. })));
+    let odd = DeviceBuffer::from_host(&stream, &[[1u8; 3]; 3]).unwrap();
+    let odd_values = last_copy::last_copies(&stream, &keys, &odd);
+    assert!(matches!(odd_values, Err(Error::InvalidInput(_))));
+
+    // A batch of 2^26 u64 keys needs 1 GB for its scratch table's keys alone; 768 MB stay
+    // free, for the tests beside this one too.
+    let n = 1usize << 26;
+    let big = DeviceBuffer::<u64>::zeroed(&stream, n).unwrap();
+    let mut big_flags = DeviceBuffer::<u8>::zeroed(&stream, n).unwrap();
+    device.synchronize().unwrap();
+    let free = device.free_memory().unwrap();
+    let hog = DeviceBuffer::<u8>::zeroed(&stream, free - (768 << 20)).expect("memory to hold back");
+    let out_of_memory = last_copy::mark_repeated(&stream, &big, &mut big_flags);
+    drop(hog);
+    assert!(
+        matches!(out_of_memory, Err(Error::OutOfDeviceMemory)),
+        "{out_of_memory:?}"
+    );
+    // The device stays usable afterwards.
+    last_copy_matches_the_model(&stream, &[3u64, 4, 3]);
 }

@@ -3,7 +3,7 @@
 use std::fmt::Debug;
 use std::hash::Hash;
 
-use bytemuck::Pod;
+use gpuhash_core::last_copy::LastCopyKey;
 use gpuhash_core::launch::{Kernel, KernelImage, KernelParams};
 
 use crate::layouts::{
@@ -92,7 +92,7 @@ mod sealed {
 /// A key type of a [`CuckooTable`](crate::CuckooTable): `u32` or `u64`. Every value is a
 /// valid key; the all-ones value, which marks empty slots on the device, is kept in a side
 /// slot of its own.
-pub trait CuckooKey: Pod + Eq + Hash + Debug + Send + Sync + sealed::Sealed {
+pub trait CuckooKey: LastCopyKey + Eq + Hash + Debug + Send + Sync + sealed::Sealed {
     /// The key value that marks an empty slot (all ones); the table keeps its pair apart.
     const RESERVED: Self;
     /// Keys in one 128-byte bucket: 32 for u32, 16 for u64.

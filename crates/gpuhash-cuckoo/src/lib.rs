@@ -72,11 +72,22 @@
 //!   more than twice another. New pairs start in subtable i with probability proportional
 //!   to `n_i / C(m_i, 2)`. [`CuckooOptions::rehash_all`] switches to the baseline the paper
 //!   compares against: double or halve everything and rehash every pair.
+//! - **Capacity floor**: no downsize takes the table below the slots it was created with
+//!   ([`CuckooOptions::initial_capacity`] or `initial_buckets`), as a `Vec` keeps its
+//!   capacity: a table made for 2^28 pairs that first holds 100K stays at its size, and the
+//!   next large batch pays no upsize. The floor counts slots of the whole table, since a
+//!   downsize halves one subtable at a time; below alpha, the table halves while the result
+//!   keeps the floor. [`CuckooTable::shrink_to`] lowers the floor to what a number of pairs
+//!   fill to beta, [`CuckooTable::shrink_to_fit`] drops it; both then shrink as the fill
+//!   bounds allow.
 //! - **Every key is usable**: the all-ones key marks empty slots on the device, so its
 //!   pair lives in a side slot of its own.
 //!
 //! ## What an insert batch does
 //!
+//! 0. With [`DuplicateKeys::LastCopy`], the batch is first reduced on the device to the
+//!    last copy of each key, in input order ([`gpuhash_core::last_copy`]); the steps below
+//!    then meet no equal keys. Running out of memory for that leaves the table as it was.
 //! 1. A large batch is sorted by partition into the sorted copy; every later step works on
 //!    it. If the table holds pairs: a lookup of every key (which are held already, and their
 //!    values, kept for undoing the batch). Nothing changes yet.
@@ -84,11 +95,11 @@
 //!    memory here, or for the batch's scratch space or sorted copy, leaves the table as it
 //!    was.
 //! 3. Held keys get their new value under their bucket's lock (of equal keys in the batch,
-//!    one whole value wins). New keys go in lock-free where a bucket has room; the rest by
-//!    voter coordination. A new pair starts in a subtable chosen by a hash of its key and
-//!    the paper's weights, so equal keys of one batch meet in one bucket: in the lock-free
-//!    pass the later copies are set aside as duplicates, in the locked pass the second
-//!    finds the first and replaces its value.
+//!    one whole value wins, unspecified which: [`DuplicateKeys::AnyCopy`]). New keys go in
+//!    lock-free where a bucket has room; the rest by voter coordination. A new pair starts
+//!    in a subtable chosen by a hash of its key and the paper's weights, so equal keys of
+//!    one batch meet in one bucket: in the lock-free pass the later copies are set aside as
+//!    duplicates, in the locked pass the second finds the first and replaces its value.
 //! 4. The one way a key of the batch can end up twice: its first copy was swapped out of
 //!    its bucket before the second arrived. Every swapped-out key is logged on the device,
 //!    and a cleanup kernel keeps only the copy in the lowest subtable of each. Then the
@@ -100,6 +111,15 @@
 //!    swaps, retried without growing) and the call returns
 //!    [`gpuhash_core::Error::OutOfDeviceMemory`].
 //! 6. The fill factor is brought within `[alpha, beta]`.
+//!
+//! ## Equal keys in one batch
+//!
+//! A key held more than once in one insert batch ends with one whole value of its copies,
+//! never a mix. Which one, [`CuckooOptions::duplicate_keys`] says: by default
+//! ([`DuplicateKeys::AnyCopy`]) it is not specified and varies from run to run, since the
+//! copies race on the device; with [`DuplicateKeys::LastCopy`] it is the last copy's, as
+//! inserting the pairs one by one would leave it, at the cost of reducing the batch first
+//! (measured beside the default in `gpuhash-bench cuckoo`, W1).
 //!
 //! ## Concurrency
 //!
@@ -133,7 +153,9 @@
 //!
 //! ```
 //! use gpuhash_cuckoo::policy::{next_resize, Bounds, Resize};
-//! let bounds = Bounds { alpha: 0.4, beta: 0.9, slots: 32, min_buckets: 1, rehash_all: false };
+//! let bounds = Bounds {
+//!     alpha: 0.4, beta: 0.9, slots: 32, min_buckets: 1, min_slots: 0, rehash_all: false,
+//! };
 //! // Three subtables of 4 buckets hold 384 slots; 350 pairs pass beta.
 //! assert_eq!(next_resize(&[4, 4, 4], 350, &bounds), Some(Resize::Up(0)));
 //! ```
@@ -147,5 +169,5 @@ mod table;
 
 pub use error::{CuckooError, Result};
 pub use key::CuckooKey;
-pub use options::CuckooOptions;
+pub use options::{CuckooOptions, DuplicateKeys};
 pub use table::{CuckooMemory, CuckooTable, ResizeStats};

@@ -3,15 +3,48 @@
 use crate::CuckooError;
 use crate::layouts::GH_CUCKOO_MAX_SUBTABLES;
 
+/// Which value an insert keeps for a key that its batch holds more than once.
+///
+/// Keys the table already holds are no different: their value is replaced by the one that
+/// wins in the batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DuplicateKeys {
+    /// One whole value of the key's copies, never a mix of two, but which one is not
+    /// specified: it depends on the order in which the GPU's threads meet (in the
+    /// measurements of issue 13, the last copy won for 35 to 76% of the duplicated keys).
+    /// Costs nothing.
+    #[default]
+    AnyCopy,
+    /// The value of the key's last copy in the batch, as inserting the pairs one by one
+    /// in order would leave it. The batch is first reduced to the last copy of each key
+    /// on the device ([`gpuhash_core::last_copy::last_copies`]): a few passes over the
+    /// batch, a scratch table of 2 to 4 slots a pair (a key and a 4-byte index each) while
+    /// it runs, and the reduced copy of the batch for the rest of the insert. Its cost is
+    /// measured by `gpuhash-bench cuckoo` (W1, the "insert LastCopy" column beside the
+    /// default's).
+    LastCopy,
+}
+
 /// How a table is shaped and when it resizes. `Default` gives the paper's defaults:
 /// 3 subtables, fill factor kept within `[0.4, 0.9]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CuckooOptions {
     /// Pairs the table should hold without resizing; sets the initial size so that this
-    /// many pairs fill it to `beta`. Ignored when `initial_buckets` is set.
+    /// many pairs fill it to `beta` (a power of two buckets a subtable, so the table may
+    /// hold more). Ignored when `initial_buckets` is set.
+    ///
+    /// The size made for it is also the table's capacity floor, kept as a `Vec` or a
+    /// `HashMap` keeps its capacity: however few pairs the table holds, no downsize leaves
+    /// it fewer slots than it was built with, so a table made for a large batch does not
+    /// shrink after a small one and grow again at the next large one. The floor counts
+    /// slots of the whole table, not buckets of a subtable, because a downsize halves one
+    /// subtable at a time: the table shrinks while the halved table keeps the floor's slots.
+    /// [`CuckooTable::shrink_to`](crate::CuckooTable::shrink_to) and
+    /// [`shrink_to_fit`](crate::CuckooTable::shrink_to_fit) lower it.
     pub initial_capacity: usize,
     /// Buckets of every subtable at creation, overriding `initial_capacity` (benchmarks use
     /// it to build a table of an exact load factor). Any count works; halving needs it even.
+    /// The size made for it is the capacity floor, as for `initial_capacity`.
     pub initial_buckets: Option<u64>,
     /// Number of subtables, the paper's d: 2 to 8.
     pub subtables: usize,
@@ -30,6 +63,8 @@ pub struct CuckooOptions {
     pub rehash_all: bool,
     /// Seed of the subtables' hash functions.
     pub seed: u64,
+    /// Which value wins among equal keys of one insert batch.
+    pub duplicate_keys: DuplicateKeys,
 }
 
 impl Default for CuckooOptions {
@@ -44,6 +79,7 @@ impl Default for CuckooOptions {
             max_evictions: 64,
             rehash_all: false,
             seed: 0x5eed_c0c0,
+            duplicate_keys: DuplicateKeys::AnyCopy,
         }
     }
 }

@@ -6,6 +6,11 @@
 //! the largest when it falls below `alpha`, so that no subtable is ever more than twice
 //! another. New pairs go to subtable `i` with probability proportional to
 //! `n_i / C(m_i, 2)`, `n_i` its slots and `m_i` its pairs before the batch.
+//!
+//! Beyond the paper, a downsize never takes the table below a floor of slots
+//! ([`Bounds::min_slots`]): the capacity a table was created for, kept the way a `Vec` keeps
+//! its capacity, so that a table built for a large batch does not shrink after a small one
+//! and pay every upsize again at the next large one.
 
 /// One resize step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,6 +36,8 @@ pub struct Bounds {
     pub slots: u64,
     /// No subtable shrinks below this many buckets.
     pub min_buckets: u64,
+    /// No downsize leaves the table fewer slots than this (its capacity floor); 0 for none.
+    pub min_slots: u64,
     /// Resize by rehashing everything instead of one subtable at a time.
     pub rehash_all: bool,
 }
@@ -38,6 +45,11 @@ pub struct Bounds {
 /// Slots of a table whose subtables have these bucket counts.
 pub fn capacity(buckets: &[u64], slots: u64) -> u64 {
     buckets.iter().sum::<u64>() * slots
+}
+
+/// Slots that `pairs` pairs fill to `beta`: the floor that keeps room for them.
+pub fn slots_for(pairs: u64, beta: f64) -> u64 {
+    (pairs as f64 / beta).ceil() as u64
 }
 
 /// `len / capacity`, 0 for an empty table.
@@ -68,8 +80,8 @@ pub fn downsize_target(buckets: &[u64], min_buckets: u64) -> Option<usize> {
 }
 
 /// The next resize that brings `len` pairs towards `[alpha, beta]`, or `None` when the
-/// fill factor is within bounds (or below `alpha` with no downsize possible that would not
-/// push it above `beta`).
+/// fill factor is within bounds (or below `alpha` with no downsize possible that would
+/// neither push it above `beta` nor leave fewer than `min_slots` slots).
 pub fn next_resize(buckets: &[u64], len: u64, bounds: &Bounds) -> Option<Resize> {
     let slots = bounds.slots;
     let capacity = capacity(buckets, slots) as f64;
@@ -88,11 +100,18 @@ pub fn next_resize(buckets: &[u64], len: u64, bounds: &Bounds) -> Option<Resize>
         let halvable = buckets
             .iter()
             .all(|&b| b % 2 == 0 && b / 2 >= bounds.min_buckets.max(1));
-        return (halvable && len_f <= bounds.beta * capacity / 2.0).then_some(Resize::DownAll);
+        return (halvable && downsize_fits(capacity / 2.0, len_f, bounds))
+            .then_some(Resize::DownAll);
     }
     let target = downsize_target(buckets, bounds.min_buckets)?;
     let after = capacity - (buckets[target] / 2 * slots) as f64;
-    (len_f <= bounds.beta * after).then_some(Resize::Down(target))
+    downsize_fits(after, len_f, bounds).then_some(Resize::Down(target))
+}
+
+/// Whether a downsize to `after` slots keeps `len` pairs at most at `beta` and the table at
+/// its floor or above.
+fn downsize_fits(after: f64, len: f64, bounds: &Bounds) -> bool {
+    after >= bounds.min_slots as f64 && len <= bounds.beta * after
 }
 
 /// Bucket counts after `resize`.
@@ -216,6 +235,7 @@ mod tests {
         beta: 0.9,
         slots: 32,
         min_buckets: 1,
+        min_slots: 0,
         rehash_all: false,
     };
 
@@ -263,28 +283,81 @@ mod tests {
         assert_eq!(next_resize(&[1, 1, 1], 0, &all), None);
     }
 
+    /// Whether no downsize of `buckets` is allowed for `len` pairs: none can halve, or the
+    /// one that could would pass beta or go below the floor.
+    fn downsize_blocked(buckets: &[u64], len: u64, bounds: &Bounds) -> bool {
+        let Some(target) = downsize_target(buckets, bounds.min_buckets) else {
+            return true;
+        };
+        let after = apply(buckets, Resize::Down(target));
+        fill(&after, bounds.slots, len) > bounds.beta
+            || capacity(&after, bounds.slots) < bounds.min_slots
+    }
+
+    #[test]
+    fn a_large_table_keeps_its_floor_after_a_small_batch() {
+        // Issue 13: built for 2^22 pairs, it held 100K and halved down to its minimum.
+        let built = [1u64 << 16; 3];
+        let floor = capacity(&built, 32);
+        let kept = Bounds {
+            min_slots: floor,
+            ..BOUNDS
+        };
+        assert_eq!(next_resize(&built, 100_000, &kept), None);
+        assert_eq!(next_resize(&built, 100_000, &BOUNDS), Some(Resize::Down(2)));
+        // Above the floor it shrinks back to the floor, not below.
+        assert_eq!(
+            next_resize(&[1 << 17, 1 << 16, 1 << 16], 100_000, &kept),
+            Some(Resize::Down(0))
+        );
+        // Rehash-everything halves only while the half keeps the floor.
+        let all = Bounds {
+            rehash_all: true,
+            ..kept
+        };
+        assert_eq!(next_resize(&built, 100_000, &all), None);
+        assert_eq!(
+            next_resize(&[1 << 17; 3], 100_000, &all),
+            Some(Resize::DownAll)
+        );
+    }
+
+    #[test]
+    fn slots_for_holds_the_pairs_at_beta() {
+        assert_eq!(slots_for(0, 0.9), 0);
+        assert_eq!(slots_for(9, 0.9), 10);
+        assert_eq!(slots_for(10, 0.9), 12);
+        assert_eq!(slots_for(1 << 20, 1.0), 1 << 20);
+    }
+
     quickcheck::quickcheck! {
-        // From any reachable shape, repeated policy steps end within bounds (or at the
-        // minimum size), and no subtable ever exceeds twice another.
-        fn policy_converges_and_keeps_the_ratio(log_start: u8, lens: Vec<u32>) -> bool {
+        // From any reachable shape at or above the floor, repeated policy steps end within
+        // bounds (or where the minimum size or the floor stops a downsize), no subtable ever
+        // exceeds twice another, and no step goes below the floor.
+        fn policy_converges_keeps_the_ratio_and_the_floor(
+            log_start: u8,
+            floor_shift: u8,
+            lens: Vec<u32>
+        ) -> bool {
             let mut buckets = vec![1u64 << (log_start % 8); 3];
+            // 0, or the starting capacity divided by 1, 2, 4 or 8.
+            let min_slots = match floor_shift % 5 {
+                4 => 0,
+                shift => capacity(&buckets, 32) >> shift,
+            };
+            let bounds = Bounds { min_slots, ..BOUNDS };
             for len in lens {
                 let len = u64::from(len % 100_000);
                 let mut steps = 0;
-                while let Some(r) = next_resize(&buckets, len, &BOUNDS) {
+                while let Some(r) = next_resize(&buckets, len, &bounds) {
                     buckets = apply(&buckets, r);
                     steps += 1;
-                    if !ratio_ok(&buckets) || steps > 200 {
+                    if !ratio_ok(&buckets) || capacity(&buckets, 32) < min_slots || steps > 200 {
                         return false;
                     }
                 }
                 let f = fill(&buckets, 32, len);
-                let at_minimum = downsize_target(&buckets, 1).is_none();
-                if f > BOUNDS.beta || (f < BOUNDS.alpha && !at_minimum && {
-                    // Below alpha is allowed only where the next downsize would pass beta.
-                    let t = downsize_target(&buckets, 1).unwrap();
-                    fill(&apply(&buckets, Resize::Down(t)), 32, len) <= BOUNDS.beta
-                }) {
+                if f > bounds.beta || (f < bounds.alpha && !downsize_blocked(&buckets, len, &bounds)) {
                     return false;
                 }
             }

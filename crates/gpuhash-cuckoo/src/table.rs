@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use bytemuck::Pod;
 use gpuhash_core::hash::fmix64;
+use gpuhash_core::last_copy;
 use gpuhash_core::{Device, DeviceAddress, DeviceBuffer, Error, LaunchShape, Stream};
 use parking_lot::{Mutex, RwLock, RwLockReadGuard};
 
@@ -19,7 +20,7 @@ use crate::layouts::{
     GhCuckooTable, GhCuckooUpdateParams,
 };
 use crate::policy::{self, Bounds, ChoiceRange, Resize};
-use crate::{CuckooError, CuckooKey, CuckooOptions, Result, key};
+use crate::{CuckooError, CuckooKey, CuckooOptions, DuplicateKeys, Result, key};
 
 const THREADS: u32 = 256;
 const TILE: u64 = GH_CUCKOO_TILE as u64;
@@ -177,6 +178,9 @@ struct Mirror {
     /// Per subtable, the choices that started there under every threshold an insert
     /// used since the table was last emptied (GhCuckooHome.settled_lo / _hi).
     settled: [ChoiceRange; GH_CUCKOO_MAX_SUBTABLES as usize],
+    /// Slots no downsize goes below ([`Bounds::min_slots`]): those the table was built
+    /// with, until `shrink_to` lowers it.
+    floor_slots: u64,
 }
 
 impl Mirror {
@@ -328,7 +332,7 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
     const WORDS: usize = Words::<V>::N;
 
     /// A table with the default options sized to hold `capacity` pairs below the upper fill
-    /// bound.
+    /// bound, which keeps that size as its floor (see [`CuckooOptions::initial_capacity`]).
     pub fn with_capacity(device: &Device, capacity: usize) -> Result<Self> {
         Self::new(
             device,
@@ -361,6 +365,7 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
             stream,
             mirror: Mutex::new(Mirror {
                 counts: vec![0; options.subtables],
+                floor_slots: buckets * options.subtables as u64 * K::SLOTS,
                 ..Mirror::default()
             }),
             options,
@@ -418,9 +423,38 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
         self.mirror.lock().counts.clone()
     }
 
-    /// Slots of all subtables.
+    /// Slots of all subtables. It stays at least [`capacity_floor`](Self::capacity_floor):
+    /// a table holds `beta * capacity()` pairs before it grows.
     pub fn capacity(&self) -> usize {
         policy::capacity(&self.subtable_buckets(), K::SLOTS) as usize
+    }
+
+    /// Slots below which no downsize takes the table: those it was created with (see
+    /// [`CuckooOptions::initial_capacity`]) until [`shrink_to`](Self::shrink_to) or
+    /// [`shrink_to_fit`](Self::shrink_to_fit) lowers it.
+    pub fn capacity_floor(&self) -> usize {
+        self.mirror.lock().floor_slots as usize
+    }
+
+    /// Drops the capacity floor and shrinks as far as the fill bounds allow: halving while
+    /// the fill factor is below `alpha` and the halved table stays at most `beta` full, no
+    /// subtable below `min_buckets`. A downsize that finds no device memory for its new
+    /// arrays ends the shrinking there, without an error: every pair stays in.
+    pub fn shrink_to_fit(&self) -> Result<()> {
+        self.shrink_to(0)
+    }
+
+    /// Lowers the capacity floor to the slots that `min_capacity` pairs fill to `beta` (a
+    /// floor already lower stays) and shrinks toward it as [`shrink_to_fit`](Self::shrink_to_fit)
+    /// does, so that the table keeps room for `min_capacity` pairs without growing.
+    pub fn shrink_to(&self, min_capacity: usize) -> Result<()> {
+        let _gate = self.gate.write();
+        let floor = policy::slots_for(min_capacity as u64, self.options.beta);
+        {
+            let mut m = self.mirror.lock();
+            m.floor_slots = m.floor_slots.min(floor);
+        }
+        self.apply_policy(&self.stream)
     }
 
     /// `len / capacity`, the paper's filled factor.
@@ -453,6 +487,7 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
             beta: self.options.beta,
             slots: K::SLOTS,
             min_buckets: self.options.min_buckets,
+            min_slots: self.capacity_floor() as u64,
             rehash_all: self.options.rehash_all,
         }
     }
@@ -460,7 +495,9 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
     // ------------------------------------------------------------ host-slice API
 
     /// Inserts the pairs `(keys[i], values[i])`, replacing the value of keys already held.
-    /// Of equal keys within one batch exactly one value wins. Pairs that find no place are
+    /// Of equal keys within one batch exactly one whole value wins: the last copy's with
+    /// [`DuplicateKeys::LastCopy`], an unspecified one with [`DuplicateKeys::AnyCopy`] (the
+    /// default; see [`CuckooOptions::duplicate_keys`]). Pairs that find no place are
     /// kept on the device, the table grows and they are retried: the call returns `Ok`
     /// with every pair in, or an error naming what is not.
     ///
@@ -549,7 +586,8 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
         Ok(out)
     }
 
-    /// Removes every pair; the table then shrinks as its fill bounds say.
+    /// Removes every pair; the table then shrinks as its fill bounds say, down to its
+    /// [capacity floor](Self::capacity_floor).
     pub fn clear(&self) -> Result<()> {
         let _gate = self.gate.write();
         let stream = &self.stream;
@@ -937,7 +975,24 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
         result
     }
 
+    /// Keeps the copy of each key that the table's [`DuplicateKeys`] rule makes win, then
+    /// inserts the batch.
     fn insert_locked(
+        &self,
+        stream: &Stream,
+        keys: &DeviceBuffer<K>,
+        values: &DeviceBuffer<V>,
+    ) -> Result<()> {
+        match self.options.duplicate_keys {
+            DuplicateKeys::AnyCopy => self.insert_batch(stream, keys, values),
+            DuplicateKeys::LastCopy => {
+                let (keys, values) = last_copy::last_copies(stream, keys, values)?;
+                self.insert_batch(stream, &keys, &values)
+            }
+        }
+    }
+
+    fn insert_batch(
         &self,
         stream: &Stream,
         keys: &DeviceBuffer<K>,

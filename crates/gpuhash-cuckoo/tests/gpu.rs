@@ -6,7 +6,7 @@ use std::sync::{OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use gpuhash_core::workload::{self, KeySet};
 use gpuhash_core::{Device, DeviceBuffer, Error};
-use gpuhash_cuckoo::{CuckooError, CuckooKey, CuckooOptions, CuckooTable};
+use gpuhash_cuckoo::{CuckooError, CuckooKey, CuckooOptions, CuckooTable, DuplicateKeys, policy};
 use quickcheck::{Arbitrary, Gen, QuickCheck, TestResult};
 
 fn device() -> &'static Device {
@@ -896,4 +896,149 @@ fn invalid_options_are_refused() {
             .collect();
         check_against(&table, &model, &k[..10]).unwrap();
     }
+}
+
+/// Issue 13: a table made for 2^22 pairs keeps its size after a batch of 100K (which fills
+/// it far below alpha); `shrink_to` then shrinks it to the room asked for, `shrink_to_fit`
+/// as far as the fill bounds allow, and every answer stays exact.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn a_capacity_asked_for_is_kept_until_shrunk() {
+    let _memory = shared_memory();
+    let table = CuckooTable::<u32, u32>::with_capacity(device(), 1 << 22).unwrap();
+    let (built, built_bytes) = (table.capacity(), table.memory().table_bytes);
+    assert_eq!(table.capacity_floor(), built);
+    let (keys, values) = workload::host_pairs(KeySet::Hits, 0, 100_000);
+    let (misses, _) = workload::host_pairs(KeySet::Misses, 0, 10_000);
+    let model: HashMap<u32, u32> = keys.iter().copied().zip(values.iter().copied()).collect();
+    table.insert(&keys, &values).unwrap();
+    assert_eq!(table.capacity(), built, "no downsize below the floor");
+    assert_eq!(table.memory().table_bytes, built_bytes);
+    assert_eq!(table.resize_stats().downsizes, 0);
+    check_against(&table, &model, &misses).unwrap();
+
+    let room = policy::slots_for(1 << 20, table.options().beta) as usize;
+    table.shrink_to(1 << 20).unwrap();
+    assert_eq!(table.capacity_floor(), room);
+    let shrunk = table.capacity();
+    assert!(
+        room <= shrunk && shrunk < built,
+        "{room} <= {shrunk} < {built}"
+    );
+    assert!(table.memory().table_bytes < built_bytes);
+    check_against(&table, &model, &misses).unwrap();
+    // A floor is only ever lowered.
+    table.shrink_to(1 << 22).unwrap();
+    assert_eq!(table.capacity_floor(), room);
+
+    table.shrink_to_fit().unwrap();
+    assert_eq!(table.capacity_floor(), 0);
+    assert!(table.capacity() < shrunk);
+    assert!(table.fill_factor() >= table.options().alpha);
+    check_against(&table, &model, &misses).unwrap();
+}
+
+/// An insert that runs out of memory leaves a table made for 2^22 pairs with the pairs it
+/// held and the size it was made with (the failed insert's clean-up shrinks only down to
+/// the floor).
+#[test]
+#[ignore = "needs a CUDA device"]
+fn a_failed_insert_keeps_the_pairs_and_the_capacity_floor() {
+    let _memory = all_memory();
+    let dev = device();
+    let stream = dev.new_stream().unwrap();
+    let table = CuckooTable::<u32, u32>::with_capacity(dev, 1 << 22).unwrap();
+    let built = table.capacity();
+    let (keys, values) = workload::host_pairs(KeySet::Hits, 0, 100_000);
+    table.insert(&keys, &values).unwrap();
+    let model: HashMap<u32, u32> = keys.iter().copied().zip(values.iter().copied()).collect();
+    // 2^26 new pairs: their upload (512 MB) fits in the 1 GB left, the batch's scratch
+    // space (two lists of homeless pairs, 1 GB) does not.
+    let (more, more_values) = workload::host_pairs(KeySet::Hits, 100_000, 1 << 26);
+    dev.synchronize().unwrap();
+    let free = dev.free_memory().unwrap();
+    let hog = DeviceBuffer::<u8>::zeroed(&stream, free - (1 << 30)).expect("memory to hold back");
+    let result = table.insert(&more, &more_values);
+    drop(hog);
+    match result {
+        Err(e) if e.is_out_of_device_memory() => {}
+        other => panic!("expected OutOfDeviceMemory, got {other:?}"),
+    }
+    assert_eq!(table.capacity(), built);
+    check_against(&table, &model, &more[..10_000]).unwrap();
+}
+
+fn last_copy_options(initial_capacity: usize) -> CuckooOptions {
+    CuckooOptions {
+        initial_capacity,
+        duplicate_keys: DuplicateKeys::LastCopy,
+        ..CuckooOptions::default()
+    }
+}
+
+/// Batches of `(size, distinct)` keys drawn from `distinct` values (0 and the all-ones key
+/// among them), inserted in turn into one table with `DuplicateKeys::LastCopy`: after each,
+/// every key holds exactly the value of its last copy, as a `HashMap` filled in order.
+fn last_copy_wins<K: CuckooKey + Ord>(
+    options: CuckooOptions,
+    batches: &[(u32, u32)],
+    widen: impl Fn(u32) -> K,
+) {
+    let table = CuckooTable::<K, [u32; 2]>::new(device(), options).unwrap();
+    let mut model = HashMap::new();
+    let mut rng = Rng(0x1a57_c0b1_e5ee_d001);
+    for (round, &(size, distinct)) in batches.iter().enumerate() {
+        let keys: Vec<K> = (0..size)
+            .map(|_| {
+                let raw = (rng.next() % u64::from(distinct)) as u32;
+                widen(match raw % 97 {
+                    0 => 0,
+                    1 => u32::MAX,
+                    _ => gpuhash_core::hash::fmix32(raw),
+                })
+            })
+            .collect();
+        let values: Vec<[u32; 2]> = (0..size).map(|i| [i, round as u32]).collect();
+        table.insert(&keys, &values).unwrap();
+        model.extend(keys.iter().copied().zip(values.iter().copied()));
+        check_against(&table, &model, &[]).unwrap_or_else(|e| panic!("batch {round}: {e}"));
+    }
+}
+
+/// The all-ones u32 key becomes the all-ones u64 key; others use both halves.
+fn wide(raw: u32) -> u64 {
+    if raw == u32::MAX {
+        u64::MAX
+    } else {
+        (u64::from(raw) << 32) | u64::from(raw.rotate_left(7))
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn last_copy_wins_among_equal_keys_of_small_batches() {
+    let _memory = shared_memory();
+    // Into a table that starts small and grows, then over keys it holds already.
+    let batches = [
+        (1, 1),
+        (100, 10),
+        (3000, 500),
+        (200_000, 1000),
+        (200_000, 150_000),
+        (50_000, 1),
+    ];
+    last_copy_wins(last_copy_options(0), &batches, |raw| raw);
+    last_copy_wins(last_copy_options(0), &batches, wide);
+}
+
+/// Batches whose last copies are more than the lock-free pass holds in flight (about 2M on
+/// an H100), so that the insert sorts them by partition.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn last_copy_wins_among_equal_keys_of_batches_above_the_sort_threshold() {
+    let _memory = shared_memory();
+    // 6.3M pairs of 4.2M keys: about 3.3M last copies, twice over the same keys.
+    let batches = [(3 << 21, 1 << 22), (3 << 21, 1 << 22)];
+    last_copy_wins(last_copy_options(1 << 22), &batches, |raw| raw);
+    last_copy_wins(last_copy_options(1 << 22), &batches, wide);
 }

@@ -57,4 +57,50 @@ typedef struct GhHash64Params {
     GhUniversal64 universal;
 } GhHash64Params;
 
+/* The last copy of each key in one batch (gpuhash_core::last_copy). Kernels
+ * that walk the batch by tiles run blocks of GH_LAST_COPY_THREADS threads, each
+ * tile GH_LAST_COPY_THREADS * GH_LAST_COPY_PER_THREAD elements. */
+#define GH_LAST_COPY_THREADS 256u
+#define GH_LAST_COPY_PER_THREAD 8u
+
+/* A scratch open-addressing table of the batch's keys (u32 or u64, as the
+ * kernel's suffix says): mask + 1 slots, a power of two at least twice the
+ * batch, zeroed, so that 0 marks an empty slot; the key 0 has no slot and
+ * keeps its index in last[mask + 1]. last[s] is the highest batch index of the
+ * key in slot s (mask + 2 entries, zeroed). */
+typedef struct GhLastCopyTable {
+    void *keys;
+    uint32_t *last;
+    uint64_t mask;
+} GhLastCopyTable;
+
+/* Record: each element i raises last[] of its key's slot to i. Mark: then
+ * repeated[i] = 1 where last[] of its key is not i, that is where a later
+ * element repeats the key. */
+typedef struct GhLastCopyMarkParams {
+    const void *keys;
+    uint64_t count;
+    GhLastCopyTable table;
+    uint8_t *repeated;
+} GhLastCopyMarkParams;
+
+/* Compacting the elements not marked repeated, in input order: count writes
+ * each tile's kept elements into tile_offsets[tile]; scan (one block) turns
+ * them into exclusive prefix sums and writes the total into *kept; scatter
+ * writes each kept element's key and value_words value words at its place of
+ * keys_out and values_out. */
+typedef struct GhLastCopyCompactParams {
+    const void *keys;
+    const uint32_t *values;
+    const uint8_t *repeated;
+    uint64_t count;
+    uint64_t *tile_offsets;
+    uint64_t tiles;
+    uint64_t *kept;
+    void *keys_out;
+    uint32_t *values_out;
+    uint32_t value_words;
+    uint32_t pad;
+} GhLastCopyCompactParams;
+
 #endif
