@@ -237,6 +237,15 @@ GH_SLAB_GATHER(k1v2, 1, 2)
 GH_SLAB_GATHER(k2v1, 2, 1)
 GH_SLAB_GATHER(k2v2, 2, 2)
 
+extern "C" __global__ void gh_slab_skip_repeated(GhSlabSkipParams p) {
+    uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < p.count; i += stride) {
+        if (p.repeated[i] != 0) {
+            p.status[i] = GH_STATUS_DONE;
+        }
+    }
+}
+
 extern "C" __global__ void gh_slab_fill(GhFillParams p) {
     uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
     for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < p.count; i += stride) {

@@ -83,6 +83,27 @@ impl LastCopyKey for u64 {
     }
 }
 
+/// Which value an insert keeps for a key that its batch holds more than once, in every
+/// table of unique keys.
+///
+/// Keys the table already holds are no different: their value is replaced by the one that
+/// wins in the batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DuplicateKeys {
+    /// One whole value of the key's copies, never a mix of two, but which one is not
+    /// specified: it depends on the order in which the GPU's threads meet, and varies from
+    /// run to run (measured on an H100: the last copy won for 90 to 95% of duplicated keys
+    /// in the slab hash, 35 to 76% in DyHash). Costs nothing.
+    #[default]
+    AnyCopy,
+    /// The value of the key's last copy in the batch, as inserting the pairs one by one
+    /// in order would leave it. The batch's repeated copies are found on the device first
+    /// ([`mark_repeated`], [`last_copies`]): a few passes over the batch and a scratch
+    /// table of 2 to 4 slots a pair (a key and a 4-byte index each) while it runs. Its
+    /// cost is in docs/benchmarks (W1, "LastCopy" beside the default's).
+    LastCopy,
+}
+
 /// Slots of the scratch table for a batch of `count` keys: the smallest power of two at
 /// least `2 * count` (at least 1). [`Error::InvalidInput`] for batches of more than 2^32
 /// keys, whose indices the kernels do not hold.

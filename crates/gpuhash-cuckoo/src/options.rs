@@ -2,28 +2,7 @@
 
 use crate::CuckooError;
 use crate::layouts::GH_CUCKOO_MAX_SUBTABLES;
-
-/// Which value an insert keeps for a key that its batch holds more than once.
-///
-/// Keys the table already holds are no different: their value is replaced by the one that
-/// wins in the batch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum DuplicateKeys {
-    /// One whole value of the key's copies, never a mix of two, but which one is not
-    /// specified: it depends on the order in which the GPU's threads meet (in the
-    /// measurements of issue 13, the last copy won for 35 to 76% of the duplicated keys).
-    /// Costs nothing.
-    #[default]
-    AnyCopy,
-    /// The value of the key's last copy in the batch, as inserting the pairs one by one
-    /// in order would leave it. The batch is first reduced to the last copy of each key
-    /// on the device ([`gpuhash_core::last_copy::last_copies`]): a few passes over the
-    /// batch, a scratch table of 2 to 4 slots a pair (a key and a 4-byte index each) while
-    /// it runs, and the reduced copy of the batch for the rest of the insert. Its cost is
-    /// measured by `gpuhash-bench cuckoo` (W1, the "insert LastCopy" column beside the
-    /// default's).
-    LastCopy,
-}
+pub use gpuhash_core::last_copy::DuplicateKeys;
 
 /// How a table is shaped and when it resizes. `Default` gives the paper's defaults:
 /// 3 subtables, fill factor kept within `[0.4, 0.9]`.

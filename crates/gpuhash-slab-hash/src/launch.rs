@@ -7,7 +7,7 @@ use gpuhash_core::{DeviceBuffer, Stream};
 
 use crate::layouts::{
     GH_OP_GET, GH_OP_INSERT, GhFillParams, GhSlabBucketsParams, GhSlabGatherParams,
-    GhSlabOpsParams, GhSlabTable,
+    GhSlabOpsParams, GhSlabSkipParams, GhSlabTable,
 };
 use crate::table::{Kind, Shape};
 
@@ -19,6 +19,8 @@ unsafe impl KernelParams for GhSlabBucketsParams {}
 unsafe impl KernelParams for GhSlabGatherParams {}
 // SAFETY: as above.
 unsafe impl KernelParams for GhFillParams {}
+// SAFETY: as above.
+unsafe impl KernelParams for GhSlabSkipParams {}
 
 static IMAGE: KernelImage = gpuhash_core::kernel_image!("slab_hash");
 
@@ -70,6 +72,7 @@ static GATHERS: [((u32, u32), Kernel<GhSlabGatherParams>); 4] = [
     ((2, 2), Kernel::new(&IMAGE, "gh_slab_gather_k2v2")),
 ];
 static FILL: Kernel<GhFillParams> = Kernel::new(&IMAGE, "gh_slab_fill");
+static SKIP_REPEATED: Kernel<GhSlabSkipParams> = Kernel::new(&IMAGE, "gh_slab_skip_repeated");
 
 const THREADS: u32 = 128;
 
@@ -251,6 +254,31 @@ pub(crate) fn gather<K: Pod, V: Pod>(
     // of counts and `out` holds their total (checked by the caller); the kernel writes at
     // most counts[i] values from offsets[i], then counts[i] itself, never raising it.
     unsafe { kernel.launch(stream, grid(stream, count as u64), params) }
+}
+
+/// Marks done every element that `repeated` flags, so that a pass skips it.
+pub(crate) fn skip_repeated(
+    stream: &Stream,
+    repeated: &DeviceBuffer<u8>,
+    status: &mut DeviceBuffer<u32>,
+) -> gpuhash_core::Result<()> {
+    let count = status.len();
+    if repeated.len() != count {
+        return Err(gpuhash_core::Error::LengthMismatch {
+            what: "repeated flags and status",
+            left: repeated.len(),
+            right: count,
+        });
+    }
+    let (r, s) = (repeated.address(stream), status.address_mut(stream));
+    let params = GhSlabSkipParams {
+        repeated: r.address as *const u8,
+        status: s.address as *mut u32,
+        count: count as u64,
+    };
+    // SAFETY: both buffers hold `count` elements (checked above); the kernel touches
+    // elements below count only.
+    unsafe { SKIP_REPEATED.launch(stream, grid(stream, count as u64), params) }
 }
 
 /// Sets every word of `words` to `value`.

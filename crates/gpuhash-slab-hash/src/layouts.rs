@@ -178,6 +178,33 @@ impl Default for GhSlabBucketsParams {
 }
 #[repr(C)]
 #[derive(Debug, Copy, Clone, PartialEq, Eq)]
+pub struct GhSlabSkipParams {
+    pub repeated: *const u8,
+    pub status: *mut u32,
+    pub count: u64,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of GhSlabSkipParams"][::core::mem::size_of::<GhSlabSkipParams>() - 24usize];
+    ["Alignment of GhSlabSkipParams"][::core::mem::align_of::<GhSlabSkipParams>() - 8usize];
+    ["Offset of field: GhSlabSkipParams::repeated"]
+        [::core::mem::offset_of!(GhSlabSkipParams, repeated) - 0usize];
+    ["Offset of field: GhSlabSkipParams::status"]
+        [::core::mem::offset_of!(GhSlabSkipParams, status) - 8usize];
+    ["Offset of field: GhSlabSkipParams::count"]
+        [::core::mem::offset_of!(GhSlabSkipParams, count) - 16usize];
+};
+impl Default for GhSlabSkipParams {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone, PartialEq, Eq)]
 pub struct GhFillParams {
     pub words: *mut u32,
     pub count: u64,

@@ -32,7 +32,9 @@ impl<K: SlabWord, V: SlabWord> SlabHashMap<K, V> {
     }
 
     /// Inserts each pair; an existing key gets the new value. Within one batch, of pairs
-    /// with the same key exactly one value stays.
+    /// with the same key exactly one whole value stays: the last copy's with
+    /// [`crate::DuplicateKeys::LastCopy`], an unspecified one by default (see the crate
+    /// docs).
     pub fn insert(&self, keys: &[K], values: &[V]) -> Result<()> {
         check_pairs(keys, values)?;
         self.table

@@ -4,13 +4,14 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use gpuhash_core::hash::Universal32;
+use gpuhash_core::last_copy::{self, DuplicateKeys, LastCopyKey};
 use gpuhash_core::{Device, DeviceBuffer, Stream};
 use gpuhash_slab_alloc::{Exhaustion, SlabAlloc, SlabAllocError, SlabAllocOptions, Variant};
 use parking_lot::RwLock;
 
 use crate::launch::{self, BucketPass, OpsBuffers};
 use crate::layouts::{
-    GH_EMPTY_KEY, GH_OP_REMOVE, GH_RESERVED_BUCKETS, GH_SLAB_KEYS, GH_STATUS_NO_SLAB,
+    GH_EMPTY_KEY, GH_OP_INSERT, GH_OP_REMOVE, GH_RESERVED_BUCKETS, GH_SLAB_KEYS, GH_STATUS_NO_SLAB,
     GH_STATUS_PENDING, GH_TABLE_MAP, GH_TABLE_MULTIMAP, GH_TABLE_SET, GhSlabTable,
 };
 use crate::{Result, SlabHashError, sizing};
@@ -35,7 +36,7 @@ impl Kind {
 
 /// A key or value type a slab hash table stores: `u32` or `u64`.
 pub trait SlabWord:
-    bytemuck::Pod + Eq + std::hash::Hash + std::fmt::Debug + Send + Sync + private::Sealed
+    bytemuck::Pod + Eq + std::hash::Hash + std::fmt::Debug + Send + Sync + LastCopyKey + private::Sealed
 {
     /// 32-bit words it takes.
     const WORDS: u32;
@@ -117,6 +118,10 @@ pub struct SlabHashOptions {
     pub variant: Variant,
     /// Seed of the bucket hash function.
     pub seed: u64,
+    /// Which value a map's insert keeps for a key its batch holds more than once: by
+    /// default one whole value, unspecified which; [`DuplicateKeys::LastCopy`] keeps the
+    /// last copy's. Sets have no values, and multimaps keep every copy.
+    pub duplicate_keys: DuplicateKeys,
 }
 
 impl Default for SlabHashOptions {
@@ -128,6 +133,7 @@ impl Default for SlabHashOptions {
             buckets: None,
             variant: Variant::Regular,
             seed: 0x5eed,
+            duplicate_keys: DuplicateKeys::AnyCopy,
         }
     }
 }
@@ -194,6 +200,7 @@ pub(crate) struct SlabTable {
     /// Set when a batch that may remove entries is queued, cleared by a compaction: whether
     /// compacting could give slabs back.
     may_hold_tombstones: AtomicBool,
+    duplicate_keys: DuplicateKeys,
 }
 
 impl std::fmt::Debug for SlabTable {
@@ -341,6 +348,7 @@ impl SlabTable {
             hash,
             alloc: RwLock::new(alloc),
             may_hold_tombstones: AtomicBool::new(false),
+            duplicate_keys: options.duplicate_keys,
         })
     }
 
@@ -391,6 +399,8 @@ impl SlabTable {
 
     /// Queues one pass of `batch`; returns without waiting. Inserts that found no free slab
     /// end with status NO_SLAB, and the returned flag says so once the stream gets there.
+    /// A map that keeps the last copy of each key first marks the earlier copies of an
+    /// insert batch done, so that they are skipped.
     pub(crate) fn pass<K: SlabWord, V: SlabWord>(
         &self,
         stream: &Stream,
@@ -399,6 +409,29 @@ impl SlabTable {
         status: &mut DeviceBuffer<u32>,
     ) -> Result<Exhaustion> {
         check_lengths(batch, results.as_deref(), status)?;
+        if self.keeps_last_copies(batch) {
+            let mut repeated = DeviceBuffer::<u8>::unfilled(stream, batch.keys.len())?;
+            last_copy::mark_repeated(stream, batch.keys, &mut repeated)?;
+            launch::skip_repeated(stream, &repeated, status)?;
+        }
+        self.queue(stream, batch, results, status)
+    }
+
+    fn keeps_last_copies<K, V>(&self, batch: &Batch<'_, K, V>) -> bool {
+        self.duplicate_keys == DuplicateKeys::LastCopy
+            && self.shape.kind == Kind::Map
+            && batch.ops.is_none()
+            && batch.uniform_op == GH_OP_INSERT
+    }
+
+    /// [`SlabTable::pass`] without the marking of earlier copies.
+    fn queue<K: SlabWord, V: SlabWord>(
+        &self,
+        stream: &Stream,
+        batch: &Batch<'_, K, V>,
+        results: Option<&mut DeviceBuffer<V>>,
+        status: &mut DeviceBuffer<u32>,
+    ) -> Result<Exhaustion> {
         if batch.ops.is_some() || batch.uniform_op == GH_OP_REMOVE {
             self.may_hold_tombstones.store(true, Ordering::Release);
         }
@@ -427,14 +460,9 @@ impl SlabTable {
         mut results: Option<&mut DeviceBuffer<V>>,
         status: &mut DeviceBuffer<u32>,
     ) -> Result<()> {
-        loop {
-            let reserved = self.alloc.read().slabs_reserved();
-            if !self
-                .pass(stream, batch, results.as_deref_mut(), status)?
-                .happened(stream)?
-            {
-                return Ok(());
-            }
+        let mut reserved = self.alloc.read().slabs_reserved();
+        let mut exhaustion = self.pass(stream, batch, results.as_deref_mut(), status)?;
+        while exhaustion.happened(stream)? {
             let mut codes = status.to_host(stream)?;
             let failed: Vec<usize> = (0..codes.len())
                 .filter(|&i| codes[i] == GH_STATUS_NO_SLAB)
@@ -449,7 +477,10 @@ impl SlabTable {
                 codes[i] = GH_STATUS_PENDING;
             }
             status.copy_from_host(stream, &codes)?;
+            reserved = self.alloc.read().slabs_reserved();
+            exhaustion = self.queue(stream, batch, results.as_deref_mut(), status)?;
         }
+        Ok(())
     }
 
     /// Makes room for inserts that found no free slab, unless another batch did since the

@@ -5,6 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use gpuhash_core::hash::fmix32;
+use gpuhash_core::last_copy::DuplicateKeys;
 use gpuhash_core::{Device, DeviceBuffer, Error, Stream};
 use gpuhash_slab_hash::{
     Op, Outcome, SlabHashError, SlabHashMap, SlabHashMultiMap, SlabHashOptions, SlabHashSet,
@@ -592,6 +593,55 @@ fn maps_of_every_key_and_value_width_follow_a_hash_map() {
     map_of_width_follows_a_hash_map::<u32, u64>();
     map_of_width_follows_a_hash_map::<u64, u32>();
     map_of_width_follows_a_hash_map::<u64, u64>();
+}
+
+/// Batches with many copies of each key into a map that keeps the last copy, through the
+/// host form and the device form, against a HashMap filled in batch order.
+fn last_copy_wins_at_width<K: TestWord, V: TestWord>() {
+    let options = SlabHashOptions {
+        duplicate_keys: DuplicateKeys::LastCopy,
+        ..options(1 << 14, None)
+    };
+    let map = SlabHashMap::<K, V>::new(stream(), options).unwrap();
+    let distinct = keys_of::<K>(3000);
+    let mut model = HashMap::new();
+    for round in 0..3u64 {
+        let keys: Vec<K> = (0..60_000u32)
+            .map(|i| distinct[fmix32(i ^ round as u32) as usize % distinct.len()])
+            .collect();
+        let values: Vec<V> = (0..60_000u64)
+            .map(|i| V::from_bits(round << 40 | i))
+            .collect();
+        if round == 1 {
+            let s = stream();
+            let mut status = DeviceBuffer::zeroed(s, keys.len()).unwrap();
+            map.insert_device(
+                s,
+                &DeviceBuffer::from_host(s, &keys).unwrap(),
+                &DeviceBuffer::from_host(s, &values).unwrap(),
+                &mut status,
+            )
+            .unwrap();
+        } else {
+            map.insert(&keys, &values).unwrap();
+        }
+        model.extend(keys.iter().copied().zip(values.iter().copied()));
+        let got = map.get(&distinct).unwrap();
+        for (k, g) in distinct.iter().zip(got) {
+            assert_eq!(g, model.get(k).copied(), "round {round}, key {k:?}");
+        }
+        assert_eq!(map.len().unwrap(), model.len());
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn maps_that_keep_the_last_copy_of_a_key_match_inserting_in_order() {
+    let _memory = shared_memory();
+    last_copy_wins_at_width::<u32, u32>();
+    last_copy_wins_at_width::<u32, u64>();
+    last_copy_wins_at_width::<u64, u32>();
+    last_copy_wins_at_width::<u64, u64>();
 }
 
 #[test]

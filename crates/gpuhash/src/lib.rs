@@ -41,6 +41,7 @@ pub use gpuhash_slab_hash as slab_hash;
 /// The types most programs use.
 pub mod prelude {
     pub use crate::{Error, Result};
+    pub use gpuhash_core::last_copy::DuplicateKeys;
     pub use gpuhash_core::{Device, DeviceBuffer, EventTimer, Stream};
     #[cfg(feature = "cuckoo")]
     pub use gpuhash_cuckoo::{CuckooOptions, CuckooTable};

@@ -92,6 +92,14 @@ typedef struct GhSlabBucketsParams {
     uint32_t *values_out;
 } GhSlabBucketsParams;
 
+/* Map inserts that keep the last copy of each key: status[i] = DONE where repeated[i] is
+ * set, so that only the last copy of each key goes in. */
+typedef struct GhSlabSkipParams {
+    const uint8_t *repeated;
+    uint32_t *status;
+    uint64_t count;
+} GhSlabSkipParams;
+
 /* words[i] = value for i < count. */
 typedef struct GhFillParams {
     uint32_t *words;
