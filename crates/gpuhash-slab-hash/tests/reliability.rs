@@ -8,7 +8,9 @@ use std::sync::{Mutex, OnceLock};
 
 use gpuhash_core::hash::fmix64;
 use gpuhash_core::{Device, Stream};
-use gpuhash_slab_hash::{SlabHashMap, SlabHashMultiMap, SlabHashOptions, SlabHashSet, SlabWord};
+use gpuhash_slab_hash::{
+    Op, Outcome, SlabHashMap, SlabHashMultiMap, SlabHashOptions, SlabHashSet, SlabWord,
+};
 
 /// One test at a time: they time their threads against each other and size the device's
 /// memory use.
@@ -168,6 +170,36 @@ fn map_readers_see_whole_pairs<K: Word, V: Word>(what: &str) {
         },
     );
     assert_eq!(map.len().unwrap(), 0);
+}
+
+/// The same race with readers that look keys up through mixed batches (`apply`), which
+/// run the warp-cooperative kernel rather than the tiled one.
+fn mixed_batch_readers_see_whole_pairs<K: Word, V: Word>(what: &str) {
+    let map = SlabHashMap::<K, V>::new(stream(), options()).unwrap();
+    race::<K, V>(
+        what,
+        |keys| map.insert(keys, &values_for::<K, V>(keys)).unwrap(),
+        |keys| drop(map.remove(keys).unwrap()),
+        |keys| {
+            let ops: Vec<Op<K, V>> = keys.iter().map(|&k| Op::Get(k)).collect();
+            let outcomes = map.apply(&ops).unwrap();
+            (outcomes.into_iter().enumerate())
+                .filter_map(|(i, o)| match o {
+                    Outcome::Found(v) => Some((i, v)),
+                    _ => None,
+                })
+                .collect()
+        },
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn mixed_batch_readers_never_see_a_value_nobody_wrote() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    mixed_batch_readers_see_whole_pairs::<u32, u64>("apply readers, map u32 -> u64");
+    mixed_batch_readers_see_whole_pairs::<u64, u32>("apply readers, map u64 -> u32");
+    mixed_batch_readers_see_whole_pairs::<u64, u64>("apply readers, map u64 -> u64");
 }
 
 #[test]
