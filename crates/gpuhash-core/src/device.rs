@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use cudarc::driver::sys::{self, CUdevice_attribute, cudaError_enum};
-use cudarc::driver::{CudaContext, CudaFunction, CudaModule, result};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, result};
 use cudarc::nvrtc::Ptx;
 use parking_lot::Mutex;
 
@@ -54,6 +54,8 @@ struct DeviceInner {
     /// Each kernel once looked up, with how many of its blocks of the size it was
     /// launched with one multiprocessor keeps resident.
     functions: Mutex<HashMap<KernelKey, (CudaFunction, u32)>>,
+    /// Streams lent by [`Device::lend_stream`] and given back, for the next borrower.
+    idle_streams: Mutex<Vec<Arc<CudaStream>>>,
 }
 
 impl fmt::Debug for Device {
@@ -83,6 +85,7 @@ impl Device {
                 properties,
                 modules: Mutex::new(HashMap::new()),
                 functions: Mutex::new(HashMap::new()),
+                idle_streams: Mutex::new(Vec::new()),
             }),
         })
     }
@@ -135,6 +138,21 @@ impl Device {
     /// A new stream of its own, for work that may overlap work on other streams.
     pub fn new_stream(&self) -> Result<Stream> {
         Ok(Stream::new(self.inner.context.new_stream()?, self.clone()))
+    }
+
+    /// A stream lent from the device's pool, given back when the guard drops: for blocking
+    /// calls that need a stream of their own (so that calls from several host threads
+    /// overlap) without creating one each time. The pool keeps every stream it ever lent,
+    /// so it holds as many as were ever lent at once.
+    pub fn lend_stream(&self) -> Result<LentStream> {
+        let idle = self.inner.idle_streams.lock().pop();
+        let inner = match idle {
+            Some(stream) => stream,
+            None => self.inner.context.new_stream()?,
+        };
+        Ok(LentStream {
+            stream: Stream::new(inner, self.clone()),
+        })
     }
 
     /// The device's default stream.
@@ -240,4 +258,26 @@ fn read_properties(context: &Arc<CudaContext>) -> Result<DeviceProperties> {
         )?) as usize,
         compute_capability: context.compute_capability()?,
     })
+}
+
+/// A stream lent by [`Device::lend_stream`]; derefs to [`Stream`] and goes back to the
+/// device's pool when dropped.
+#[derive(Debug)]
+pub struct LentStream {
+    stream: Stream,
+}
+
+impl std::ops::Deref for LentStream {
+    type Target = Stream;
+
+    fn deref(&self) -> &Stream {
+        &self.stream
+    }
+}
+
+impl Drop for LentStream {
+    fn drop(&mut self) {
+        let inner = Arc::clone(&self.stream.inner);
+        self.stream.device().inner.idle_streams.lock().push(inner);
+    }
 }

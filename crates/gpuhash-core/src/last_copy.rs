@@ -21,6 +21,7 @@ use crate::layouts::{
     GH_LAST_COPY_PER_THREAD, GH_LAST_COPY_THREADS, GhLastCopyCompactParams, GhLastCopyMarkParams,
     GhLastCopyTable,
 };
+use crate::table::Key;
 use crate::{DeviceAddress, DeviceBuffer, Error, Result, Stream};
 
 static LAST_COPY_IMAGE: KernelImage = crate::kernel_image!("last_copy");
@@ -47,8 +48,8 @@ pub struct LastCopyKernels {
 }
 
 macro_rules! last_copy_kernels {
-    ($name:ident, $suffix:literal) => {
-        static $name: LastCopyKernels = LastCopyKernels {
+    ($vis:vis $name:ident, $suffix:literal) => {
+        $vis static $name: LastCopyKernels = LastCopyKernels {
             record: Kernel::new(&LAST_COPY_IMAGE, concat!("gh_last_copy_record_", $suffix)),
             mark: Kernel::new(&LAST_COPY_IMAGE, concat!("gh_last_copy_mark_", $suffix)),
             scatter: Kernel::new(&LAST_COPY_IMAGE, concat!("gh_last_copy_scatter_", $suffix)),
@@ -56,32 +57,8 @@ macro_rules! last_copy_kernels {
     };
 }
 
-last_copy_kernels!(U32_KERNELS, "u32");
-last_copy_kernels!(U64_KERNELS, "u64");
-
-mod sealed {
-    pub trait Sealed {}
-    impl Sealed for u32 {}
-    impl Sealed for u64 {}
-}
-
-/// A key type of the last-copy kernels: `u32` or `u64`. Every value is a valid key.
-pub trait LastCopyKey: Pod + sealed::Sealed {
-    #[doc(hidden)]
-    fn last_copy_kernels() -> &'static LastCopyKernels;
-}
-
-impl LastCopyKey for u32 {
-    fn last_copy_kernels() -> &'static LastCopyKernels {
-        &U32_KERNELS
-    }
-}
-
-impl LastCopyKey for u64 {
-    fn last_copy_kernels() -> &'static LastCopyKernels {
-        &U64_KERNELS
-    }
-}
+last_copy_kernels!(pub(crate) U32_KERNELS, "u32");
+last_copy_kernels!(pub(crate) U64_KERNELS, "u64");
 
 /// Which value an insert keeps for a key that its batch holds more than once, in every
 /// table of unique keys.
@@ -121,7 +98,7 @@ pub fn scratch_slots(count: usize) -> Result<usize> {
 
 /// Writes into `repeated` (of the keys' length) 1 for every element of `keys` that a
 /// later element repeats and 0 for the last copy of each key. Queued on `stream`.
-pub fn mark_repeated<K: LastCopyKey>(
+pub fn mark_repeated<K: Key>(
     stream: &Stream,
     keys: &DeviceBuffer<K>,
     repeated: &mut DeviceBuffer<u8>,
@@ -157,7 +134,7 @@ pub fn mark_repeated<K: LastCopyKey>(
 /// buffers; waits for the device to count them. Values must be whole 4-byte words
 /// ([`Error::InvalidInput`] otherwise); [`Error::LengthMismatch`] when the buffers differ in
 /// length.
-pub fn last_copies<K: LastCopyKey, V: Pod>(
+pub fn last_copies<K: Key, V: Pod>(
     stream: &Stream,
     keys: &DeviceBuffer<K>,
     values: &DeviceBuffer<V>,
@@ -289,7 +266,7 @@ fn count_kept<K: Pod, V: Pod>(
 
 /// Writes each last copy of the batch at its place in `outputs`, whose length is their
 /// number, as counted by [`count_kept`] into `offsets`.
-fn scatter_kept<K: LastCopyKey, V: Pod>(
+fn scatter_kept<K: Key, V: Pod>(
     stream: &Stream,
     batch: &Batch<'_, K, V>,
     offsets: &mut DeviceBuffer<u64>,

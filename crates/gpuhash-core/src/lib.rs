@@ -51,15 +51,17 @@ mod buffer;
 mod device;
 mod error;
 pub mod hash;
+pub mod image;
 pub mod last_copy;
 pub mod launch;
 pub mod layouts;
 mod stream;
+pub mod table;
 mod timer;
 pub mod workload;
 
 pub use buffer::{DeviceAddress, DeviceBuffer};
-pub use device::{Device, DeviceProperties};
+pub use device::{Device, DeviceProperties, LentStream};
 pub use error::{Error, Result};
 pub use launch::{Kernel, KernelImage, LaunchShape};
 pub use stream::Stream;

@@ -2,8 +2,9 @@
 //! Run on a GPU machine with `--include-ignored` (see docs/gpu-testing.md).
 
 use gpuhash_core::hash::{self, DeviceHash, Hash32, Hash64, Universal32, Universal64};
-use gpuhash_core::last_copy::{self, LastCopyKey};
+use gpuhash_core::last_copy;
 use gpuhash_core::layouts::{GH_PRIME32, GH_PRIME61};
+use gpuhash_core::table::Key;
 use gpuhash_core::workload::{self, INDEX_LIMIT, KeySet};
 use gpuhash_core::{Device, DeviceBuffer, Error, EventTimer, Stream};
 use quickcheck::{QuickCheck, TestResult};
@@ -320,7 +321,7 @@ fn repeated_model<K: Copy + Eq + std::hash::Hash>(keys: &[K]) -> Vec<u8> {
 /// element (its index, and its complement so that a value is checked whole).
 fn last_copy_matches_the_model<K>(stream: &Stream, keys: &[K])
 where
-    K: LastCopyKey + Eq + std::hash::Hash + std::fmt::Debug,
+    K: Key,
 {
     let model = repeated_model(keys);
     let d_keys = DeviceBuffer::from_host(stream, keys).unwrap();

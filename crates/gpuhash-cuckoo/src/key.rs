@@ -3,7 +3,7 @@
 use std::fmt::Debug;
 use std::hash::Hash;
 
-use gpuhash_core::last_copy::LastCopyKey;
+use gpuhash_core::table::Key;
 use gpuhash_core::launch::{Kernel, KernelImage, KernelParams};
 
 use crate::layouts::{
@@ -92,13 +92,11 @@ mod sealed {
 /// A key type of a [`CuckooTable`](crate::CuckooTable): `u32` or `u64`. Every value is a
 /// valid key; the all-ones value, which marks empty slots on the device, is kept in a side
 /// slot of its own.
-pub trait CuckooKey: LastCopyKey + Eq + Hash + Debug + Send + Sync + sealed::Sealed {
+pub trait CuckooKey: Key + Eq + Hash + Debug + Send + Sync + sealed::Sealed {
     /// The key value that marks an empty slot (all ones); the table keeps its pair apart.
     const RESERVED: Self;
     /// Keys in one 128-byte bucket: 32 for u32, 16 for u64.
     const SLOTS: u64;
-    /// The key as a u64, for error messages.
-    fn widen(self) -> u64;
     #[doc(hidden)]
     fn kernels() -> &'static KeyKernels;
 }
@@ -106,9 +104,6 @@ pub trait CuckooKey: LastCopyKey + Eq + Hash + Debug + Send + Sync + sealed::Sea
 impl CuckooKey for u32 {
     const RESERVED: Self = u32::MAX;
     const SLOTS: u64 = 32;
-    fn widen(self) -> u64 {
-        u64::from(self)
-    }
     fn kernels() -> &'static KeyKernels {
         &U32_KERNELS
     }
@@ -117,9 +112,6 @@ impl CuckooKey for u32 {
 impl CuckooKey for u64 {
     const RESERVED: Self = u64::MAX;
     const SLOTS: u64 = 16;
-    fn widen(self) -> u64 {
-        self
-    }
     fn kernels() -> &'static KeyKernels {
         &U64_KERNELS
     }

@@ -4,7 +4,8 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use gpuhash_core::hash::Universal32;
-use gpuhash_core::last_copy::{self, DuplicateKeys, LastCopyKey};
+use gpuhash_core::last_copy::{self, DuplicateKeys};
+use gpuhash_core::table::Key;
 use gpuhash_core::{Device, DeviceBuffer, Stream};
 use gpuhash_slab_alloc::{Exhaustion, SlabAlloc, SlabAllocError, SlabAllocOptions, Variant};
 use parking_lot::RwLock;
@@ -34,35 +35,11 @@ impl Kind {
     }
 }
 
-/// A key or value type a slab hash table stores: `u32` or `u64`.
-pub trait SlabWord:
-    bytemuck::Pod + Eq + std::hash::Hash + std::fmt::Debug + Send + Sync + LastCopyKey + private::Sealed
-{
-    /// 32-bit words it takes.
-    const WORDS: u32;
-    /// The value, widened.
-    fn widen(self) -> u64;
-}
+/// A key or value type a slab hash table stores: `u32` or `u64`, the contract's [`Key`]
+/// types (its width is [`Key::WORDS`]).
+pub trait SlabWord: Key {}
 
-mod private {
-    pub trait Sealed {}
-    impl Sealed for u32 {}
-    impl Sealed for u64 {}
-}
-
-impl SlabWord for u32 {
-    const WORDS: u32 = 1;
-    fn widen(self) -> u64 {
-        u64::from(self)
-    }
-}
-
-impl SlabWord for u64 {
-    const WORDS: u32 = 2;
-    fn widen(self) -> u64 {
-        self
-    }
-}
+impl<T: Key> SlabWord for T {}
 
 /// What a slab holds: the table kind and the widths of keys and values (0 for sets), in
 /// 32-bit words, as the kernels are instantiated.

@@ -1,0 +1,345 @@
+//! Table images: a table's device memory as plain bytes, so that a table moves between
+//! device memory and host memory or a file without rehashing.
+//!
+//! An image is a small header (what table, key and value widths, layout version) and the
+//! table's sections (its device arrays and host state, each a run of bytes), in the order
+//! the table wrote them. [`TableImage::write_to`] lays it out as:
+//!
+//! ```text
+//! magic "GPUHASH\x01" | header length u32 | header | section count u32
+//! | (section length u64 | section bytes)* | FNV-1a 64 checksum of everything before it
+//! ```
+//!
+//! all integers little-endian. [`TableImage::read_from`] checks the magic, every length
+//! against what is left of the input, and the checksum, so a truncated, damaged or foreign
+//! input is an [`Error::InvalidInput`], never a panic or a wrong table; a table checks the
+//! header against its own type with [`TableImage::expect`].
+//!
+//! ```
+//! use gpuhash_core::image::{ImageHeader, TableImage};
+//!
+//! let header = ImageHeader { table: "example".into(), key_bytes: 4, value_bytes: 4, layout_version: 1 };
+//! let mut image = TableImage::new(header.clone());
+//! image.push_section(vec![1, 2, 3]);
+//! let mut bytes = Vec::new();
+//! image.write_to(&mut bytes)?;
+//! let back = TableImage::read_from(&mut bytes.as_slice())?;
+//! back.expect(&header)?;
+//! assert_eq!(back.sections(), &[vec![1u8, 2, 3]]);
+//! bytes[12] ^= 1; // any damaged byte is refused
+//! assert!(TableImage::read_from(&mut bytes.as_slice()).is_err());
+//! # Ok::<(), gpuhash_core::Error>(())
+//! ```
+
+use std::io::{Read, Write};
+
+use crate::{Device, Error, Result};
+
+const MAGIC: &[u8; 8] = b"GPUHASH\x01";
+/// Sections and names longer than this are not a table's: refused before allocating.
+const MAX_SECTIONS: u32 = 1 << 16;
+const MAX_NAME: u32 = 256;
+
+/// What table an image holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageHeader {
+    /// The table type, as the table names itself (e.g. `"gpuhash-slab-hash/map"`).
+    pub table: String,
+    /// Bytes of a key.
+    pub key_bytes: u32,
+    /// Bytes of a value (0 for sets).
+    pub value_bytes: u32,
+    /// The table's layout version: a table refuses images of another.
+    pub layout_version: u32,
+}
+
+/// A table's image: a header and the table's sections.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableImage {
+    header: ImageHeader,
+    sections: Vec<Vec<u8>>,
+}
+
+/// Tables that give an image of themselves and are rebuilt from one.
+pub trait Image: crate::table::Table + Sized {
+    /// The table's image, once the work queued before the call has run.
+    fn to_image(&self) -> std::result::Result<TableImage, Self::Error>;
+
+    /// The same table, rebuilt on `device` from `image`, with no rehashing. An image of
+    /// another table, width or layout version is an error value.
+    fn from_image(device: &Device, image: &TableImage) -> std::result::Result<Self, Self::Error>;
+
+    /// Writes the table's image to `out`.
+    fn save(&self, out: &mut impl Write) -> std::result::Result<(), Self::Error> {
+        Ok(self.to_image()?.write_to(out)?)
+    }
+
+    /// Reads an image from `input` and rebuilds its table on `device`.
+    fn load(device: &Device, input: &mut impl Read) -> std::result::Result<Self, Self::Error> {
+        Self::from_image(device, &TableImage::read_from(input)?)
+    }
+}
+
+impl TableImage {
+    /// An image with this header and no sections yet.
+    pub fn new(header: ImageHeader) -> Self {
+        Self {
+            header,
+            sections: Vec::new(),
+        }
+    }
+
+    /// Appends a section.
+    pub fn push_section(&mut self, bytes: Vec<u8>) {
+        self.sections.push(bytes);
+    }
+
+    /// The header.
+    pub fn header(&self) -> &ImageHeader {
+        &self.header
+    }
+
+    /// The sections, in the order they were pushed.
+    pub fn sections(&self) -> &[Vec<u8>] {
+        &self.sections
+    }
+
+    /// [`Error::InvalidInput`] unless the header is `expected`. Tables read their sections
+    /// with [`TableImage::section`] and [`TableImage::section_as`], which refuse a missing
+    /// or ill-sized one.
+    pub fn expect(&self, expected: &ImageHeader) -> Result<()> {
+        if &self.header == expected {
+            Ok(())
+        } else {
+            Err(invalid(format!(
+                "the image holds {:?}, not {:?}",
+                self.header, expected
+            )))
+        }
+    }
+
+    /// Section `index`, or [`Error::InvalidInput`] if the image has fewer.
+    pub fn section(&self, index: usize) -> Result<&[u8]> {
+        self.sections
+            .get(index)
+            .map(Vec::as_slice)
+            .ok_or_else(|| invalid(format!("the image has no section {index}")))
+    }
+
+    /// Section `index` as values of `T`, or [`Error::InvalidInput`] if it is missing or
+    /// not a whole number of them.
+    pub fn section_as<T: bytemuck::Pod>(&self, index: usize) -> Result<Vec<T>> {
+        let bytes = self.section(index)?;
+        if bytes.len() % size_of::<T>().max(1) != 0 {
+            return Err(invalid(format!(
+                "section {index} is {} bytes, not whole values of {} bytes",
+                bytes.len(),
+                size_of::<T>()
+            )));
+        }
+        let mut values = vec![T::zeroed(); bytes.len() / size_of::<T>().max(1)];
+        bytemuck::cast_slice_mut::<T, u8>(&mut values).copy_from_slice(bytes);
+        Ok(values)
+    }
+
+    /// Writes the image (layout in the module docs).
+    pub fn write_to(&self, out: &mut impl Write) -> Result<()> {
+        let mut writer = Checksummed::new(out);
+        writer.put(MAGIC)?;
+        let name = self.header.table.as_bytes();
+        writer.put(&(name.len() as u32).to_le_bytes())?;
+        writer.put(name)?;
+        for word in [
+            self.header.key_bytes,
+            self.header.value_bytes,
+            self.header.layout_version,
+            self.sections.len() as u32,
+        ] {
+            writer.put(&word.to_le_bytes())?;
+        }
+        for section in &self.sections {
+            writer.put(&(section.len() as u64).to_le_bytes())?;
+            writer.put(section)?;
+        }
+        let sum = writer.sum;
+        writer.put(&sum.to_le_bytes())
+    }
+
+    /// Reads an image written by [`TableImage::write_to`], checking it whole.
+    pub fn read_from(input: &mut impl Read) -> Result<Self> {
+        let mut reader = Checksummed::new(input);
+        if reader.take::<8>()? != *MAGIC {
+            return Err(invalid("not a gpuhash table image (magic differs)".into()));
+        }
+        let name_len = reader.u32()?;
+        if name_len > MAX_NAME {
+            return Err(invalid(format!("table name of {name_len} bytes")));
+        }
+        let name = String::from_utf8(reader.bytes(name_len as u64)?)
+            .map_err(|_| invalid("table name is not UTF-8".into()))?;
+        let (key_bytes, value_bytes, layout_version) =
+            (reader.u32()?, reader.u32()?, reader.u32()?);
+        let count = reader.u32()?;
+        if count > MAX_SECTIONS {
+            return Err(invalid(format!("{count} sections")));
+        }
+        let mut image = TableImage::new(ImageHeader {
+            table: name,
+            key_bytes,
+            value_bytes,
+            layout_version,
+        });
+        for _ in 0..count {
+            let len = u64::from_le_bytes(reader.take::<8>()?);
+            image.push_section(reader.bytes(len)?);
+        }
+        let expected = reader.sum;
+        if u64::from_le_bytes(reader.take::<8>()?) != expected {
+            return Err(invalid("the image's checksum does not match".into()));
+        }
+        Ok(image)
+    }
+}
+
+fn invalid(message: String) -> Error {
+    Error::InvalidInput(format!("table image: {message}"))
+}
+
+/// FNV-1a 64 over every byte that passes through.
+struct Checksummed<'a, S: ?Sized> {
+    inner: &'a mut S,
+    sum: u64,
+}
+
+impl<'a, S: ?Sized> Checksummed<'a, S> {
+    fn new(inner: &'a mut S) -> Self {
+        Self {
+            inner,
+            sum: 0xcbf2_9ce4_8422_2325,
+        }
+    }
+
+    fn add(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.sum = (self.sum ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+}
+
+impl<S: Write + ?Sized> Checksummed<'_, S> {
+    fn put(&mut self, bytes: &[u8]) -> Result<()> {
+        self.add(bytes);
+        self.inner
+            .write_all(bytes)
+            .map_err(|e| invalid(format!("cannot write: {e}")))
+    }
+}
+
+impl<S: Read + ?Sized> Checksummed<'_, S> {
+    fn take<const N: usize>(&mut self) -> Result<[u8; N]> {
+        let mut buf = [0u8; N];
+        self.fill(&mut buf)?;
+        Ok(buf)
+    }
+
+    fn u32(&mut self) -> Result<u32> {
+        Ok(u32::from_le_bytes(self.take::<4>()?))
+    }
+
+    /// `len` bytes, read in pieces so that a length the input does not back is refused
+    /// when the input ends, not by allocating it up front.
+    fn bytes(&mut self, len: u64) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        let mut left = len;
+        let mut piece = [0u8; 1 << 16];
+        while left > 0 {
+            let n = left.min(piece.len() as u64) as usize;
+            self.fill(&mut piece[..n])?;
+            out.extend_from_slice(&piece[..n]);
+            left -= n as u64;
+        }
+        Ok(out)
+    }
+
+    fn fill(&mut self, buf: &mut [u8]) -> Result<()> {
+        self.inner
+            .read_exact(buf)
+            .map_err(|_| invalid("the input ends before the image does".into()))?;
+        self.add(buf);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> TableImage {
+        let mut image = TableImage::new(ImageHeader {
+            table: "test/table".into(),
+            key_bytes: 8,
+            value_bytes: 4,
+            layout_version: 3,
+        });
+        image.push_section((0..=255).collect());
+        image.push_section(Vec::new());
+        image.push_section(bytemuck::cast_slice(&[7u32, u32::MAX]).to_vec());
+        image
+    }
+
+    fn bytes_of(image: &TableImage) -> Vec<u8> {
+        let mut out = Vec::new();
+        image.write_to(&mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn an_image_reads_back_as_written() {
+        let image = sample();
+        let back = TableImage::read_from(&mut bytes_of(&image).as_slice()).unwrap();
+        assert_eq!(back, image);
+        assert_eq!(back.section_as::<u32>(2).unwrap(), vec![7, u32::MAX]);
+        assert!(back.section_as::<u64>(2).is_ok());
+        assert!(back.section_as::<u32>(0).is_ok());
+        assert!(back.section(3).is_err());
+        assert!(back.section_as::<[u8; 3]>(2).is_err());
+    }
+
+    #[test]
+    fn every_truncation_and_every_flipped_byte_is_refused() {
+        let bytes = bytes_of(&sample());
+        for len in 0..bytes.len() {
+            assert!(TableImage::read_from(&mut &bytes[..len]).is_err(), "{len}");
+        }
+        for at in 0..bytes.len() {
+            let mut damaged = bytes.clone();
+            damaged[at] ^= 0x40;
+            assert!(
+                TableImage::read_from(&mut damaged.as_slice()).is_err(),
+                "{at}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_header_of_another_table_is_refused() {
+        let image = sample();
+        let mut other = image.header().clone();
+        other.value_bytes = 8;
+        assert!(image.expect(&other).is_err());
+        assert!(image.expect(image.header()).is_ok());
+    }
+
+    #[test]
+    fn a_huge_declared_length_fails_on_the_input_not_on_memory() {
+        let mut bytes = Vec::new();
+        bytes.extend_from_slice(MAGIC);
+        bytes.extend_from_slice(&1u32.to_le_bytes());
+        bytes.push(b'x');
+        for word in [4u32, 4, 1, 1] {
+            bytes.extend_from_slice(&word.to_le_bytes());
+        }
+        bytes.extend_from_slice(&u64::MAX.to_le_bytes());
+        assert!(TableImage::read_from(&mut bytes.as_slice()).is_err());
+    }
+}

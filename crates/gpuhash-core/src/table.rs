@@ -1,0 +1,513 @@
+//! The table contract: the types and verbs every gpuhash table shares, so that a program
+//! switches tables by changing one type, and a layer above (paging, sharding) takes any
+//! table.
+//!
+//! ## Structure
+//!
+//! - [`Key`]: the key types every table takes, `u32` and `u64` (sealed). Every value of
+//!   them is a valid key; tables keep their reserved words out of the user's way.
+//! - [`Value`]: any plain-old-data type; each table says which widths it stores, and a
+//!   width it does not store is refused when the table is made (a compile error where
+//!   the table can check it then).
+//! - Three shapes, on top of [`Table`] (what every table has: `len`, `memory`, `clear`):
+//!   [`Map`] (unique keys, one value each), [`Set`] (keys only) and [`MultiMap`] (a key may
+//!   hold many values).
+//! - Each shape's required methods are its **device forms**: they take [`DeviceBuffer`]s
+//!   and a caller's [`Stream`], queue their work there, and return without waiting unless
+//!   their answer's size must be known on the host (export, `get_all`, `len`). Answers
+//!   that say yes or no are one byte an element (`1` yes, `0` no). A table documents
+//!   any other wait (a resize it must decide on the host, say).
+//! - The **host forms** (`insert(&[K], &[V])`, `get(&[K]) -> Vec<Option<V>>`, ...) are
+//!   provided once, here, on top of the device forms: they copy the slices to the device
+//!   on a stream the [`Device`] lends from its pool, run the device form, and copy the
+//!   answers back. They take `&self`, so several host threads use one table at once.
+//! - One error story: every table's error type is a [`TableError`], convertible from this
+//!   crate's [`Error`], and answers [`TableError::kind`] with an [`ErrorKind`], so a caller
+//!   matches "out of device memory" in one place whichever table raised it.
+//!
+//! ## Example
+//!
+//! Code written against the contract runs on every table:
+//!
+//! ```
+//! use gpuhash_core::table::{Map, TableError};
+//!
+//! /// How many of `keys` the map holds.
+//! fn hits<M: Map<Key = u32>>(map: &M, keys: &[u32]) -> Result<usize, M::Error> {
+//!     Ok(map.contains(keys)?.into_iter().filter(|&hit| hit).count())
+//! }
+//! ```
+
+use std::fmt::Debug;
+use std::hash::Hash;
+
+use bytemuck::Pod;
+
+use crate::last_copy::LastCopyKernels;
+use crate::{Device, DeviceBuffer, Error, Stream};
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for u32 {}
+    impl Sealed for u64 {}
+}
+
+/// A key type of every gpuhash table: `u32` or `u64`. Every value is a valid key.
+pub trait Key: Pod + Eq + Ord + Hash + Debug + Send + Sync + 'static + sealed::Sealed {
+    /// 32-bit words a key takes.
+    const WORDS: u32;
+    /// The key, widened.
+    fn widen(self) -> u64;
+    /// The kernels of [`crate::last_copy`] at this width.
+    #[doc(hidden)]
+    fn last_copy_kernels() -> &'static LastCopyKernels;
+}
+
+impl Key for u32 {
+    const WORDS: u32 = 1;
+    fn widen(self) -> u64 {
+        u64::from(self)
+    }
+    fn last_copy_kernels() -> &'static LastCopyKernels {
+        &crate::last_copy::U32_KERNELS
+    }
+}
+
+impl Key for u64 {
+    const WORDS: u32 = 2;
+    fn widen(self) -> u64 {
+        self
+    }
+    fn last_copy_kernels() -> &'static LastCopyKernels {
+        &crate::last_copy::U64_KERNELS
+    }
+}
+
+/// A value type: any plain-old-data type. Which widths a table stores is its own to say.
+pub trait Value: Pod + PartialEq + Debug + Send + Sync + 'static {}
+
+impl<T: Pod + PartialEq + Debug + Send + Sync + 'static> Value for T {}
+
+/// What kind of failure an error is, the same words for every table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// No usable GPU: no driver, a driver too old, no such device, or kernels that cannot
+    /// run on it.
+    NoDevice,
+    /// The device had too little free memory.
+    OutOfDeviceMemory,
+    /// Page-locked host memory could not be had.
+    OutOfPinnedMemory,
+    /// An input was malformed: mismatched lengths, a width the table does not store, bad
+    /// options, an image that is not a table's.
+    InvalidInput,
+    /// Some inserts of a batch did not go in (the table could not make room); the error
+    /// names them, and everything else of the batch took effect.
+    NotInserted,
+    /// The driver reported another failure.
+    Device,
+}
+
+/// The error type of a table: convertible from [`Error`], and answering [`ErrorKind`].
+pub trait TableError: std::error::Error + From<Error> + Send + Sync + 'static {
+    /// What kind of failure this is.
+    fn kind(&self) -> ErrorKind;
+}
+
+impl Error {
+    /// What kind of failure this is.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::NoDriver
+            | Error::DriverTooOld { .. }
+            | Error::NoDevice { .. }
+            | Error::UnsupportedDevice { .. } => ErrorKind::NoDevice,
+            Error::OutOfDeviceMemory => ErrorKind::OutOfDeviceMemory,
+            Error::LengthMismatch { .. } | Error::InvalidInput(_) => ErrorKind::InvalidInput,
+            Error::Driver(_) => ErrorKind::Device,
+        }
+    }
+}
+
+impl TableError for Error {
+    fn kind(&self) -> ErrorKind {
+        Error::kind(self)
+    }
+}
+
+/// Device memory of a table, in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct MemoryUsage {
+    /// Everything the table holds on the device.
+    pub bytes_reserved: u64,
+    /// The part of it that holds entries or structure now (the rest is free room).
+    pub bytes_in_use: u64,
+    /// What the live entries themselves take (key and value bytes).
+    pub entry_bytes: u64,
+}
+
+impl MemoryUsage {
+    /// Entry bytes over bytes in use.
+    pub fn utilization(&self) -> f64 {
+        self.entry_bytes as f64 / self.bytes_in_use as f64
+    }
+
+    /// Reserved bytes per live entry (infinite when empty).
+    pub fn bytes_per_entry(&self, entries: usize) -> f64 {
+        self.bytes_reserved as f64 / entries as f64
+    }
+}
+
+/// Pairs on the host, as `export` returns them.
+pub type Pairs<K, V> = Vec<(K, V)>;
+
+/// Pairs on the device: `keys[i]` with `values[i]`.
+#[derive(Debug)]
+pub struct DevicePairs<K, V> {
+    /// The keys.
+    pub keys: DeviceBuffer<K>,
+    /// Their values, one a key.
+    pub values: DeviceBuffer<V>,
+}
+
+impl<K: Pod, V: Pod> DevicePairs<K, V> {
+    /// The pairs, copied to the host; waits for the stream.
+    pub fn to_host(&self, stream: &Stream) -> Result<Pairs<K, V>, Error> {
+        Ok(self
+            .keys
+            .to_host(stream)?
+            .into_iter()
+            .zip(self.values.to_host(stream)?)
+            .collect())
+    }
+}
+
+/// Values of many keys on the device, as compressed rows: key i's values are
+/// `values[offsets[i]..offsets[i + 1]]`.
+#[derive(Debug)]
+pub struct DeviceRows<V> {
+    /// One more than the keys; the last is the number of values.
+    pub offsets: DeviceBuffer<u64>,
+    /// Every key's values, laid end to end in key order.
+    pub values: DeviceBuffer<V>,
+}
+
+/// What every table has.
+pub trait Table: Send + Sync {
+    /// The key type.
+    type Key: Key;
+    /// The error type.
+    type Error: TableError;
+
+    /// The device the table lives on.
+    fn device(&self) -> &Device;
+
+    /// Live entries once the work queued on `stream` before it has run; waits for them.
+    fn len_on(&self, stream: &Stream) -> Result<usize, Self::Error>;
+
+    /// Device memory, as [`Table::len_on`] counts it.
+    fn memory_on(&self, stream: &Stream) -> Result<MemoryUsage, Self::Error>;
+
+    /// Removes every entry, keeping the memory, ordered after the work queued on `stream`.
+    fn clear_on(&self, stream: &Stream) -> Result<(), Self::Error>;
+
+    /// Live entries.
+    fn len(&self) -> Result<usize, Self::Error> {
+        with_stream(self.device(), |s| self.len_on(s))
+    }
+
+    /// True when the table holds nothing.
+    fn is_empty(&self) -> Result<bool, Self::Error> {
+        Ok(self.len()? == 0)
+    }
+
+    /// Device memory of the table.
+    fn memory(&self) -> Result<MemoryUsage, Self::Error> {
+        with_stream(self.device(), |s| self.memory_on(s))
+    }
+
+    /// Removes every entry, keeping the memory.
+    fn clear(&self) -> Result<(), Self::Error> {
+        with_stream(self.device(), |s| self.clear_on(s))
+    }
+}
+
+/// A map: unique keys, one value each; an insert of a key it holds replaces the value.
+pub trait Map: Table {
+    /// The value type.
+    type Value: Value;
+
+    /// Queues inserts of `keys[i] -> values[i]`.
+    fn insert_async(
+        &self,
+        stream: &Stream,
+        keys: &DeviceBuffer<Self::Key>,
+        values: &DeviceBuffer<Self::Value>,
+    ) -> Result<(), Self::Error>;
+
+    /// Queues lookups: `found[i]` becomes 1 with the value in `values[i]`, or 0 (and
+    /// `values[i]` is left as it was).
+    fn get_async(
+        &self,
+        stream: &Stream,
+        keys: &DeviceBuffer<Self::Key>,
+        found: &mut DeviceBuffer<u8>,
+        values: &mut DeviceBuffer<Self::Value>,
+    ) -> Result<(), Self::Error>;
+
+    /// Queues membership tests: `found[i]` becomes 1 where the key is there, else 0.
+    fn contains_async(
+        &self,
+        stream: &Stream,
+        keys: &DeviceBuffer<Self::Key>,
+        found: &mut DeviceBuffer<u8>,
+    ) -> Result<(), Self::Error>;
+
+    /// Queues removals: `removed[i]` becomes 1 where the key was there, else 0.
+    fn remove_async(
+        &self,
+        stream: &Stream,
+        keys: &DeviceBuffer<Self::Key>,
+        removed: &mut DeviceBuffer<u8>,
+    ) -> Result<(), Self::Error>;
+
+    /// Every pair, in no particular order, into new device buffers; waits to size them.
+    fn export_on(
+        &self,
+        stream: &Stream,
+    ) -> Result<DevicePairs<Self::Key, Self::Value>, Self::Error>;
+
+    /// Inserts each pair (see the table's docs for which value a key repeated in the batch
+    /// keeps).
+    fn insert(&self, keys: &[Self::Key], values: &[Self::Value]) -> Result<(), Self::Error> {
+        check_pairs(keys.len(), values.len())?;
+        with_stream(self.device(), |s| {
+            let k = DeviceBuffer::from_host(s, keys)?;
+            let v = DeviceBuffer::from_host(s, values)?;
+            self.insert_async(s, &k, &v)
+        })
+    }
+
+    /// The value of each key, or `None`.
+    fn get(&self, keys: &[Self::Key]) -> Result<Vec<Option<Self::Value>>, Self::Error> {
+        with_stream(self.device(), |s| {
+            let k = DeviceBuffer::from_host(s, keys)?;
+            let mut found = DeviceBuffer::zeroed(s, keys.len())?;
+            let mut values = DeviceBuffer::zeroed(s, keys.len())?;
+            self.get_async(s, &k, &mut found, &mut values)?;
+            let (found, values) = (found.to_host(s)?, values.to_host(s)?);
+            Ok(found
+                .iter()
+                .zip(values)
+                .map(|(&f, v)| (f != 0).then_some(v))
+                .collect())
+        })
+    }
+
+    /// Whether each key is there.
+    fn contains(&self, keys: &[Self::Key]) -> Result<Vec<bool>, Self::Error> {
+        flags_of(self.device(), keys, |s, k, f| self.contains_async(s, k, f))
+    }
+
+    /// Removes each key; true where it was there.
+    fn remove(&self, keys: &[Self::Key]) -> Result<Vec<bool>, Self::Error> {
+        flags_of(self.device(), keys, |s, k, f| self.remove_async(s, k, f))
+    }
+
+    /// Every pair, in no particular order.
+    fn export(&self) -> Result<Pairs<Self::Key, Self::Value>, Self::Error> {
+        with_stream(self.device(), |s| Ok(self.export_on(s)?.to_host(s)?))
+    }
+}
+
+/// A set: keys only.
+pub trait Set: Table {
+    /// Queues inserts of `keys`.
+    fn insert_async(
+        &self,
+        stream: &Stream,
+        keys: &DeviceBuffer<Self::Key>,
+    ) -> Result<(), Self::Error>;
+
+    /// Queues membership tests: `found[i]` becomes 1 where the key is there, else 0.
+    fn contains_async(
+        &self,
+        stream: &Stream,
+        keys: &DeviceBuffer<Self::Key>,
+        found: &mut DeviceBuffer<u8>,
+    ) -> Result<(), Self::Error>;
+
+    /// Queues removals: `removed[i]` becomes 1 where the key was there, else 0.
+    fn remove_async(
+        &self,
+        stream: &Stream,
+        keys: &DeviceBuffer<Self::Key>,
+        removed: &mut DeviceBuffer<u8>,
+    ) -> Result<(), Self::Error>;
+
+    /// Every key, in no particular order, into a new device buffer; waits to size it.
+    fn export_on(&self, stream: &Stream) -> Result<DeviceBuffer<Self::Key>, Self::Error>;
+
+    /// Inserts each key.
+    fn insert(&self, keys: &[Self::Key]) -> Result<(), Self::Error> {
+        with_stream(self.device(), |s| {
+            self.insert_async(s, &DeviceBuffer::from_host(s, keys)?)
+        })
+    }
+
+    /// Whether each key is there.
+    fn contains(&self, keys: &[Self::Key]) -> Result<Vec<bool>, Self::Error> {
+        flags_of(self.device(), keys, |s, k, f| self.contains_async(s, k, f))
+    }
+
+    /// Removes each key; true where it was there.
+    fn remove(&self, keys: &[Self::Key]) -> Result<Vec<bool>, Self::Error> {
+        flags_of(self.device(), keys, |s, k, f| self.remove_async(s, k, f))
+    }
+
+    /// Every key, in no particular order.
+    fn export(&self) -> Result<Vec<Self::Key>, Self::Error> {
+        with_stream(self.device(), |s| Ok(self.export_on(s)?.to_host(s)?))
+    }
+}
+
+/// A multimap: a key may hold many values, duplicates included.
+pub trait MultiMap: Table {
+    /// The value type.
+    type Value: Value;
+
+    /// Queues inserts of `keys[i] -> values[i]`, each a value more for its key.
+    fn insert_async(
+        &self,
+        stream: &Stream,
+        keys: &DeviceBuffer<Self::Key>,
+        values: &DeviceBuffer<Self::Value>,
+    ) -> Result<(), Self::Error>;
+
+    /// Queues counts: `counts[i]` becomes how many values key i holds.
+    fn count_async(
+        &self,
+        stream: &Stream,
+        keys: &DeviceBuffer<Self::Key>,
+        counts: &mut DeviceBuffer<u32>,
+    ) -> Result<(), Self::Error>;
+
+    /// Queues removals of every value of each key: `counts[i]` becomes how many there were.
+    fn remove_all_async(
+        &self,
+        stream: &Stream,
+        keys: &DeviceBuffer<Self::Key>,
+        counts: &mut DeviceBuffer<u32>,
+    ) -> Result<(), Self::Error>;
+
+    /// Every value of each key, as compressed rows on the device: `offsets` (one more than
+    /// the keys) and `values`, key i's values being `values[offsets[i]..offsets[i + 1]]`.
+    /// Waits to size them.
+    fn get_all_on(
+        &self,
+        stream: &Stream,
+        keys: &DeviceBuffer<Self::Key>,
+    ) -> Result<DeviceRows<Self::Value>, Self::Error>;
+
+    /// Every pair, in no particular order, into new device buffers; waits to size them.
+    fn export_on(
+        &self,
+        stream: &Stream,
+    ) -> Result<DevicePairs<Self::Key, Self::Value>, Self::Error>;
+
+    /// Inserts each pair.
+    fn insert(&self, keys: &[Self::Key], values: &[Self::Value]) -> Result<(), Self::Error> {
+        check_pairs(keys.len(), values.len())?;
+        with_stream(self.device(), |s| {
+            let k = DeviceBuffer::from_host(s, keys)?;
+            let v = DeviceBuffer::from_host(s, values)?;
+            self.insert_async(s, &k, &v)
+        })
+    }
+
+    /// How many values each key holds.
+    fn count(&self, keys: &[Self::Key]) -> Result<Vec<u32>, Self::Error> {
+        counts_of(self.device(), keys, |s, k, c| self.count_async(s, k, c))
+    }
+
+    /// Whether each key holds a value.
+    fn contains(&self, keys: &[Self::Key]) -> Result<Vec<bool>, Self::Error> {
+        Ok(self.count(keys)?.into_iter().map(|c| c > 0).collect())
+    }
+
+    /// Every value of each key, in no particular order.
+    fn get_all(&self, keys: &[Self::Key]) -> Result<Vec<Vec<Self::Value>>, Self::Error> {
+        with_stream(self.device(), |s| {
+            let rows = self.get_all_on(s, &DeviceBuffer::from_host(s, keys)?)?;
+            let (offsets, values) = (rows.offsets.to_host(s)?, rows.values.to_host(s)?);
+            Ok(offsets
+                .windows(2)
+                .map(|w| values[w[0] as usize..w[1] as usize].to_vec())
+                .collect())
+        })
+    }
+
+    /// Removes every value of each key; how many each had.
+    fn remove_all(&self, keys: &[Self::Key]) -> Result<Vec<u32>, Self::Error> {
+        counts_of(self.device(), keys, |s, k, c| {
+            self.remove_all_async(s, k, c)
+        })
+    }
+
+    /// Every pair, in no particular order.
+    fn export(&self) -> Result<Pairs<Self::Key, Self::Value>, Self::Error> {
+        with_stream(self.device(), |s| Ok(self.export_on(s)?.to_host(s)?))
+    }
+}
+
+/// Runs `work` on a stream lent by the device's pool, then waits for the stream, so that
+/// the host forms return with their work done.
+fn with_stream<R, E: From<Error>>(
+    device: &Device,
+    work: impl FnOnce(&Stream) -> Result<R, E>,
+) -> Result<R, E> {
+    let stream = device.lend_stream()?;
+    let answer = work(&stream)?;
+    stream.synchronize()?;
+    Ok(answer)
+}
+
+/// A host form that answers a flag a key through a device form.
+fn flags_of<K: Key, E: From<Error>>(
+    device: &Device,
+    keys: &[K],
+    device_form: impl FnOnce(&Stream, &DeviceBuffer<K>, &mut DeviceBuffer<u8>) -> Result<(), E>,
+) -> Result<Vec<bool>, E> {
+    with_stream(device, |s| {
+        let mut flags = DeviceBuffer::zeroed(s, keys.len())?;
+        device_form(s, &DeviceBuffer::from_host(s, keys)?, &mut flags)?;
+        Ok(flags.to_host(s)?.into_iter().map(|f| f != 0).collect())
+    })
+}
+
+/// A host form that answers a count a key through a device form.
+fn counts_of<K: Key, E: From<Error>>(
+    device: &Device,
+    keys: &[K],
+    device_form: impl FnOnce(&Stream, &DeviceBuffer<K>, &mut DeviceBuffer<u32>) -> Result<(), E>,
+) -> Result<Vec<u32>, E> {
+    with_stream(device, |s| {
+        let mut counts = DeviceBuffer::zeroed(s, keys.len())?;
+        device_form(s, &DeviceBuffer::from_host(s, keys)?, &mut counts)?;
+        Ok(counts.to_host(s)?)
+    })
+}
+
+/// [`Error::LengthMismatch`] unless a batch has as many values as keys.
+pub fn check_pairs(keys: usize, values: usize) -> Result<(), Error> {
+    if keys == values {
+        Ok(())
+    } else {
+        Err(Error::LengthMismatch {
+            what: "keys and values",
+            left: keys,
+            right: values,
+        })
+    }
+}
