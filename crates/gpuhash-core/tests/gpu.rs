@@ -703,6 +703,15 @@ fn pinned_pool_reuses_buffers_of_a_class() {
     pool.trim();
     assert_eq!((pool.pinned_bytes(), pool.idle_bytes()), (0, 0));
 
+    // Buffers swapped between classes are unpinned when they come back, never shelved in
+    // the wrong class.
+    let mut small = pool.take::<u8>(4096).unwrap();
+    let mut large = pool.take::<u8>(8192).unwrap();
+    std::mem::swap(&mut *small, &mut *large);
+    assert_eq!(small.len(), 8192);
+    drop((small, large));
+    assert_eq!((pool.pinned_bytes(), pool.idle_bytes()), (0, 0));
+
     // The device's shared pool is one pool.
     let shared = device.pinned_pool().take::<u8>(5000).unwrap();
     let address = shared.as_ptr() as usize;

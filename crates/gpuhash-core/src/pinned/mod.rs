@@ -30,9 +30,12 @@
 //!
 //! | host access | waits for |
 //! | --- | --- |
-//! | `Deref` (`&[T]`), [`PinnedBuffer::wait`] for reading | queued copies into the buffer (device to host) |
-//! | `DerefMut` (`&mut [T]`) | all queued copies |
+//! | `Deref` (`&[T]`) | queued copies into the buffer (device to host) |
+//! | `DerefMut` (`&mut [T]`), [`PinnedBuffer::wait`] | all queued copies |
 //! | drop (or return to a pool) | all queued copies |
+//!
+//! Kernels given a mapped buffer's address count as copies: into the buffer for
+//! [`PinnedBuffer::mapped_address_mut`], out of it for [`PinnedBuffer::mapped_address`].
 //!
 //! Copies out of the buffer (host to device) take `&PinnedBuffer`, so several may be queued
 //! on several streams at once while the host reads the buffer too; copies into it take
@@ -127,7 +130,9 @@ pub struct PinnedBuffer<T> {
 /// The device address of a mapped [`PinnedBuffer`], for a kernel, with the ordering that
 /// makes it safe to use: the stream it was taken on waits for conflicting copies queued on
 /// other streams, and host access waits for what the stream queues until this guard is
-/// dropped. Launch the kernel while the guard lives.
+/// dropped. Launch the kernel while the guard lives. (A guard that is forgotten rather than
+/// dropped leaves the kernel untracked: [`Kernel::launch`](crate::Kernel::launch)'s safety
+/// contract, which any use of the address comes under, then rests on the caller alone.)
 #[derive(Debug)]
 pub struct MappedAddress<'a> {
     /// The address, to put in a kernel's parameter struct.

@@ -176,6 +176,11 @@ impl PinnedPool {
         drop(idle);
     }
 
+    /// Forgets a lent buffer of `class` bytes that will not come back.
+    fn forget(&self, class: usize) {
+        self.inner.shelves.lock().unreserve(class);
+    }
+
     fn give_back(&self, class: usize, memory: Allocation) {
         let evicted = self.inner.shelves.lock().put(class, memory);
         drop(evicted);
@@ -208,10 +213,26 @@ impl<T> DerefMut for PooledPinned<T> {
 
 impl<T> Drop for PooledPinned<T> {
     fn drop(&mut self) {
+        // Memory swapped in through `DerefMut` (`std::mem::swap` with another buffer) is not
+        // this class's: it is unpinned, and the class's own is forgotten (its new owner
+        // frees it).
+        let own = self
+            .buffer
+            .memory
+            .as_ref()
+            .is_some_and(|memory| memory.bytes() == self.class);
         // `take_memory` waits for queued copies; memory that cannot be waited for is never
-        // returned (it stays counted as pinned, which it is).
-        if let Some(memory) = self.buffer.take_memory() {
-            self.pool.give_back(self.class, memory);
+        // returned (it leaks, and stays counted as pinned, which it is).
+        let memory = self.buffer.take_memory();
+        match memory {
+            Some(memory) if own => self.pool.give_back(self.class, memory),
+            None if own => {}
+            other => {
+                drop(other);
+                if self.class > 0 {
+                    self.pool.forget(self.class);
+                }
+            }
         }
     }
 }
