@@ -9,7 +9,9 @@
 //! ```
 //!
 //! - `core`: the device's copy bandwidth and DESIGN.md's workload generator (n = 2^N
-//!   pairs, default 2^26), the generator's write rate against the copy bandwidth.
+//!   pairs, default 2^26), the generator's write rate against the copy bandwidth; then
+//!   the bus: 256 MiB host to device and device to host from pinned and from pageable
+//!   memory, and both ways at once from pinned memory on two streams (GB/s).
 //! - `slab-alloc`: one slab allocation per thread, 1M and 16M threads, SlabAlloc regular
 //!   and light against device-side malloc.
 //! - `slab-hash`: W1 (build, find hit, find miss at memory utilization 0.5 and 0.9, and
@@ -154,6 +156,9 @@ fn run(options: &Options) -> Result<(), Box<dyn Error>> {
                 print(core_bench::device_copy(&stream, n, runs)?);
                 print(core_bench::generator(&stream, n, runs, true)?);
                 print(core_bench::generator(&stream, n, runs, false)?);
+                for row in core_bench::bus(&stream, runs)? {
+                    print(row);
+                }
             }
             "slab-alloc" => {
                 println!(

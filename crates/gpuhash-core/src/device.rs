@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::sys::{self, CUdevice_attribute, cudaError_enum};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, result};
@@ -10,7 +10,7 @@ use cudarc::nvrtc::Ptx;
 use parking_lot::Mutex;
 
 use crate::launch::KernelImage;
-use crate::{Error, Result, Stream};
+use crate::{Error, PinnedPool, Result, Stream};
 
 /// The oldest driver the kernels are built for (CUDA 13.0, as `cuDriverGetVersion` counts).
 const MIN_DRIVER_VERSION: i32 = 13000;
@@ -56,6 +56,8 @@ struct DeviceInner {
     functions: Mutex<HashMap<KernelKey, (CudaFunction, u32)>>,
     /// Streams lent by [`Device::lend_stream`] and given back, for the next borrower.
     idle_streams: Mutex<Vec<Arc<CudaStream>>>,
+    /// The shared pool of pinned host buffers, made on first use.
+    pinned_pool: OnceLock<PinnedPool>,
 }
 
 impl fmt::Debug for Device {
@@ -86,6 +88,7 @@ impl Device {
                 modules: Mutex::new(HashMap::new()),
                 functions: Mutex::new(HashMap::new()),
                 idle_streams: Mutex::new(Vec::new()),
+                pinned_pool: OnceLock::new(),
             }),
         })
     }
@@ -167,6 +170,19 @@ impl Device {
             .inner
             .context
             .set_limit(sys::CUlimit::CU_LIMIT_MALLOC_HEAP_SIZE, bytes)?)
+    }
+
+    /// The device's shared pool of pinned host buffers, for staging copies; made on first
+    /// use, with no cap until [`PinnedPool::set_cap`] sets one.
+    pub fn pinned_pool(&self) -> &PinnedPool {
+        self.inner
+            .pinned_pool
+            .get_or_init(|| PinnedPool::for_context(self.inner.context.clone(), None))
+    }
+
+    /// The cudarc context.
+    pub(crate) fn context(&self) -> &Arc<CudaContext> {
+        &self.inner.context
     }
 
     /// Blocks until all work on every stream of this device has finished.

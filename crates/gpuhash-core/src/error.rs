@@ -27,6 +27,10 @@ pub enum Error {
     /// The device has too little free memory for an allocation or a launch.
     #[error("out of device memory")]
     OutOfDeviceMemory,
+    /// Page-locked host memory could not be had: the host refused to pin more, or a
+    /// [`PinnedPool`](crate::PinnedPool) reached its cap.
+    #[error("out of pinned host memory")]
+    OutOfPinnedMemory,
     /// A crate's embedded kernels cannot run on this GPU.
     #[error(
         "kernel image {image} cannot run on {device} (compute capability {major}.{minor}): {reason}"

@@ -1,7 +1,8 @@
 //! # gpuhash-core
 //!
 //! The ground every gpuhash table stands on: a [`Device`] and its [`Stream`]s, typed
-//! device memory ([`DeviceBuffer`]), event timing ([`EventTimer`]), loading and launching
+//! device memory ([`DeviceBuffer`]), pinned host memory and copies to and from it that run
+//! at the bus's speed ([`pinned`]), event timing ([`EventTimer`]), loading and launching
 //! the CUDA kernels each crate embeds ([`launch`]), one [`Error`] type, and the pieces all
 //! tables share: the [`hash`] functions, the standard benchmark [`workload`], and
 //! [`last_copy`], which finds the last copy of each key in a batch.
@@ -15,7 +16,8 @@
 //!   bindgen turns them into each crate's `layouts` module.
 //! - [`launch`]: [`KernelImage`]s loaded once per device, [`Kernel<P>`] typed by its
 //!   parameter struct, and the one `unsafe` launch call.
-//! - Safe types: [`Device`], [`Stream`], [`DeviceBuffer`], and the tables of higher crates.
+//! - Safe types: [`Device`], [`Stream`], [`DeviceBuffer`], [`PinnedBuffer`] and its
+//!   [`PinnedPool`], and the tables of higher crates.
 //!
 //! cudarc is loaded at run time, so a binary built here runs, and fails cleanly, on a
 //! machine without a GPU: [`Device::new`] returns [`Error::NoDriver`] or
@@ -55,6 +57,7 @@ pub mod image;
 pub mod last_copy;
 pub mod launch;
 pub mod layouts;
+pub mod pinned;
 mod stream;
 pub mod table;
 mod timer;
@@ -64,5 +67,6 @@ pub use buffer::{DeviceAddress, DeviceBuffer};
 pub use device::{Device, DeviceProperties, LentStream};
 pub use error::{Error, Result};
 pub use launch::{Kernel, KernelImage, LaunchShape};
+pub use pinned::{MappedAddress, PinnedBuffer, PinnedPool, PooledPinned};
 pub use stream::Stream;
 pub use timer::EventTimer;

@@ -124,6 +124,7 @@ impl Error {
             | Error::NoDevice { .. }
             | Error::UnsupportedDevice { .. } => ErrorKind::NoDevice,
             Error::OutOfDeviceMemory => ErrorKind::OutOfDeviceMemory,
+            Error::OutOfPinnedMemory => ErrorKind::OutOfPinnedMemory,
             Error::LengthMismatch { .. } | Error::InvalidInput(_) => ErrorKind::InvalidInput,
             Error::Driver(_) => ErrorKind::Device,
         }

@@ -6,7 +6,7 @@ use gpuhash_core::last_copy;
 use gpuhash_core::layouts::{GH_PRIME32, GH_PRIME61};
 use gpuhash_core::table::Key;
 use gpuhash_core::workload::{self, INDEX_LIMIT, KeySet};
-use gpuhash_core::{Device, DeviceBuffer, Error, EventTimer, Stream};
+use gpuhash_core::{Device, DeviceBuffer, Error, EventTimer, PinnedBuffer, PinnedPool, Stream};
 use quickcheck::{QuickCheck, TestResult};
 use std::collections::HashMap;
 use std::sync::{OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -461,4 +461,350 @@ fn last_copy_refuses_bad_input_with_error_values() {
     );
     // The device stays usable afterwards.
     last_copy_matches_the_model(&stream, &[3u64, 4, 3]);
+}
+
+/// Host slice to pinned buffer to device and back to a second pinned buffer, whole; reading
+/// the second buffer right after queuing the copy waits for it.
+fn pinned_round_trip<T>(device: &Device, stream: &Stream, data: &[T])
+where
+    T: bytemuck::Pod + PartialEq + std::fmt::Debug,
+{
+    let source = PinnedBuffer::from_slice(device, data).unwrap();
+    assert_eq!(&source[..], data);
+    let mut on_device = DeviceBuffer::<T>::unfilled(stream, data.len()).unwrap();
+    on_device.copy_from_pinned_async(stream, &source).unwrap();
+    let mut back = PinnedBuffer::<T>::zeroed(device, data.len()).unwrap();
+    on_device.copy_to_pinned_async(stream, &mut back).unwrap();
+    assert!(&back[..] == data, "{} values differ", data.len());
+    assert_eq!(on_device.to_host(stream).unwrap(), data);
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn pinned_buffers_round_trip_u32_and_u64() {
+    let _memory = shared_memory();
+    let (device, stream) = gpu();
+    for n in [0usize, 1, 1023, 100_003, 1 << 22] {
+        let narrow: Vec<u32> = (0..n as u32).map(hash::fmix32).collect();
+        pinned_round_trip(&device, &stream, &narrow);
+        let wide: Vec<u64> = (0..n as u64).map(hash::fmix64).collect();
+        pinned_round_trip(&device, &stream, &wide);
+    }
+    let edges = [0u64, u64::MAX, 1 << 63, 7];
+    pinned_round_trip(&device, &stream, &edges);
+    let empty = PinnedBuffer::<u64>::zeroed(&device, 0).unwrap();
+    assert!(empty.is_empty() && empty.capacity_bytes() == 0);
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn pinned_sub_ranges_copy_chunks_on_both_sides() {
+    let _memory = shared_memory();
+    let (device, stream) = gpu();
+    let n = 1usize << 20;
+    let data: Vec<u64> = (0..n as u64).map(hash::fmix64).collect();
+    let staging = PinnedBuffer::from_slice(&device, &data).unwrap();
+    // Upload in uneven chunks, last chunk first, each to where it belongs.
+    let cuts = [0, 1, 4095, 4096, 100_000, 524_289, n - 1, n];
+    let mut on_device = DeviceBuffer::<u64>::zeroed(&stream, n).unwrap();
+    for pair in cuts.windows(2).rev() {
+        on_device
+            .copy_from_pinned_range_async(&stream, pair[0], &staging, pair[0]..pair[1])
+            .unwrap();
+    }
+    assert_eq!(on_device.to_host(&stream).unwrap(), data);
+
+    // Download chunks of it to other places of a larger pinned buffer; the rest keeps its
+    // values.
+    let mut back = PinnedBuffer::from_slice(&device, &vec![9u64; n + 10]).unwrap();
+    let mut model = vec![9u64; n + 10];
+    for (range, offset) in [
+        (0..10, 5),
+        (1000..5000, n - 3990),
+        (n - 7..n, n + 3),
+        (7..7, 0),
+    ] {
+        on_device
+            .copy_to_pinned_range_async(&stream, range.clone(), &mut back, offset)
+            .unwrap();
+        model[offset..offset + range.len()].copy_from_slice(&data[range]);
+    }
+    assert!(back[..] == model[..], "chunks landed in the wrong places");
+
+    // A chunk from one place of the pinned buffer to another place on the device.
+    let mut small = DeviceBuffer::from_host(&stream, &[1u64; 100]).unwrap();
+    small
+        .copy_from_pinned_range_async(&stream, 40, &staging, 7..27)
+        .unwrap();
+    let mut expected = vec![1u64; 100];
+    expected[40..60].copy_from_slice(&data[7..27]);
+    assert_eq!(small.to_host(&stream).unwrap(), expected);
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn pinned_copies_on_two_streams_are_ordered_on_one_buffer() {
+    let _memory = shared_memory();
+    let (device, first) = gpu();
+    let second = device.new_stream().unwrap();
+    let n = 1usize << 22;
+    let data: Vec<u32> = (0..n as u32).map(hash::fmix32).collect();
+    let source = DeviceBuffer::from_host(&first, &data).unwrap();
+    let mut staging = PinnedBuffer::<u32>::zeroed(&device, n).unwrap();
+    let mut target = DeviceBuffer::<u32>::zeroed(&second, n).unwrap();
+    for round in 0..3 {
+        // Device to pinned on one stream, pinned to device on another, with no host wait
+        // between: the second copy must wait for the first on the device.
+        source.copy_to_pinned_async(&first, &mut staging).unwrap();
+        target.copy_from_pinned_async(&second, &staging).unwrap();
+        assert!(target.to_host(&second).unwrap() == data, "round {round}");
+        // Host writes wait for both copies.
+        staging.fill(0);
+        target.fill_zero(&second).unwrap();
+    }
+    // Halves on two streams into one pinned buffer, read at once.
+    let half = n / 2;
+    source
+        .copy_to_pinned_range_async(&first, 0..half, &mut staging, 0)
+        .unwrap();
+    source
+        .copy_to_pinned_range_async(&second, half..n, &mut staging, half)
+        .unwrap();
+    assert!(staging[..] == data[..]);
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+#[allow(
+    clippy::reversed_empty_ranges,
+    reason = "backwards ranges are among the refused inputs"
+)]
+fn pinned_copies_check_lengths_and_ranges() {
+    let _memory = shared_memory();
+    let (device, stream) = gpu();
+    let mut on_device = DeviceBuffer::from_host(&stream, &[5u32; 10]).unwrap();
+    let mut short = PinnedBuffer::from_slice(&device, &[1u32; 9]).unwrap();
+    assert!(matches!(
+        on_device.copy_from_pinned_async(&stream, &short),
+        Err(Error::LengthMismatch {
+            left: 10,
+            right: 9,
+            ..
+        })
+    ));
+    assert!(matches!(
+        on_device.copy_to_pinned_async(&stream, &mut short),
+        Err(Error::LengthMismatch {
+            left: 10,
+            right: 9,
+            ..
+        })
+    ));
+    for (offset, range) in [(0, 0..10), (2, 0..9), (11, 0..0), (0, 5..4)] {
+        assert!(
+            matches!(
+                on_device.copy_from_pinned_range_async(&stream, offset, &short, range.clone()),
+                Err(Error::InvalidInput(_))
+            ),
+            "{offset} {range:?}"
+        );
+    }
+    for (range, offset) in [(0..10, 0), (0..5, 5), (8..11, 0), (0..0, 10), (3..2, 0)] {
+        assert!(
+            matches!(
+                on_device.copy_to_pinned_range_async(&stream, range.clone(), &mut short, offset),
+                Err(Error::InvalidInput(_))
+            ),
+            "{range:?} {offset}"
+        );
+    }
+    assert_eq!(on_device.to_host(&stream).unwrap(), vec![5; 10]);
+    assert_eq!(&short[..], &[1; 9], "a refused copy changed nothing");
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn mapped_pinned_buffers_have_a_device_address_that_copies_reach() {
+    let _memory = shared_memory();
+    let (device, stream) = gpu();
+    let data: Vec<u64> = (0..4096u64).map(hash::fmix64).collect();
+    let mut mapped = PinnedBuffer::<u64>::zeroed_mapped(&device, data.len()).unwrap();
+    assert!(mapped.is_mapped());
+    let on_device = DeviceBuffer::from_host(&stream, &data).unwrap();
+    {
+        let target = mapped.mapped_address_mut(&stream).unwrap();
+        assert_ne!(target.address, 0);
+        let source = on_device.address(&stream);
+        stream.cuda_stream().context().bind_to_thread().unwrap();
+        // SAFETY: both addresses hold `data.len()` u64 values and stay allocated until the
+        // copy has run; the guards order the copy with other work on both buffers, and the
+        // pinned buffer waits for it before the host reads it below.
+        unsafe {
+            cudarc::driver::result::memcpy_dtod_async(
+                target.address,
+                source.address,
+                data.len() * 8,
+                stream.cuda_stream().cu_stream(),
+            )
+        }
+        .unwrap();
+    }
+    assert!(
+        mapped[..] == data[..],
+        "the device wrote through the mapping"
+    );
+
+    let plain = PinnedBuffer::<u64>::zeroed(&device, 4).unwrap();
+    assert!(!plain.is_mapped());
+    assert!(matches!(
+        plain.mapped_address(&stream),
+        Err(Error::InvalidInput(_))
+    ));
+    let empty = PinnedBuffer::<u64>::zeroed_mapped(&device, 0).unwrap();
+    assert_eq!(empty.mapped_address(&stream).unwrap().address, 0);
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn pinned_pool_reuses_buffers_of_a_class() {
+    let _memory = shared_memory();
+    let (device, stream) = gpu();
+    let pool = PinnedPool::new(&device, None);
+    let first = pool.take::<u64>(100_000).unwrap(); // 800 000 bytes: the 1 MiB class
+    assert_eq!(first.len(), 100_000);
+    assert_eq!(first.capacity_bytes(), 1 << 20);
+    let address = first.as_ptr() as usize;
+    drop(first);
+    assert_eq!((pool.pinned_bytes(), pool.idle_bytes()), (1 << 20, 1 << 20));
+    let mut second = pool.take::<u32>(250_000).unwrap(); // 1 000 000 bytes: the same class
+    assert_eq!(second.as_ptr() as usize, address, "the same pinned memory");
+    assert_eq!((pool.pinned_bytes(), pool.idle_bytes()), (1 << 20, 0));
+    let other = pool.take::<u32>(250_000).unwrap();
+    assert_ne!(other.as_ptr() as usize, address);
+    assert_eq!(pool.pinned_bytes(), 2 << 20);
+
+    // A pooled buffer with a copy still queued goes back only once the copy has run.
+    let data: Vec<u32> = (0..250_000u32).map(hash::fmix32).collect();
+    let on_device = DeviceBuffer::from_host(&stream, &data).unwrap();
+    on_device
+        .copy_to_pinned_async(&stream, &mut second)
+        .unwrap();
+    drop(second);
+    let third = pool.take::<u32>(250_000).unwrap();
+    assert_eq!(third.as_ptr() as usize, address);
+    assert!(
+        third[..] == data[..],
+        "a reused buffer holds what its last user left"
+    );
+
+    let empty = pool.take::<u64>(0).unwrap();
+    assert!(empty.is_empty());
+    drop((other, third, empty));
+    assert_eq!(pool.idle_bytes(), 2 << 20);
+    pool.trim();
+    assert_eq!((pool.pinned_bytes(), pool.idle_bytes()), (0, 0));
+
+    // Buffers swapped between classes are unpinned when they come back, never shelved in
+    // the wrong class.
+    let mut small = pool.take::<u8>(4096).unwrap();
+    let mut large = pool.take::<u8>(8192).unwrap();
+    std::mem::swap(&mut *small, &mut *large);
+    assert_eq!(small.len(), 8192);
+    drop((small, large));
+    assert_eq!((pool.pinned_bytes(), pool.idle_bytes()), (0, 0));
+
+    // The device's shared pool is one pool.
+    let shared = device.pinned_pool().take::<u8>(5000).unwrap();
+    let address = shared.as_ptr() as usize;
+    drop(shared);
+    let again = device.clone().pinned_pool().take::<u8>(8000).unwrap();
+    assert_eq!(again.as_ptr() as usize, address);
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn pinned_pool_cap_gives_out_of_pinned_memory() {
+    let (device, _) = gpu();
+    let pool = PinnedPool::new(&device, Some(3 << 20));
+    let held = pool.take::<u8>(2 << 20).unwrap();
+    let small = pool.take::<u8>(1 << 20).unwrap();
+    assert!(matches!(pool.take::<u8>(1), Err(Error::OutOfPinnedMemory)));
+    assert!(matches!(
+        pool.take::<u8>(4 << 20),
+        Err(Error::OutOfPinnedMemory)
+    ));
+    assert_eq!(pool.pinned_bytes(), 3 << 20);
+    drop(small);
+    // The idle 1 MiB is unpinned to make room for a buffer of another class.
+    let other = pool.take::<u8>(4096).unwrap();
+    assert_eq!(
+        (pool.pinned_bytes(), pool.idle_bytes()),
+        ((2 << 20) + 4096, 0)
+    );
+    drop((held, other));
+    pool.set_cap(Some(1 << 20));
+    assert!(pool.pinned_bytes() <= 1 << 20);
+    assert!(matches!(
+        pool.take::<u8>(2 << 20),
+        Err(Error::OutOfPinnedMemory)
+    ));
+    assert_eq!(pool.cap(), Some(1 << 20));
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn huge_pinned_allocations_are_an_error_value() {
+    let (device, stream) = gpu();
+    let tebibyte = 1usize << 40;
+    assert!(matches!(
+        PinnedBuffer::<u8>::zeroed(&device, tebibyte),
+        Err(Error::OutOfPinnedMemory)
+    ));
+    assert!(matches!(
+        PinnedBuffer::<u64>::zeroed_mapped(&device, tebibyte / 8),
+        Err(Error::OutOfPinnedMemory)
+    ));
+    let pool = PinnedPool::new(&device, None);
+    assert!(matches!(
+        pool.take::<u32>(tebibyte / 4),
+        Err(Error::OutOfPinnedMemory)
+    ));
+    assert_eq!(pool.pinned_bytes(), 0, "a failed pin reserves nothing");
+    assert!(matches!(
+        PinnedBuffer::<u64>::zeroed(&device, usize::MAX / 4),
+        Err(Error::InvalidInput(_))
+    ));
+    // Pinning and copying still work afterwards.
+    pinned_round_trip(&device, &stream, &[1u32, 2, 3]);
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn threads_stage_batches_through_the_shared_pool() {
+    let _memory = shared_memory();
+    let (device, _) = gpu();
+    std::thread::scope(|scope| {
+        for t in 0..4u32 {
+            let device = device.clone();
+            scope.spawn(move || {
+                let stream = device.new_stream().unwrap();
+                for batch in 0..8u32 {
+                    let n = 1usize << (14 + batch % 4);
+                    let data: Vec<u32> = (0..n as u32)
+                        .map(|i| hash::fmix32(i ^ (t << 24) ^ (batch << 16)))
+                        .collect();
+                    let mut staging = device.pinned_pool().take::<u32>(n).unwrap();
+                    staging.copy_from_slice(&data);
+                    let mut on_device = DeviceBuffer::<u32>::unfilled(&stream, n).unwrap();
+                    on_device.copy_from_pinned_async(&stream, &staging).unwrap();
+                    staging.fill(0);
+                    on_device
+                        .copy_to_pinned_async(&stream, &mut staging)
+                        .unwrap();
+                    assert!(staging[..] == data[..], "thread {t} batch {batch}");
+                }
+            });
+        }
+    });
+    assert!(device.pinned_pool().idle_bytes() > 0);
 }
