@@ -4,8 +4,10 @@
 //! device memory ([`DeviceBuffer`]), pinned host memory and copies to and from it that run
 //! at the bus's speed ([`pinned`]), event timing ([`EventTimer`]), loading and launching
 //! the CUDA kernels each crate embeds ([`launch`]), one [`Error`] type, and the pieces all
-//! tables share: the [`hash`] functions, the standard benchmark [`workload`], and
-//! [`last_copy`], which finds the last copy of each key in a batch.
+//! tables share: the [`table`] contract (the traits every table implements, their host forms
+//! staged through pinned memory by [`staging`]), table [`image`]s, the [`hash`] functions, the
+//! standard benchmark [`workload`], and [`last_copy`], which finds the last copy of each key
+//! in a batch.
 //!
 //! ## Structure
 //!
@@ -58,6 +60,7 @@ pub mod last_copy;
 pub mod launch;
 pub mod layouts;
 pub mod pinned;
+pub mod staging;
 mod stream;
 pub mod table;
 mod timer;

@@ -18,9 +18,11 @@
 //!   that say yes or no are one byte an element (`1` yes, `0` no). A table documents
 //!   any other wait (a resize it must decide on the host, say).
 //! - The **host forms** (`insert(&[K], &[V])`, `get(&[K]) -> Vec<Option<V>>`, ...) are
-//!   provided once, here, on top of the device forms: they copy the slices to the device
-//!   on a stream the [`Device`] lends from its pool, run the device form, and copy the
-//!   answers back. They take `&self`, so several host threads use one table at once.
+//!   provided once, here, on top of the device forms, and run at the bus's speed: the
+//!   batch is cut into chunks staged through pinned memory on several streams, so that the
+//!   copies in, the device forms and the copies out of neighbouring chunks overlap
+//!   ([`crate::staging`]); inserts keep their order. They take `&self`, so several host
+//!   threads use one table at once.
 //! - One error story: every table's error type is a [`TableError`], convertible from this
 //!   crate's [`Error`], and answers [`TableError::kind`] with an [`ErrorKind`], so a caller
 //!   matches "out of device memory" in one place whichever table raised it.
@@ -44,6 +46,7 @@ use std::hash::Hash;
 use bytemuck::Pod;
 
 use crate::last_copy::LastCopyKernels;
+use crate::staging::{HostBatch, parallel_fill, run_staged};
 use crate::{Device, DeviceBuffer, Error, Stream};
 
 mod sealed {
@@ -282,28 +285,29 @@ pub trait Map: Table {
     /// Inserts each pair (see the table's docs for which value a key repeated in the batch
     /// keeps).
     fn insert(&self, keys: &[Self::Key], values: &[Self::Value]) -> Result<(), Self::Error> {
-        check_pairs(keys.len(), values.len())?;
-        with_stream(self.device(), |s| {
-            let k = DeviceBuffer::from_host(s, keys)?;
-            let v = DeviceBuffer::from_host(s, values)?;
-            self.insert_async(s, &k, &v)
+        insert_pairs(self.device(), keys, values, |s, k, v| {
+            self.insert_async(s, k, v)
         })
     }
 
     /// The value of each key, or `None`.
     fn get(&self, keys: &[Self::Key]) -> Result<Vec<Option<Self::Value>>, Self::Error> {
-        with_stream(self.device(), |s| {
-            let k = DeviceBuffer::from_host(s, keys)?;
-            let mut found = DeviceBuffer::zeroed(s, keys.len())?;
-            let mut values = DeviceBuffer::zeroed(s, keys.len())?;
-            self.get_async(s, &k, &mut found, &mut values)?;
-            let (found, values) = (found.to_host(s)?, values.to_host(s)?);
-            Ok(found
-                .iter()
-                .zip(values)
-                .map(|(&f, v)| (f != 0).then_some(v))
-                .collect())
-        })
+        let mut found = bytemuck::zeroed_vec::<u8>(keys.len());
+        let mut values = bytemuck::zeroed_vec::<Self::Value>(keys.len());
+        let batch = HostBatch::<_, u8, _, _> {
+            keys,
+            values: None,
+            first: Some(&mut found),
+            second: Some(&mut values),
+            ordered: false,
+        };
+        run_staged(self.device(), batch, |s, b| {
+            let (found, values) = b.first.zip(b.second).expect("both answers are staged");
+            self.get_async(s, b.keys, found, values)
+        })?;
+        let mut answers = vec![None; keys.len()];
+        parallel_fill(&mut answers, |i| (found[i] != 0).then_some(values[i]));
+        Ok(answers)
     }
 
     /// Whether each key is there.
@@ -352,9 +356,14 @@ pub trait Set: Table {
 
     /// Inserts each key.
     fn insert(&self, keys: &[Self::Key]) -> Result<(), Self::Error> {
-        with_stream(self.device(), |s| {
-            self.insert_async(s, &DeviceBuffer::from_host(s, keys)?)
-        })
+        let batch = HostBatch::<_, u8, u8, u8> {
+            keys,
+            values: None,
+            first: None,
+            second: None,
+            ordered: true,
+        };
+        run_staged(self.device(), batch, |s, b| self.insert_async(s, b.keys))
     }
 
     /// Whether each key is there.
@@ -419,17 +428,14 @@ pub trait MultiMap: Table {
 
     /// Inserts each pair.
     fn insert(&self, keys: &[Self::Key], values: &[Self::Value]) -> Result<(), Self::Error> {
-        check_pairs(keys.len(), values.len())?;
-        with_stream(self.device(), |s| {
-            let k = DeviceBuffer::from_host(s, keys)?;
-            let v = DeviceBuffer::from_host(s, values)?;
-            self.insert_async(s, &k, &v)
+        insert_pairs(self.device(), keys, values, |s, k, v| {
+            self.insert_async(s, k, v)
         })
     }
 
     /// How many values each key holds.
     fn count(&self, keys: &[Self::Key]) -> Result<Vec<u32>, Self::Error> {
-        counts_of(self.device(), keys, |s, k, c| self.count_async(s, k, c))
+        answers_of(self.device(), keys, |s, k, c| self.count_async(s, k, c))
     }
 
     /// Whether each key holds a value.
@@ -451,7 +457,7 @@ pub trait MultiMap: Table {
 
     /// Removes every value of each key; how many each had.
     fn remove_all(&self, keys: &[Self::Key]) -> Result<Vec<u32>, Self::Error> {
-        counts_of(self.device(), keys, |s, k, c| {
+        answers_of(self.device(), keys, |s, k, c| {
             self.remove_all_async(s, k, c)
         })
     }
@@ -474,30 +480,56 @@ fn with_stream<R, E: From<Error>>(
     Ok(answer)
 }
 
-/// A host form that answers a flag a key through a device form.
-fn flags_of<K: Key, E: From<Error>>(
+/// A host form that inserts pairs through a device form, in order, chunk by chunk.
+fn insert_pairs<K: Key, V: Value, E: From<Error>>(
     device: &Device,
     keys: &[K],
-    device_form: impl FnOnce(&Stream, &DeviceBuffer<K>, &mut DeviceBuffer<u8>) -> Result<(), E>,
-) -> Result<Vec<bool>, E> {
-    with_stream(device, |s| {
-        let mut flags = DeviceBuffer::zeroed(s, keys.len())?;
-        device_form(s, &DeviceBuffer::from_host(s, keys)?, &mut flags)?;
-        Ok(flags.to_host(s)?.into_iter().map(|f| f != 0).collect())
+    values: &[V],
+    device_form: impl Fn(&Stream, &DeviceBuffer<K>, &DeviceBuffer<V>) -> Result<(), E>,
+) -> Result<(), E> {
+    check_pairs(keys.len(), values.len())?;
+    let batch = HostBatch::<_, _, u8, u8> {
+        keys,
+        values: Some(values),
+        first: None,
+        second: None,
+        ordered: true,
+    };
+    run_staged(device, batch, |s, b| {
+        device_form(s, b.keys, b.values.expect("values are staged"))
     })
 }
 
-/// A host form that answers a count a key through a device form.
-fn counts_of<K: Key, E: From<Error>>(
+/// A host form that answers one word a key (a flag, a count) through a device form.
+fn answers_of<K: Key, A: Pod + Send + Sync, E: From<Error>>(
     device: &Device,
     keys: &[K],
-    device_form: impl FnOnce(&Stream, &DeviceBuffer<K>, &mut DeviceBuffer<u32>) -> Result<(), E>,
-) -> Result<Vec<u32>, E> {
-    with_stream(device, |s| {
-        let mut counts = DeviceBuffer::zeroed(s, keys.len())?;
-        device_form(s, &DeviceBuffer::from_host(s, keys)?, &mut counts)?;
-        Ok(counts.to_host(s)?)
-    })
+    device_form: impl Fn(&Stream, &DeviceBuffer<K>, &mut DeviceBuffer<A>) -> Result<(), E>,
+) -> Result<Vec<A>, E> {
+    let mut answers = bytemuck::zeroed_vec::<A>(keys.len());
+    let batch = HostBatch::<_, u8, _, u8> {
+        keys,
+        values: None,
+        first: Some(&mut answers),
+        second: None,
+        ordered: false,
+    };
+    run_staged(device, batch, |s, b| {
+        device_form(s, b.keys, b.first.expect("answers are staged"))
+    })?;
+    Ok(answers)
+}
+
+/// [`answers_of`] for yes-or-no answers.
+fn flags_of<K: Key, E: From<Error>>(
+    device: &Device,
+    keys: &[K],
+    device_form: impl Fn(&Stream, &DeviceBuffer<K>, &mut DeviceBuffer<u8>) -> Result<(), E>,
+) -> Result<Vec<bool>, E> {
+    Ok(answers_of(device, keys, device_form)?
+        .into_iter()
+        .map(|f| f != 0)
+        .collect())
 }
 
 /// [`Error::LengthMismatch`] unless a batch has as many values as keys.
