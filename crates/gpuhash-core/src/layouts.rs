@@ -257,3 +257,47 @@ impl Default for GhLastCopyCompactParams {
         }
     }
 }
+#[repr(C)]
+#[derive(Debug, Copy, Clone, PartialEq, Eq)]
+pub struct GhHitsParams {
+    pub found: *const u8,
+    pub values: *const u32,
+    pub count: u64,
+    pub base: u64,
+    pub hit_index: *mut u32,
+    pub hit_values: *mut u32,
+    pub hits: *mut ::core::ffi::c_ulonglong,
+    pub capacity: u64,
+    pub value_words: u32,
+    pub pad: u32,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of GhHitsParams"][::core::mem::size_of::<GhHitsParams>() - 72usize];
+    ["Alignment of GhHitsParams"][::core::mem::align_of::<GhHitsParams>() - 8usize];
+    ["Offset of field: GhHitsParams::found"][::core::mem::offset_of!(GhHitsParams, found) - 0usize];
+    ["Offset of field: GhHitsParams::values"]
+        [::core::mem::offset_of!(GhHitsParams, values) - 8usize];
+    ["Offset of field: GhHitsParams::count"]
+        [::core::mem::offset_of!(GhHitsParams, count) - 16usize];
+    ["Offset of field: GhHitsParams::base"][::core::mem::offset_of!(GhHitsParams, base) - 24usize];
+    ["Offset of field: GhHitsParams::hit_index"]
+        [::core::mem::offset_of!(GhHitsParams, hit_index) - 32usize];
+    ["Offset of field: GhHitsParams::hit_values"]
+        [::core::mem::offset_of!(GhHitsParams, hit_values) - 40usize];
+    ["Offset of field: GhHitsParams::hits"][::core::mem::offset_of!(GhHitsParams, hits) - 48usize];
+    ["Offset of field: GhHitsParams::capacity"]
+        [::core::mem::offset_of!(GhHitsParams, capacity) - 56usize];
+    ["Offset of field: GhHitsParams::value_words"]
+        [::core::mem::offset_of!(GhHitsParams, value_words) - 64usize];
+    ["Offset of field: GhHitsParams::pad"][::core::mem::offset_of!(GhHitsParams, pad) - 68usize];
+};
+impl Default for GhHitsParams {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}

@@ -55,6 +55,7 @@ mod buffer;
 mod device;
 mod error;
 pub mod hash;
+pub mod hits;
 pub mod image;
 pub mod last_copy;
 pub mod launch;

@@ -45,6 +45,7 @@ use std::hash::Hash;
 
 use bytemuck::Pod;
 
+use crate::hits::{DeviceHits, Hits, count_hits};
 use crate::last_copy::LastCopyKernels;
 use crate::staging::{HostBatch, parallel_fill, run_staged};
 use crate::{Device, DeviceBuffer, Error, Stream};
@@ -310,6 +311,38 @@ pub trait Map: Table {
         Ok(answers)
     }
 
+    /// The hits only: each found key's index in `keys` and its value, in no particular
+    /// order ([`Hits::sorted`] orders them), gathered on the device so that only the hits
+    /// travel back ([`crate::hits`]).
+    fn get_hits(&self, keys: &[Self::Key]) -> Result<Hits<Self::Value>, Self::Error> {
+        let stream = self.device().lend_stream()?;
+        let mut hits = DeviceHits::with_capacity(&stream, keys.len())?;
+        let mut base = 0;
+        run_staged(self.device(), lookup_batch(keys), |s, b| {
+            let n = b.keys.len();
+            let mut found = DeviceBuffer::unfilled(s, n)?;
+            let mut values = DeviceBuffer::unfilled(s, n)?;
+            self.get_async(s, b.keys, &mut found, &mut values)?;
+            hits.gather(s, base, &found, &values)?;
+            base += n;
+            Ok::<(), Self::Error>(())
+        })?;
+        Ok(hits.to_host(&stream)?)
+    }
+
+    /// How many of `keys` the map holds, counted on the device: nothing a key travels back.
+    fn count_hits(&self, keys: &[Self::Key]) -> Result<usize, Self::Error> {
+        let stream = self.device().lend_stream()?;
+        let mut total = DeviceBuffer::<u64>::zeroed(&stream, 1)?;
+        run_staged(self.device(), lookup_batch(keys), |s, b| {
+            let mut found = DeviceBuffer::unfilled(s, b.keys.len())?;
+            self.contains_async(s, b.keys, &mut found)?;
+            count_hits(s, &found, &mut total)?;
+            Ok::<(), Self::Error>(())
+        })?;
+        Ok(total.to_host(&stream)?[0] as usize)
+    }
+
     /// Whether each key is there.
     fn contains(&self, keys: &[Self::Key]) -> Result<Vec<bool>, Self::Error> {
         flags_of(self.device(), keys, |s, k, f| self.contains_async(s, k, f))
@@ -478,6 +511,17 @@ fn with_stream<R, E: From<Error>>(
     let answer = work(&stream)?;
     stream.synchronize()?;
     Ok(answer)
+}
+
+/// A batch of keys alone, with no answer column: its device forms answer on the device.
+fn lookup_batch<K>(keys: &[K]) -> HostBatch<'_, K, u8, u8, u8> {
+    HostBatch {
+        keys,
+        values: None,
+        first: None,
+        second: None,
+        ordered: false,
+    }
 }
 
 /// A host form that inserts pairs through a device form, in order, chunk by chunk.

@@ -808,3 +808,47 @@ fn threads_stage_batches_through_the_shared_pool() {
     });
     assert!(device.pinned_pool().idle_bytes() > 0);
 }
+
+/// Found flags and values of a made-up lookup: every third query, and the last, hit.
+fn made_up_answers(n: usize) -> (Vec<u8>, Vec<[u32; 2]>) {
+    let found = (0..n).map(|i| u8::from(i % 3 == 0 || i + 1 == n)).collect();
+    let values = (0..n as u32).map(|i| [i, !i]).collect();
+    (found, values)
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn hits_gather_exactly_the_found_answers_across_chunks() {
+    let s = shared_stream();
+    for n in [0usize, 1, 31, 33, 100_000, 3_000_001] {
+        let (found, values) = made_up_answers(n);
+        let mut hits = gpuhash_core::hits::DeviceHits::<[u32; 2]>::with_capacity(s, n).unwrap();
+        // Two chunks, as staged batches gather them.
+        let half = n / 2;
+        for (base, range) in [(0, 0..half), (half, half..n)] {
+            let f = DeviceBuffer::from_host(s, &found[range.clone()]).unwrap();
+            let v = DeviceBuffer::from_host(s, &values[range]).unwrap();
+            hits.gather(s, base, &f, &v).unwrap();
+        }
+        let got = hits.to_host(s).unwrap().sorted();
+        let expected: Vec<u32> = (0..n as u32).filter(|&i| found[i as usize] != 0).collect();
+        assert_eq!(got.index, expected, "n = {n}");
+        assert!(
+            got.index
+                .iter()
+                .zip(&got.values)
+                .all(|(&i, v)| *v == [i, !i])
+        );
+        let mut total = DeviceBuffer::<u64>::zeroed(s, 1).unwrap();
+        gpuhash_core::hits::count_hits(s, &DeviceBuffer::from_host(s, &found).unwrap(), &mut total)
+            .unwrap();
+        assert_eq!(total.to_host(s).unwrap()[0] as usize, expected.len());
+    }
+    let mut small = gpuhash_core::hits::DeviceHits::<u32>::with_capacity(s, 4).unwrap();
+    let f = DeviceBuffer::from_host(s, &[1u8; 5]).unwrap();
+    let v = DeviceBuffer::from_host(s, &[7u32; 5]).unwrap();
+    assert!(matches!(
+        small.gather(s, 0, &f, &v),
+        Err(Error::InvalidInput(_))
+    ));
+}

@@ -103,4 +103,21 @@ typedef struct GhLastCopyCompactParams {
     uint32_t pad;
 } GhLastCopyCompactParams;
 
+/* Hits of a lookup batch: for every i with found[i] != 0, the index base + i
+ * goes to hit_index and value i (value_words words) to hit_values, at a place
+ * taken from *hits (which counts them, across launches). Hits come out in no
+ * particular order. With hit_index null, only *hits is raised. */
+typedef struct GhHitsParams {
+    const uint8_t *found;
+    const uint32_t *values;
+    uint64_t count;
+    uint64_t base;
+    uint32_t *hit_index;
+    uint32_t *hit_values;
+    unsigned long long *hits;
+    uint64_t capacity;
+    uint32_t value_words;
+    uint32_t pad;
+} GhHitsParams;
+
 #endif
