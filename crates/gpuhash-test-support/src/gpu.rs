@@ -1,0 +1,64 @@
+//! The device the tests of one process share, and the lock that keeps tests that fill its
+//! memory apart from the others.
+
+use std::sync::OnceLock;
+
+use gpuhash_core::{Device, DeviceBuffer, Stream};
+use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+/// Tests that fill the device's memory on purpose take this for writing; the others for
+/// reading, so that none runs out of memory by accident while one does.
+static DEVICE_MEMORY: RwLock<()> = RwLock::new(());
+
+/// Device 0, opened once per process. Panics where there is none: call it only from tests
+/// marked `#[ignore = "needs a CUDA device"]`.
+pub fn device() -> &'static Device {
+    static DEVICE: OnceLock<Device> = OnceLock::new();
+    DEVICE.get_or_init(|| Device::default().expect("these tests need a CUDA device"))
+}
+
+/// A stream of [`device`], made once per process.
+pub fn stream() -> &'static Stream {
+    static STREAM: OnceLock<Stream> = OnceLock::new();
+    STREAM.get_or_init(|| device().new_stream().expect("a stream of the test device"))
+}
+
+/// Held by a test that uses device memory as usual: many at once, none while a test holds
+/// [`all_memory`].
+pub fn shared_memory() -> RwLockReadGuard<'static, ()> {
+    DEVICE_MEMORY.read()
+}
+
+/// Held by a test that fills the device's memory on purpose: no other test runs on the
+/// device meanwhile.
+pub fn all_memory() -> RwLockWriteGuard<'static, ()> {
+    DEVICE_MEMORY.write()
+}
+
+/// Takes all of the device's free memory but `room` bytes or a little more: allocates
+/// chunks of 1 GiB, then 64 MiB, then 4 MiB until the device refuses each, then frees
+/// chunks until `room` is free. Drop the chunks to give the memory back. Hold
+/// [`all_memory`] meanwhile.
+pub fn fill_device_except(stream: &Stream, room: usize) -> Vec<DeviceBuffer<u8>> {
+    // Frees still pending on other streams leave memory in the pool that this stream
+    // cannot take yet but a later batch could: let them finish first.
+    stream
+        .device()
+        .synchronize()
+        .expect("synchronize before filling the device");
+    let mut chunks = Vec::new();
+    for size in [1usize << 30, 64 << 20, 4 << 20] {
+        while let Ok(chunk) = DeviceBuffer::<u8>::zeroed(stream, size) {
+            chunks.push(chunk);
+        }
+    }
+    let mut freed = 0;
+    while freed < room {
+        freed += chunks.pop().map_or(room, |chunk| chunk.len());
+    }
+    // Frees are queued on `stream`; once done, work on other streams may reuse the memory.
+    stream
+        .synchronize()
+        .expect("synchronize after filling the device");
+    chunks
+}

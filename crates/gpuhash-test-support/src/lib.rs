@@ -1,0 +1,51 @@
+//! # gpuhash-test-support
+//!
+//! What the GPU tests of every gpuhash table share (dev-only, never published):
+//!
+//! - [`device`] and [`stream`], opened once per process; [`shared_memory`] and
+//!   [`all_memory`], the guards that keep a test that fills the device's memory
+//!   ([`fill_device_except`]) apart from the others.
+//! - Inputs: [`adversarial_keys`] (every word a table reserves, its neighbours, zero, keys
+//!   equal in their low or high bits, hashed keys), [`value_of`] (the one value stored
+//!   under a key, never all zeros or all ones, at any width), and [`SeededRng`].
+//! - The conformance suite of the table contract ([`gpuhash_core::table`]):
+//!   [`map_conformance`], [`set_conformance`] and [`multimap_conformance`] run the same
+//!   checks on any table through a constructor, each against a host model, through the
+//!   host forms and the device forms; [`image_round_trip`] checks a table's images.
+//! - [`batch_cost`], the fixed cost of a batch of 1024 keys, for benchmarks.
+//!
+//! ## Example
+//!
+//! A table crate's GPU test, with its own constructor:
+//!
+//! ```no_run
+//! use gpuhash_core::Device;
+//! use gpuhash_core::image::Image;
+//! use gpuhash_core::table::Map;
+//! use gpuhash_test_support::{image_round_trip, map_conformance};
+//!
+//! fn a_map_conforms<M: Map + Image>(make: impl Fn(&Device, usize) -> Result<M, M::Error> + Copy) {
+//!     map_conformance(make);
+//!     image_round_trip(make);
+//! }
+//! ```
+//!
+//! Called from a test marked `#[ignore = "needs a CUDA device"]` as
+//! `a_map_conforms(|device, capacity| SomeMap::<u32, u64>::with_capacity(device, capacity))`.
+
+mod batch_cost;
+mod conformance;
+mod gpu;
+mod images;
+mod inputs;
+mod model;
+mod shape;
+mod steps;
+
+pub use batch_cost::{BATCH_KEYS, BatchCost, batch_cost};
+pub use conformance::{map_conformance, multimap_conformance, set_conformance};
+pub use gpu::{all_memory, device, fill_device_except, shared_memory, stream};
+pub use images::{damaged_images, foreign_headers, image_round_trip};
+pub use inputs::{SeededRng, adversarial_keys, key_from_bits, value_in_round, value_of, values_of};
+pub use model::Rule;
+pub use shape::{MapShape, MultiMapShape, SetShape, Shape, Via};
