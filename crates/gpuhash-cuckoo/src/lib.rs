@@ -162,12 +162,15 @@
 
 mod error;
 mod key;
-pub mod layouts;
+#[allow(
+    dead_code,
+    reason = "generated from the C header whole: some constants serve the kernels only"
+)]
+mod layouts;
 mod options;
 pub mod policy;
 mod table;
 
 pub use error::{CuckooError, Result};
-pub use key::CuckooKey;
 pub use options::{CuckooOptions, DuplicateKeys};
-pub use table::{CuckooMemory, CuckooTable, ResizeStats};
+pub use table::{CuckooTable, IMAGE_LAYOUT_VERSION, ResizeStats};
