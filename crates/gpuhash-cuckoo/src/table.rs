@@ -255,7 +255,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
     const WORDS: usize = size_of::<V>() / 4;
 
     /// A table with the default options sized to hold `capacity` pairs below the upper fill
-    /// bound, which keeps that size as its floor (see [`CuckooOptions::initial_capacity`]).
+    /// bound, which keeps that size as its floor (see [`CuckooOptions::initial_capacity()`]).
     pub fn with_capacity(device: &Device, capacity: usize) -> Result<Self> {
         Self::new(device, CuckooOptions::with_capacity(capacity))
     }
@@ -340,7 +340,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
     }
 
     /// Slots below which no downsize takes the table: those it was created with (see
-    /// [`CuckooOptions::initial_capacity`]) until [`shrink_to`](Self::shrink_to) or
+    /// [`CuckooOptions::initial_capacity()`]) until [`shrink_to`](Self::shrink_to) or
     /// [`shrink_to_fit`](Self::shrink_to_fit) lowers it.
     pub fn capacity_floor(&self) -> usize {
         self.mirror.lock().floor_slots as usize

@@ -55,27 +55,29 @@ impl<K: Key, V: Value> Map for CuckooTable<K, V> {
     /// Inserts the pairs `(keys[i], values[i])`, replacing the value of keys already held.
     /// Of equal keys within one batch exactly one whole value wins: the last copy's with
     /// [`DuplicateKeys::LastCopy`](crate::DuplicateKeys::LastCopy), an unspecified one with
-    /// `AnyCopy` (the default; see [`CuckooOptions::duplicate_keys`](crate::CuckooOptions)).
+    /// `AnyCopy` (the default; see [`CuckooOptions::duplicate_keys()`](crate::CuckooOptions::duplicate_keys)).
     /// Pairs that find no place are kept on the device, the table grows and they are
     /// retried: the call returns `Ok` with every pair in, or an error naming what is not.
     ///
     /// DyHash decides its resizes on the host, from counts it reads back, so this call
-    /// waits for `stream`, and returns with the batch done:
-    /// - when removes were queued since the table last read its counts: once, to read them;
-    /// - with `DuplicateKeys::LastCopy`: where the reduction to last copies waits to size
-    ///   its output;
-    /// - when the table holds pairs: once after the lookup of the batch's keys, to read
-    ///   how many it holds already (which sizes the upsizes made before anything changes);
+    /// waits for `stream` (after the work queued before it there, and after the batches of
+    /// other streams it must follow), and returns with the batch done. It waits:
+    /// - when removes were queued since the table last read its counts: once, to read them
+    ///   (the pair counts, then the side slot's flag);
+    /// - with `DuplicateKeys::LastCopy`: once, where the reduction to last copies reads how
+    ///   many it keeps;
+    /// - when the table holds pairs: once after the lookup of the batch's keys, to read how
+    ///   many it holds already (which sizes the upsizes made before anything changes);
     /// - once after the lock-free pass, to read how many pairs it left pending and how
     ///   many duplicates it met;
-    /// - once after the evicting pass, to read the homeless pairs and the evicted-key log,
-    ///   and once more for each round that retries homeless pairs after an upsize;
-    /// - once at the end, to read the new pair counts;
-    /// - in every resize (its kernels, and its counts), before the batch (to make room
-    ///   below beta) and after it (to bring the fill factor within bounds).
+    /// - once after the evicting pass, to read how many pairs are homeless, and once more
+    ///   for each round that retries homeless pairs after an upsize;
+    /// - twice at the end, to read the new pair counts and the side slot's flag;
+    /// - in every resize, for its kernels and its counts: upsizes before the batch (to make
+    ///   room below beta), resizes after it (to bring the fill factor within bounds).
     ///
-    /// The common path (no removes since, no LastCopy, no resize) waits three or four
-    /// times, as the blocking insert did before it took a caller's stream.
+    /// So a batch that needs no resize waits four times into an empty table and five into
+    /// one that holds pairs: the waits of the blocking insert this form replaces.
     ///
     /// [`Error::LengthMismatch`](gpuhash_core::Error::LengthMismatch) when the buffers
     /// differ in length, and nothing changes.
