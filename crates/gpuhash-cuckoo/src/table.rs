@@ -202,6 +202,13 @@ impl Mirror {
 /// kept so that later batches need not allocate. [`Table::memory`] counts the
 /// subtables as in use and the scratch space as reserved.
 ///
+/// A value width the table does not store is refused when the code is compiled:
+///
+/// ```compile_fail
+/// let device = gpuhash_core::Device::default().unwrap();
+/// let table = gpuhash_cuckoo::CuckooTable::<u32, u16>::with_capacity(&device, 1024);
+/// ```
+///
 /// [`Map`]: gpuhash_core::table::Map
 /// [`Table`]: gpuhash_core::table::Table
 /// [`Table::memory`]: gpuhash_core::table::Table::memory
