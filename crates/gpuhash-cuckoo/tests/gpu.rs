@@ -1037,9 +1037,9 @@ fn last_copy_wins_among_equal_keys_of_batches_above_the_sort_threshold() {
     last_copy_wins(last_copy_options(1 << 22), &batches, wide);
 }
 
-/// A table with the reserved key, removes behind it (dirty buckets, a side slot emptied and
-/// filled again) and upsizes behind it, saved and loaded: the loaded table answers as the
-/// saved one did, has its sizes and floor, and takes more inserts.
+/// A table grown by upsizes, with removes behind it (dirty buckets, uncounted removes, the
+/// reserved key's side slot emptied), saved and loaded: the loaded table answers as the
+/// saved one did, has its sizes, options and floor, and takes more inserts.
 fn image_round_trip<K: Key, V: Value>(key: impl Fn(u32) -> K, value: impl Fn(u32) -> V) {
     let table = CuckooTable::<K, V>::new(device(), small_options()).unwrap();
     let (raw, _) = workload::host_pairs(KeySet::Hits, 0, 60_000);
