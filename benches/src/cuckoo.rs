@@ -18,19 +18,15 @@
 //!
 //! Every figure is timed with CUDA events on the stream that runs the work.
 
-use bytemuck::Pod;
+use gpuhash_core::table::{Key, Map, Table, Value};
 use gpuhash_core::workload::{self, KeySet};
-use gpuhash_core::{Device, DeviceBuffer, Error, EventTimer, Result, Stream};
-use gpuhash_cuckoo::{CuckooKey, CuckooOptions, CuckooTable, DuplicateKeys};
+use gpuhash_core::{Device, DeviceBuffer, Error, EventTimer, Stream};
+use gpuhash_cuckoo::{CuckooOptions, CuckooTable, DuplicateKeys, Result};
 
 use crate::measure::WARM_UP_RUNS;
 
 /// Loads of W1.
 const LOADS: [f64; 4] = [0.5, 0.8, 0.9, 0.95];
-
-fn cuckoo_error(e: gpuhash_cuckoo::CuckooError) -> Error {
-    e.into()
-}
 
 /// Median of `times`.
 fn median(mut times: Vec<f64>) -> f64 {
@@ -87,7 +83,7 @@ fn wide_key(key: u32) -> u64 {
 
 /// W1 for one pair shape: the standard keys and values (`KeySet::Hits`, `KeySet::Misses`)
 /// widened by `key` and `value`.
-fn w1_shape<K: CuckooKey, V: Pod + PartialEq>(
+fn w1_shape<K: Key, V: Value>(
     device: &Device,
     stream: &Stream,
     log2_n: u32,
@@ -115,28 +111,24 @@ fn w1_shape<K: CuckooKey, V: Pod + PartialEq>(
     );
     println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
     for load in LOADS {
-        let buckets = (n as f64 / load / K::SLOTS as f64 / 3.0).ceil() as u64;
-        let options = CuckooOptions {
-            initial_buckets: Some(buckets),
-            alpha: 0.0,
-            beta: 0.99,
-            ..CuckooOptions::default()
-        };
+        let slots = CuckooTable::<K, V>::SLOTS_PER_BUCKET as f64;
+        let buckets = (n as f64 / load / slots / 3.0).ceil() as u64;
+        let options = CuckooOptions::default()
+            .initial_buckets(buckets)
+            .alpha(0.0)
+            .beta(0.99);
         let last_copy_ms = {
-            let last_copy = CuckooOptions {
-                duplicate_keys: DuplicateKeys::LastCopy,
-                ..options.clone()
-            };
-            let table = CuckooTable::<K, V>::new(device, last_copy).map_err(cuckoo_error)?;
+            let last_copy = options.clone().duplicate_keys(DuplicateKeys::LastCopy);
+            let table = CuckooTable::<K, V>::new(device, last_copy)?;
             time_insert(&table, stream, &keys, &values, runs, buckets)?
         };
-        let table = CuckooTable::<K, V>::new(device, options).map_err(cuckoo_error)?;
+        let table = CuckooTable::<K, V>::new(device, options)?;
         let insert_ms = time_insert(&table, stream, &keys, &values, runs, buckets)?;
-        let built = table.fill_factor();
+        let built = table.fill_factor()?;
         let hit_ms = time_find(&table, stream, &keys, &mut found, &mut out, runs)?;
         check_found(stream, &found, 1, "find hit")?;
         if out.to_host(stream)? != host_values {
-            return Err(Error::InvalidInput("find hit returned wrong values".into()));
+            return Err(Error::InvalidInput("find hit returned wrong values".into()).into());
         }
         let miss_ms = time_find(&table, stream, &misses, &mut found, &mut out, runs)?;
         check_found(stream, &found, 0, "find miss")?;
@@ -147,7 +139,7 @@ fn w1_shape<K: CuckooKey, V: Pod + PartialEq>(
             rate(last_copy_ms),
             rate(hit_ms),
             rate(miss_ms),
-            table.memory().bytes_per_pair()
+            table_bytes_per_pair(&table)?
         );
     }
     println!();
@@ -157,7 +149,7 @@ fn w1_shape<K: CuckooKey, V: Pod + PartialEq>(
 /// Median milliseconds of inserting the batch into the empty table (cleared before each
 /// run, not timed); checks that every pair went in without a resize from `buckets` a
 /// subtable.
-fn time_insert<K: CuckooKey, V: Pod>(
+fn time_insert<K: Key, V: Value>(
     table: &CuckooTable<K, V>,
     stream: &Stream,
     keys: &DeviceBuffer<K>,
@@ -167,25 +159,24 @@ fn time_insert<K: CuckooKey, V: Pod>(
 ) -> Result<f64> {
     let mut times = Vec::new();
     for run in 0..WARM_UP_RUNS + runs {
-        table.clear().map_err(cuckoo_error)?;
+        table.clear()?;
         stream.synchronize()?;
         let timer = EventTimer::start(stream)?;
-        table
-            .insert_device(stream, keys, values)
-            .map_err(cuckoo_error)?;
+        table.insert_async(stream, keys, values)?;
         let ms = f64::from(timer.stop()?);
         if run >= WARM_UP_RUNS {
             times.push(ms);
         }
     }
     let subtables = table.subtable_buckets();
-    if table.len() != keys.len() || subtables != vec![buckets; subtables.len()] {
+    let len = table.len()?;
+    if len != keys.len() || subtables != vec![buckets; subtables.len()] {
         return Err(Error::InvalidInput(format!(
-            "{:?}: table holds {} pairs in {subtables:?} buckets, expected {} in {buckets} each",
+            "{:?}: table holds {len} pairs in {subtables:?} buckets, expected {} in {buckets} each",
             table.options().duplicate_keys,
-            table.len(),
             keys.len()
-        )));
+        ))
+        .into());
     }
     Ok(median(times))
 }
@@ -202,22 +193,16 @@ fn w1_grown(device: &Device, stream: &Stream, log2_n: u32, runs: usize) -> Resul
     let (miss_keys, _) = workload::host_pairs(KeySet::Misses, 0, n as u32);
     let keys = DeviceBuffer::from_host(stream, &hit_keys)?;
     let misses = DeviceBuffer::from_host(stream, &miss_keys)?;
-    let options = CuckooOptions {
-        initial_capacity: 0,
-        ..CuckooOptions::default()
-    };
-    let table = CuckooTable::<u32, u32>::new(device, options).map_err(cuckoo_error)?;
+    let table = CuckooTable::<u32, u32>::new(device, CuckooOptions::with_capacity(0))?;
     for (k, v) in hit_keys.chunks(batch).zip(hit_values.chunks(batch)) {
-        table.insert(k, v).map_err(cuckoo_error)?;
+        table.insert(k, v)?;
     }
     let mut found = DeviceBuffer::<u8>::zeroed(stream, n)?;
     let mut out = DeviceBuffer::<u32>::zeroed(stream, n)?;
     let hit_ms = time_find(&table, stream, &keys, &mut found, &mut out, runs)?;
     check_found(stream, &found, 1, "grown: find hit")?;
     if out.to_host(stream)? != hit_values {
-        return Err(Error::InvalidInput(
-            "grown: find hit returned wrong values".into(),
-        ));
+        return Err(Error::InvalidInput("grown: find hit returned wrong values".into()).into());
     }
     let miss_ms = time_find(&table, stream, &misses, &mut found, &mut out, runs)?;
     check_found(stream, &found, 0, "grown: find miss")?;
@@ -229,17 +214,17 @@ fn w1_grown(device: &Device, stream: &Stream, log2_n: u32, runs: usize) -> Resul
     println!("| --- | --- | --- | --- | --- |");
     println!(
         "| {:.4} | {:?} | {:.0} | {:.0} | {:.2} |",
-        table.fill_factor(),
+        table.fill_factor()?,
         table.subtable_buckets(),
         rate(hit_ms),
         rate(miss_ms),
-        table.memory().bytes_per_pair()
+        table_bytes_per_pair(&table)?
     );
     println!();
     Ok(())
 }
 
-fn time_find<K: CuckooKey, V: Pod>(
+fn time_find<K: Key, V: Value>(
     table: &CuckooTable<K, V>,
     stream: &Stream,
     keys: &DeviceBuffer<K>,
@@ -250,9 +235,7 @@ fn time_find<K: CuckooKey, V: Pod>(
     let mut times = Vec::new();
     for run in 0..WARM_UP_RUNS + runs {
         let timer = EventTimer::start(stream)?;
-        table
-            .get_device(stream, keys, found, out)
-            .map_err(cuckoo_error)?;
+        table.get_async(stream, keys, found, out)?;
         let ms = f64::from(timer.stop()?);
         if run >= WARM_UP_RUNS {
             times.push(ms);
@@ -263,9 +246,28 @@ fn time_find<K: CuckooKey, V: Pod>(
 
 fn check_found(stream: &Stream, found: &DeviceBuffer<u8>, want: u8, what: &str) -> Result<()> {
     if found.to_host(stream)?.iter().any(|&f| f != want) {
-        return Err(Error::InvalidInput(format!("{what}: wrong found flags")));
+        return Err(Error::InvalidInput(format!("{what}: wrong found flags")).into());
     }
     Ok(())
+}
+
+/// Removes `keys`, then counts the pairs left: removes return without waiting and the
+/// table makes the downsizes they call for when it next counts, so counting here keeps
+/// those downsizes in the run (the resize column) as the blocking remove did.
+fn delete(
+    table: &CuckooTable<u32, u32>,
+    stream: &Stream,
+    keys: &DeviceBuffer<u32>,
+    removed: &mut DeviceBuffer<u8>,
+) -> Result<()> {
+    table.remove_async(stream, keys, removed)?;
+    table.len_on(stream)?;
+    Ok(())
+}
+
+/// Table bytes (the subtables and shared words, not the insert scratch space) per pair.
+fn table_bytes_per_pair<K: Key, V: Value>(table: &CuckooTable<K, V>) -> Result<f64> {
+    Ok(table.memory()?.bytes_in_use as f64 / table.len()? as f64)
 }
 
 /// Milliseconds of one W4 run, split by operation.
@@ -318,18 +320,14 @@ fn w4(device: &Device, stream: &Stream, batches: u32, runs: usize) -> Result<()>
             if rehash_all && alpha >= 0.45 {
                 continue;
             }
-            let options = CuckooOptions {
-                initial_capacity: BATCH,
-                alpha,
-                beta: 0.9,
-                rehash_all,
-                ..CuckooOptions::default()
-            };
+            let options = CuckooOptions::with_capacity(BATCH)
+                .alpha(alpha)
+                .beta(0.9)
+                .rehash_all(rehash_all);
             let mut splits = Vec::with_capacity(runs);
             let mut last = None;
             for run in 0..WARM_UP_RUNS + runs {
-                let table =
-                    CuckooTable::<u32, u32>::new(device, options.clone()).map_err(cuckoo_error)?;
+                let table = CuckooTable::<u32, u32>::new(device, options.clone())?;
                 let split = w4_run(&table, stream, batches, r)?;
                 if run >= WARM_UP_RUNS {
                     splits.push(split);
@@ -350,14 +348,14 @@ fn w4(device: &Device, stream: &Stream, batches: u32, runs: usize) -> Result<()>
                 split.delete,
                 split.resize,
                 stats.upsizes + stats.downsizes + stats.rehashes,
-                table.fill_factor(),
-                table.memory().bytes_per_pair()
+                table.fill_factor()?,
+                table_bytes_per_pair(&table)?
             );
         }
     }
     println!();
     println!(
-        "insert and delete ms exclude the resizes they triggered (resize ms, measured on the host around each resize, which waits for its kernels); total = a run's insert + find + delete + resize, and each column is a median of its own. Table bytes/pair: the subtables' keys, values, locks and dirty bits and the shared words, over the pairs held (CuckooTable::memory; the insert scratch space is not counted)."
+        "insert and delete ms exclude the resizes they triggered (resize ms, measured on the host around each resize, which waits for its kernels); total = a run's insert + find + delete + resize, and each column is a median of its own. Table bytes/pair: the subtables' keys, values, locks and dirty bits and the shared words, over the pairs held (memory's bytes in use; the insert scratch space is not counted)."
     );
     Ok(())
 }
@@ -370,6 +368,8 @@ fn w4_run(table: &CuckooTable<u32, u32>, stream: &Stream, batches: u32, r: f64) 
     let mut gone = DeviceBuffer::<u32>::zeroed(stream, deletes)?;
     let mut gone_values = DeviceBuffer::<u32>::zeroed(stream, deletes)?;
     let mut found = DeviceBuffer::<u8>::zeroed(stream, BATCH)?;
+    let mut removed = DeviceBuffer::<u8>::zeroed(stream, deletes)?;
+    let mut removed_all = DeviceBuffer::<u8>::zeroed(stream, BATCH)?;
     let mut out = DeviceBuffer::<u32>::zeroed(stream, BATCH)?;
     // Adds the operation's time to its column, less the resizes it triggered, which go
     // to the resize column.
@@ -402,44 +402,35 @@ fn w4_run(table: &CuckooTable<u32, u32>, stream: &Stream, batches: u32, r: f64) 
             )?;
             if phase == 0 {
                 timed(&mut split, |s| &mut s.insert, &mut || {
-                    table
-                        .insert_device(stream, &keys, &values)
-                        .map_err(cuckoo_error)
+                    table.insert_async(stream, &keys, &values)
                 })?;
                 timed(&mut split, |s| &mut s.find, &mut || {
-                    table
-                        .get_device(stream, &keys, &mut found, &mut out)
-                        .map_err(cuckoo_error)
+                    table.get_async(stream, &keys, &mut found, &mut out)
                 })?;
                 check_found(stream, &found, 1, "W4 find")?;
                 timed(&mut split, |s| &mut s.delete, &mut || {
-                    table.remove_device(stream, &gone).map_err(cuckoo_error)?;
-                    Ok(())
+                    delete(table, stream, &gone, &mut removed)
                 })?;
             } else {
                 // Swapped: the batch's inserts become deletes and its deletes inserts.
                 timed(&mut split, |s| &mut s.delete, &mut || {
-                    table.remove_device(stream, &keys).map_err(cuckoo_error)?;
-                    Ok(())
+                    delete(table, stream, &keys, &mut removed_all)
                 })?;
                 timed(&mut split, |s| &mut s.find, &mut || {
-                    table
-                        .get_device(stream, &keys, &mut found, &mut out)
-                        .map_err(cuckoo_error)
+                    table.get_async(stream, &keys, &mut found, &mut out)
                 })?;
                 check_found(stream, &found, 0, "W4 find after delete")?;
                 timed(&mut split, |s| &mut s.insert, &mut || {
-                    table
-                        .insert_device(stream, &gone, &gone_values)
-                        .map_err(cuckoo_error)
+                    table.insert_async(stream, &gone, &gone_values)
                 })?;
             }
-            let (fill, o) = (table.fill_factor(), table.options());
-            if fill > o.beta || (fill < o.alpha && !table.at_minimum_size()) {
+            let (fill, o) = (table.fill_factor()?, table.options());
+            if fill > o.beta || (fill < o.alpha && !table.at_minimum_size()?) {
                 return Err(Error::InvalidInput(format!(
                     "W4 fill factor {fill} left [{}, {}]",
                     o.alpha, o.beta
-                )));
+                ))
+                .into());
             }
         }
     }

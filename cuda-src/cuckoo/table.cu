@@ -679,21 +679,22 @@ __device__ void remove(const GhCuckooRemoveParams &p) {
     stage_subtables(p.table, subs);
     const Tile t = Tile::mine();
     const K *keys = static_cast<const K *>(p.keys);
-    uint64_t removed = 0;
     for (uint64_t i = tile_index(); i < p.count; i += tile_count()) {
-        if (p.skip != nullptr && p.skip[i] != 0) continue;
+        uint32_t removed = 0;  // on rank 0
         const K key = keys[i];
-        if (key == Keys<K>::kEmpty) {
+        if (p.skip != nullptr && p.skip[i] != 0) {
+            // Not this launch's to remove.
+        } else if (key == Keys<K>::kEmpty) {
             // The side slot holds one copy at most.
             if (p.copies != GH_CUCKOO_REMOVE_DUPLICATES && t.rank == 0 &&
                 atomicExch(p.table.side + GH_CUCKOO_SIDE_PRESENT, 0u) != 0) {
-                ++removed;
+                removed = 1;
             }
-            continue;
+        } else {
+            removed = remove_copies(t, subs, p.table.subtables, key, p.copies, counts);
         }
-        removed += remove_copies(t, subs, p.table.subtables, key, p.copies, counts);
+        if (p.removed_out != nullptr && t.rank == 0) p.removed_out[i] = removed != 0 ? 1 : 0;
     }
-    if (p.removed != nullptr) warp_add(p.removed, removed);
     counts.flush(p.table.counts, p.table.subtables);
 }
 

@@ -1,5 +1,7 @@
 //! The errors of gpuhash-cuckoo.
 
+use gpuhash_core::table::{ErrorKind, TableError};
+
 /// What a cuckoo table operation can fail with.
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
@@ -7,7 +9,8 @@ pub enum CuckooError {
     /// An error of the device layer: no driver or device, out of device memory
     /// ([`gpuhash_core::Error::OutOfDeviceMemory`]: the table then holds what it held
     /// before the call), mismatched input lengths ([`gpuhash_core::Error::LengthMismatch`],
-    /// nothing changed), a driver failure.
+    /// nothing changed), an image that is not this table's
+    /// ([`gpuhash_core::Error::InvalidInput`]), a driver failure.
     #[error(transparent)]
     Core(#[from] gpuhash_core::Error),
     /// Options that [`CuckooOptions::validate`](crate::CuckooOptions::validate) refuses.
@@ -22,24 +25,34 @@ pub enum CuckooError {
     },
 }
 
-impl CuckooError {
-    /// True for [`gpuhash_core::Error::OutOfDeviceMemory`].
-    pub fn is_out_of_device_memory(&self) -> bool {
-        matches!(
-            self,
-            CuckooError::Core(gpuhash_core::Error::OutOfDeviceMemory)
-        )
-    }
-}
-
-impl From<CuckooError> for gpuhash_core::Error {
-    fn from(error: CuckooError) -> Self {
-        match error {
-            CuckooError::Core(e) => e,
-            other => gpuhash_core::Error::InvalidInput(other.to_string()),
+impl TableError for CuckooError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            CuckooError::Core(e) => e.kind(),
+            CuckooError::InvalidOptions(_) => ErrorKind::InvalidInput,
+            CuckooError::NotInserted { .. } => ErrorKind::NotInserted,
         }
     }
 }
 
 /// The result type of gpuhash-cuckoo.
 pub type Result<T, E = CuckooError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_keep_their_sources() {
+        let memory = CuckooError::from(gpuhash_core::Error::OutOfDeviceMemory);
+        assert_eq!(memory.kind(), ErrorKind::OutOfDeviceMemory);
+        assert_eq!(
+            CuckooError::InvalidOptions("d".into()).kind(),
+            ErrorKind::InvalidInput
+        );
+        let missing = CuckooError::NotInserted { keys: vec![1, 2] };
+        assert_eq!(missing.kind(), ErrorKind::NotInserted);
+        let boxed: Box<dyn std::error::Error> = Box::new(memory);
+        assert!(boxed.to_string().contains("out of device memory"));
+    }
+}

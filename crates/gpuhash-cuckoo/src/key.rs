@@ -1,7 +1,4 @@
-//! Key types a table accepts and the kernels compiled for each.
-
-use std::fmt::Debug;
-use std::hash::Hash;
+//! The kernels compiled for each key width, and what the table derives from a key type.
 
 use gpuhash_core::launch::{Kernel, KernelImage, KernelParams};
 use gpuhash_core::table::Key;
@@ -41,7 +38,7 @@ pub(crate) static PARTITION_SCAN: Kernel<GhCuckooPartitionParams> =
 
 /// The kernels of one key width.
 #[derive(Debug)]
-pub struct KeyKernels {
+pub(crate) struct KeyKernels {
     pub(crate) find: Kernel<GhCuckooFindParams>,
     pub(crate) update: Kernel<GhCuckooUpdateParams>,
     /// The lock-free first pass of an insert batch.
@@ -83,36 +80,41 @@ macro_rules! key_kernels {
 key_kernels!(U32_KERNELS, "u32");
 key_kernels!(U64_KERNELS, "u64");
 
-mod sealed {
-    pub trait Sealed {}
-    impl Sealed for u32 {}
-    impl Sealed for u64 {}
-}
-
-/// A key type of a [`CuckooTable`](crate::CuckooTable): `u32` or `u64`. Every value is a
-/// valid key; the all-ones value, which marks empty slots on the device, is kept in a side
-/// slot of its own.
-pub trait CuckooKey: Key + Eq + Hash + Debug + Send + Sync + sealed::Sealed {
-    /// The key value that marks an empty slot (all ones); the table keeps its pair apart.
-    const RESERVED: Self;
+/// What the table needs of a key type beyond [`Key`], derived from [`Key::WORDS`] so that
+/// every key type of the contract has it: users name [`Key`] only, and code generic over
+/// `K: Key` makes a `CuckooTable<K, V>` without a bound of this crate's own.
+pub(crate) trait KeyLayout: Key {
     /// Keys in one 128-byte bucket: 32 for u32, 16 for u64.
-    const SLOTS: u64;
-    #[doc(hidden)]
-    fn kernels() -> &'static KeyKernels;
-}
+    const SLOTS: u64 = 32 / Self::WORDS as u64;
 
-impl CuckooKey for u32 {
-    const RESERVED: Self = u32::MAX;
-    const SLOTS: u64 = 32;
+    /// The key value that marks an empty slot (all ones); the table keeps its pair apart.
+    fn reserved() -> Self {
+        let mut key = Self::zeroed();
+        bytemuck::bytes_of_mut(&mut key).fill(0xff);
+        key
+    }
+
+    /// The kernels compiled for this key width.
     fn kernels() -> &'static KeyKernels {
-        &U32_KERNELS
+        if Self::WORDS == 1 {
+            &U32_KERNELS
+        } else {
+            &U64_KERNELS
+        }
     }
 }
 
-impl CuckooKey for u64 {
-    const RESERVED: Self = u64::MAX;
-    const SLOTS: u64 = 16;
-    fn kernels() -> &'static KeyKernels {
-        &U64_KERNELS
+impl<K: Key> KeyLayout for K {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layouts_follow_the_key_width() {
+        assert_eq!((u32::SLOTS, u64::SLOTS), (32, 16));
+        assert_eq!((u32::reserved(), u64::reserved()), (u32::MAX, u64::MAX));
+        assert!(std::ptr::eq(u32::kernels(), &U32_KERNELS));
+        assert!(std::ptr::eq(u64::kernels(), &U64_KERNELS));
     }
 }

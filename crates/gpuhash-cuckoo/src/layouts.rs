@@ -372,7 +372,7 @@ pub struct GhCuckooRemoveParams {
     pub table: GhCuckooTable,
     pub keys: *const ::core::ffi::c_void,
     pub skip: *const u8,
-    pub removed: *mut u64,
+    pub removed_out: *mut u8,
     pub count: u64,
     pub copies: u32,
     pub pad: u32,
@@ -387,8 +387,8 @@ const _: () = {
         [::core::mem::offset_of!(GhCuckooRemoveParams, keys) - 536usize];
     ["Offset of field: GhCuckooRemoveParams::skip"]
         [::core::mem::offset_of!(GhCuckooRemoveParams, skip) - 544usize];
-    ["Offset of field: GhCuckooRemoveParams::removed"]
-        [::core::mem::offset_of!(GhCuckooRemoveParams, removed) - 552usize];
+    ["Offset of field: GhCuckooRemoveParams::removed_out"]
+        [::core::mem::offset_of!(GhCuckooRemoveParams, removed_out) - 552usize];
     ["Offset of field: GhCuckooRemoveParams::count"]
         [::core::mem::offset_of!(GhCuckooRemoveParams, count) - 560usize];
     ["Offset of field: GhCuckooRemoveParams::copies"]

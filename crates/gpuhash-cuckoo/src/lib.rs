@@ -4,6 +4,28 @@
 //! also known as DyCuckoo): a map from `u32` or `u64` keys to values of 4 to 64 bytes that
 //! keeps its fill factor within `[alpha, beta]` by resizing one subtable at a time.
 //!
+//! [`CuckooTable`] speaks the table contract of [`gpuhash_core::table`]: its batches are
+//! the [`Map`] verbs (device forms on a caller's stream, host forms on top), `len`,
+//! `memory` and `clear` come from [`Table`], and [`Image`] moves a table between device
+//! memory and host memory or a file without rehashing. What is DyHash's own is its resize
+//! policy: [`CuckooOptions`] (built by setters, `CuckooOptions::with_capacity(n).alpha(..)`),
+//! [`CuckooTable::capacity`], [`CuckooTable::fill_factor`], [`CuckooTable::shrink_to`]
+//! and their kin.
+//!
+//! Keys are the contract's [`Key`] types, `u32` and `u64`, and nothing more: what the table
+//! needs of a key type (slots of a bucket, the kernels of its width, the all-ones word)
+//! follows from [`Key::WORDS`] inside the crate, so code generic over `K: Key` makes a
+//! `CuckooTable<K, V>` without naming a trait of this crate. Values are any contract
+//! [`Value`] of 4 to 64 bytes in whole 4-byte words; another width does not compile
+//! (`CuckooTable::<u32, u16>::new` fails when it is instantiated).
+//!
+//! [`Map`]: gpuhash_core::table::Map
+//! [`Table`]: gpuhash_core::table::Table
+//! [`Image`]: gpuhash_core::image::Image
+//! [`Key`]: gpuhash_core::table::Key
+//! [`Key::WORDS`]: gpuhash_core::table::Key::WORDS
+//! [`Value`]: gpuhash_core::table::Value
+//!
 //! ## Structure
 //!
 //! - **d subtables** (2 to 8, default 3), each an array of buckets. A bucket's keys fill
@@ -70,10 +92,10 @@
 //!   smallest subtable doubles (conflict-free split), below `alpha` the largest halves and
 //!   the pairs that do not fit (residuals) go into the other subtables; no subtable is ever
 //!   more than twice another. New pairs start in subtable i with probability proportional
-//!   to `n_i / C(m_i, 2)`. [`CuckooOptions::rehash_all`] switches to the baseline the paper
+//!   to `n_i / C(m_i, 2)`. [`CuckooOptions::rehash_all()`] switches to the baseline the paper
 //!   compares against: double or halve everything and rehash every pair.
 //! - **Capacity floor**: no downsize takes the table below the slots it was created with
-//!   ([`CuckooOptions::initial_capacity`] or `initial_buckets`), as a `Vec` keeps its
+//!   ([`CuckooOptions::initial_capacity()`] or `initial_buckets`), as a `Vec` keeps its
 //!   capacity: a table made for 2^28 pairs that first holds 100K stays at its size, and the
 //!   next large batch pays no upsize. The floor counts slots of the whole table, since a
 //!   downsize halves one subtable at a time; below alpha, the table halves while the result
@@ -112,10 +134,17 @@
 //!    [`gpuhash_core::Error::OutOfDeviceMemory`].
 //! 6. The fill factor is brought within `[alpha, beta]`.
 //!
+//! DyHash decides its resizes on the host, from counts it reads back, so `insert_async`
+//! waits for its stream a few times and returns with the batch done; its docs list each
+//! wait. Lookups (`get_async`, `contains_async`) and removes (`remove_async`) queue their
+//! kernels and return at once: the remove kernel keeps the pair counts on the device, and
+//! the table reads them, and makes the downsizes they call for, when it next needs its
+//! count (the next insert, `len`, `memory`, `export`, `fill_factor`, ...).
+//!
 //! ## Equal keys in one batch
 //!
 //! A key held more than once in one insert batch ends with one whole value of its copies,
-//! never a mix. Which one, [`CuckooOptions::duplicate_keys`] says: by default
+//! never a mix. Which one, [`CuckooOptions::duplicate_keys()`] says: by default
 //! ([`DuplicateKeys::AnyCopy`]) it is not specified and varies from run to run, since the
 //! copies race on the device; with [`DuplicateKeys::LastCopy`] it is the last copy's, as
 //! inserting the pairs one by one would leave it, at the cost of reducing the batch first
@@ -125,27 +154,48 @@
 //!
 //! Batch calls take `&self`; the table is `Send + Sync`. Reading batches run concurrently
 //! from any number of threads. Writing batches run one at a time and exclude readers (a
-//! reader could otherwise miss a pair that an insert is moving). Each subtable has a lock
-//! of its own, and a resize takes the write lock of the one subtable it rebuilds only; on
-//! the device, an upsize touches that subtable alone, and a downsize that subtable plus
-//! bucket-locked inserts of its residuals into the others.
+//! reader could otherwise miss a pair that an insert is moving). A lock on the host orders
+//! the calls, and since device forms return before their kernels run and each comes on
+//! its caller's stream, events carry that order to the device: each batch records an
+//! event on its stream after its work, a writer's stream waits for the last writer's and
+//! every later reader's, a reader's for the last writer's. So a reader's kernel never
+//! runs beside a writer's, whichever streams they came on, and readers still overlap.
+//! Each subtable has a lock of its own, and a resize takes the write lock of the one
+//! subtable it rebuilds only; on the device, an upsize touches that subtable alone, and a
+//! downsize that subtable plus bucket-locked inserts of its residuals into the others.
 //!
 //! ## Example
 //!
 //! ```no_run
-//! use gpuhash_core::Device;
+//! use gpuhash_core::image::Image;
+//! use gpuhash_core::table::{Map, Table};
+//! use gpuhash_core::{Device, DeviceBuffer};
 //! use gpuhash_cuckoo::{CuckooOptions, CuckooTable};
 //!
 //! # fn main() -> gpuhash_cuckoo::Result<()> {
 //! let device = Device::default()?;
-//! let table = CuckooTable::<u32, [u32; 4]>::new(&device, CuckooOptions::default())?;
-//! let keys: Vec<u32> = (0..1000).collect();
+//! let options = CuckooOptions::with_capacity(1 << 20).alpha(0.3);
+//! let table = CuckooTable::<u32, [u32; 4]>::new(&device, options)?;
+//! // Host slices ...
+//! let keys: Vec<u32> = (0..1000).chain([u32::MAX]).collect(); // every key is usable
 //! let values: Vec<[u32; 4]> = keys.iter().map(|&k| [k; 4]).collect();
 //! table.insert(&keys, &values)?;
 //! assert_eq!(table.get(&[7, 5000])?, vec![Some([7; 4]), None]);
-//! table.remove(&keys[..10])?;
-//! assert_eq!(table.len(), 990);
-//! assert!(table.fill_factor() <= 0.9);
+//! assert_eq!(table.remove(&[3, 5000])?, vec![true, false]);
+//! assert_eq!(table.len()?, 1000);
+//! assert!(table.fill_factor()? <= 0.9);
+//! // ... or device buffers on a stream of the caller's.
+//! let stream = device.new_stream()?;
+//! let queries = DeviceBuffer::from_host(&stream, &[1u32, 2, 3])?;
+//! let mut found = DeviceBuffer::<u8>::zeroed(&stream, 3)?;
+//! let mut out = DeviceBuffer::<[u32; 4]>::zeroed(&stream, 3)?;
+//! table.get_async(&stream, &queries, &mut found, &mut out)?; // returns without waiting
+//! assert_eq!(found.to_host(&stream)?, vec![1, 1, 0]);
+//! // The table as bytes, and back.
+//! let mut bytes = Vec::new();
+//! table.save(&mut bytes)?;
+//! let copy = CuckooTable::<u32, [u32; 4]>::load(&device, &mut bytes.as_slice())?;
+//! assert_eq!(copy.get(&[u32::MAX])?, vec![Some([u32::MAX; 4])]);
 //! # Ok(()) }
 //! ```
 //!
@@ -162,12 +212,15 @@
 
 mod error;
 mod key;
-pub mod layouts;
+#[allow(
+    dead_code,
+    reason = "generated from the C header whole: some constants serve the kernels only"
+)]
+mod layouts;
 mod options;
 pub mod policy;
 mod table;
 
 pub use error::{CuckooError, Result};
-pub use key::CuckooKey;
 pub use options::{CuckooOptions, DuplicateKeys};
-pub use table::{CuckooMemory, CuckooTable, ResizeStats};
+pub use table::{CuckooTable, IMAGE_LAYOUT_VERSION, ResizeStats};

@@ -5,8 +5,19 @@ use crate::layouts::GH_CUCKOO_MAX_SUBTABLES;
 pub use gpuhash_core::last_copy::DuplicateKeys;
 
 /// How a table is shaped and when it resizes. `Default` gives the paper's defaults:
-/// 3 subtables, fill factor kept within `[0.4, 0.9]`.
+/// 3 subtables, fill factor kept within `[0.4, 0.9]`; each field has a setter of its name,
+/// so that options read as one chain:
+///
+/// ```
+/// use gpuhash_cuckoo::CuckooOptions;
+///
+/// let options = CuckooOptions::with_capacity(1 << 20).subtables(4).alpha(0.25);
+/// assert_eq!((options.initial_capacity, options.subtables), (1 << 20, 4));
+/// options.validate()?;
+/// # Ok::<(), gpuhash_cuckoo::CuckooError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct CuckooOptions {
     /// Pairs the table should hold without resizing; sets the initial size so that this
     /// many pairs fill it to `beta` (a power of two buckets a subtable, so the table may
@@ -63,7 +74,43 @@ impl Default for CuckooOptions {
     }
 }
 
+/// Setters of the fields taken as they are, each documented at its field.
+macro_rules! setters {
+    ($($field:ident: $type:ty),* $(,)?) => {
+        $(
+            #[doc = concat!("Sets the `", stringify!($field), "` field.")]
+            pub fn $field(mut self, $field: $type) -> Self {
+                self.$field = $field;
+                self
+            }
+        )*
+    };
+}
+
 impl CuckooOptions {
+    /// The default options with `initial_capacity` set to `capacity`.
+    pub fn with_capacity(capacity: usize) -> Self {
+        Self::default().initial_capacity(capacity)
+    }
+
+    setters!(
+        initial_capacity: usize,
+        subtables: usize,
+        alpha: f64,
+        beta: f64,
+        min_buckets: u64,
+        max_evictions: u32,
+        rehash_all: bool,
+        seed: u64,
+        duplicate_keys: DuplicateKeys,
+    );
+
+    /// Sets the `initial_buckets` field to `Some(buckets)`.
+    pub fn initial_buckets(mut self, buckets: u64) -> Self {
+        self.initial_buckets = Some(buckets);
+        self
+    }
+
     /// Checks the options: 2 to 8 subtables, `0 <= alpha`, `beta <= 1`, and alpha low
     /// enough that one resize cannot jump over the whole band: an upsize from just above
     /// beta leaves at least `beta * d / (d + 1)` (the paper's bound), a downsize from just
@@ -108,7 +155,7 @@ impl CuckooOptions {
     /// Buckets of each subtable at creation, for buckets of `slots` keys: a power of two
     /// (so that the table can shrink to `min_buckets`) large enough that
     /// `initial_capacity` pairs fill the table to at most `beta`.
-    pub fn initial_bucket_count(&self, slots: u64) -> u64 {
+    pub(crate) fn initial_bucket_count(&self, slots: u64) -> u64 {
         if let Some(b) = self.initial_buckets {
             return b;
         }
@@ -204,6 +251,33 @@ mod tests {
         }
         .validate()
         .unwrap();
+    }
+
+    #[test]
+    fn setters_set_their_fields() {
+        let o = CuckooOptions::with_capacity(7)
+            .initial_buckets(12)
+            .subtables(4)
+            .alpha(0.1)
+            .beta(0.8)
+            .min_buckets(2)
+            .max_evictions(9)
+            .rehash_all(true)
+            .seed(5)
+            .duplicate_keys(DuplicateKeys::LastCopy);
+        let expected = CuckooOptions {
+            initial_capacity: 7,
+            initial_buckets: Some(12),
+            subtables: 4,
+            alpha: 0.1,
+            beta: 0.8,
+            min_buckets: 2,
+            max_evictions: 9,
+            rehash_all: true,
+            seed: 5,
+            duplicate_keys: DuplicateKeys::LastCopy,
+        };
+        assert_eq!(o, expected);
     }
 
     #[test]

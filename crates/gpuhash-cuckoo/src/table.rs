@@ -1,52 +1,52 @@
-//! [`CuckooTable`]: the table, its host-side bookkeeping and the launches of its kernels.
+//! [`CuckooTable`]: the table's state, its host-side bookkeeping and the order of its
+//! batches. Each phase of the table's work lives in a submodule, as cuCollections splits a
+//! container from its device-side views: `insert` (both insert passes, the sort by
+//! partition, undoing a batch), `lookup` (find and export), `remove`, `resize`, `image`,
+//! and `contract` (the [`Table`](gpuhash_core::table::Table) and
+//! [`Map`](gpuhash_core::table::Map) verbs, built on the others). `order` keeps batches on
+//! different streams in the order the locks give them on the host; `scratch` holds the
+//! device space a writing batch works in.
 
-use std::collections::HashSet;
+mod contract;
+mod image;
+mod insert;
+mod lookup;
+mod order;
+mod remove;
+mod resize;
+mod scratch;
+
+pub use image::IMAGE_LAYOUT_VERSION;
+
 use std::marker::PhantomData;
-use std::time::Instant;
 
 use bytemuck::Pod;
 use gpuhash_core::hash::fmix64;
-use gpuhash_core::last_copy;
+use gpuhash_core::table::{Key, Value};
 use gpuhash_core::{Device, DeviceAddress, DeviceBuffer, Error, LaunchShape, Stream};
 use parking_lot::{Mutex, RwLock, RwLockReadGuard};
 
+use crate::key::{self, KeyLayout};
 use crate::layouts::{
-    GH_CUCKOO_DUPLICATE, GH_CUCKOO_MAX_SUBTABLES, GH_CUCKOO_MAX_VALUE_WORDS, GH_CUCKOO_NO_EXCLUDE,
-    GH_CUCKOO_PARTITIONS, GH_CUCKOO_PLACE_PER_THREAD, GH_CUCKOO_REMOVE_ALL,
-    GH_CUCKOO_REMOVE_DUPLICATES, GH_CUCKOO_REMOVE_FIRST, GH_CUCKOO_SORT_PER_THREAD,
-    GH_CUCKOO_SORT_THREADS, GH_CUCKOO_TILE, GhCuckooExportParams, GhCuckooFillParams,
-    GhCuckooFindParams, GhCuckooHome, GhCuckooInsertParams, GhCuckooPartitionParams,
-    GhCuckooPlaceParams, GhCuckooRemoveParams, GhCuckooResizeParams, GhCuckooSubtable,
-    GhCuckooTable, GhCuckooUpdateParams,
+    GH_CUCKOO_MAX_SUBTABLES, GH_CUCKOO_MAX_VALUE_WORDS, GH_CUCKOO_TILE, GhCuckooFillParams,
+    GhCuckooHome, GhCuckooSubtable, GhCuckooTable,
 };
-use crate::policy::{self, Bounds, ChoiceRange, Resize};
-use crate::{CuckooError, CuckooKey, CuckooOptions, DuplicateKeys, Result, key};
+use crate::policy::{self, Bounds, ChoiceRange};
+use crate::{CuckooOptions, Result};
+use order::Order;
+use scratch::Scratch;
 
 const THREADS: u32 = 256;
 const TILE: u64 = GH_CUCKOO_TILE as u64;
-/// Upsize-and-retry rounds an insert makes before it reports the pairs it could not place.
-const MAX_ROUNDS: usize = 24;
-/// The find kernel's mark of a key it found, which the update kernel selects.
-const FOUND: u32 = 1;
 /// Words of the side slot before the value: present flag and lock.
 const SIDE_HEADER: usize = 2;
 /// 2^32 - 5 and 2^61 - 1, the primes of the u32 and u64 hash families.
 const PRIME32: u64 = 4_294_967_291;
 const PRIME61: u64 = (1 << 61) - 1;
 
-/// Number of 4-byte words of a value type; a compile error for sizes outside 4..=64 bytes
-/// or not a multiple of 4.
-struct Words<V>(PhantomData<V>);
-
-impl<V: Pod> Words<V> {
-    const N: usize = {
-        let size = size_of::<V>();
-        assert!(
-            size >= 4 && size <= 4 * GH_CUCKOO_MAX_VALUE_WORDS as usize && size.is_multiple_of(4),
-            "cuckoo table values must be 4 to 64 bytes, a multiple of 4"
-        );
-        size / 4
-    };
+/// Whether the table stores values of `bytes` bytes: 4 to 64, in whole 4-byte words.
+const fn stores_values_of(bytes: usize) -> bool {
+    bytes >= 4 && bytes <= 4 * GH_CUCKOO_MAX_VALUE_WORDS as usize && bytes.is_multiple_of(4)
 }
 
 /// One subtable's device arrays.
@@ -61,7 +61,7 @@ struct Subtable<K> {
     hash_b: u64,
 }
 
-impl<K: CuckooKey> Subtable<K> {
+impl<K: Key> Subtable<K> {
     /// Empty arrays of `buckets` buckets: keys all ones (empty), locks free, buckets clean.
     fn allocate(stream: &Stream, buckets: u64, words: usize, hash: (u64, u64)) -> Result<Self> {
         let slots = usize::try_from(buckets * K::SLOTS)
@@ -69,7 +69,7 @@ impl<K: CuckooKey> Subtable<K> {
         let mut keys = DeviceBuffer::<K>::zeroed(stream, slots)?;
         let values = DeviceBuffer::<u32>::zeroed(stream, slots * words)?;
         let locks = DeviceBuffer::<u32>::zeroed(stream, buckets as usize)?;
-        let dirty = DeviceBuffer::<u32>::zeroed(stream, buckets.div_ceil(32) as usize)?;
+        let dirty = DeviceBuffer::<u32>::zeroed(stream, dirty_words(buckets))?;
         fill_words(stream, &mut keys, u32::MAX)?;
         Ok(Self {
             keys,
@@ -114,6 +114,11 @@ impl<K: CuckooKey> Subtable<K> {
     }
 }
 
+/// Words of the dirty bits of `buckets` buckets.
+fn dirty_words(buckets: u64) -> usize {
+    buckets.div_ceil(32) as usize
+}
+
 /// Writes `word` over every 4-byte word of `buffer`.
 fn fill_words<T: Pod>(stream: &Stream, buffer: &mut DeviceBuffer<T>, word: u32) -> Result<()> {
     let count = (buffer.size_bytes() / 4) as u64;
@@ -134,26 +139,6 @@ fn fill_words<T: Pod>(stream: &Stream, buffer: &mut DeviceBuffer<T>, word: u32) 
     Ok(())
 }
 
-/// Device memory a [`CuckooTable`] holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CuckooMemory {
-    /// Bytes of the subtables (keys, values, one lock word and one dirty bit a bucket) and
-    /// of the words every kernel shares (pair counts, the reserved key's side slot).
-    pub table_bytes: u64,
-    /// Bytes of the scratch space kept from the largest insert batch so far (none while an
-    /// insert runs, which holds it).
-    pub scratch_bytes: u64,
-    /// Pairs held.
-    pub pairs: u64,
-}
-
-impl CuckooMemory {
-    /// Table bytes (scratch not counted) per pair held; infinite for an empty table.
-    pub fn bytes_per_pair(&self) -> f64 {
-        self.table_bytes as f64 / self.pairs as f64
-    }
-}
-
 /// Counts of resizes a table made, and the host time they took (each resize waits for
 /// its kernels, so this is also their device time).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -168,11 +153,14 @@ pub struct ResizeStats {
     pub seconds: f64,
 }
 
-/// What the host knows of the device state, refreshed after every writing batch.
+/// What the host knows of the device state, refreshed after every insert batch.
 #[derive(Debug, Default)]
 struct Mirror {
     counts: Vec<u64>,
     side_present: bool,
+    /// Removes were queued since the counts were last read: the device's pair counts (which
+    /// the remove kernel keeps) are ahead of `counts` and `side_present`.
+    uncounted_removes: bool,
     launches: u64,
     stats: ResizeStats,
     /// Per subtable, the choices that started there under every threshold an insert
@@ -189,110 +177,48 @@ impl Mirror {
     }
 }
 
-/// Device scratch space of one writing batch, allocated before the table changes so that
-/// running out of memory cannot leave a batch half done.
-struct Scratch<K, V> {
-    /// [evicted-key log count, failed count, hits or removed, residuals or written]
-    counters: DeviceBuffer<u64>,
-    failed_keys: [DeviceBuffer<K>; 2],
-    failed_values: [DeviceBuffer<V>; 2],
-    log: DeviceBuffer<K>,
-    /// What the place kernel did with each pair of the batch (`GH_CUCKOO_PENDING`, ...).
-    status: DeviceBuffer<u8>,
-    /// The side slot as it was before the batch, for undoing it.
-    side_before: DeviceBuffer<u32>,
-    /// The failed list the last insert launch wrote.
-    current: usize,
-    /// The last user batch sorted by partition, kept for the next batch of its size.
-    sorted: Option<(DeviceBuffer<K>, DeviceBuffer<V>)>,
-}
-
-impl<K: CuckooKey, V: Pod> Scratch<K, V> {
-    /// Room for `pairs` homeless pairs in each failed list, and for a user batch of `batch`
-    /// pairs (the eviction log and the place kernel's status); `batch` is 0 for the
-    /// scratch of a resize, which re-inserts without either.
-    fn new(stream: &Stream, pairs: usize, batch: usize) -> Result<Self> {
-        Ok(Self {
-            counters: DeviceBuffer::zeroed(stream, 4)?,
-            failed_keys: [
-                DeviceBuffer::zeroed(stream, pairs)?,
-                DeviceBuffer::zeroed(stream, pairs)?,
-            ],
-            failed_values: [
-                DeviceBuffer::zeroed(stream, pairs)?,
-                DeviceBuffer::zeroed(stream, pairs)?,
-            ],
-            log: DeviceBuffer::zeroed(stream, batch)?,
-            status: DeviceBuffer::zeroed(stream, batch)?,
-            side_before: DeviceBuffer::zeroed(stream, SIDE_HEADER + Words::<V>::N)?,
-            current: 0,
-            sorted: None,
-        })
-    }
-
-    fn bytes(&self) -> u64 {
-        let lists: usize = self
-            .failed_keys
-            .iter()
-            .map(DeviceBuffer::size_bytes)
-            .sum::<usize>()
-            + self
-                .failed_values
-                .iter()
-                .map(DeviceBuffer::size_bytes)
-                .sum::<usize>();
-        let sorted = self
-            .sorted
-            .as_ref()
-            .map_or(0, |(k, v)| k.size_bytes() + v.size_bytes());
-        let rest = [
-            self.counters.size_bytes(),
-            self.log.size_bytes(),
-            self.status.size_bytes(),
-            self.side_before.size_bytes(),
-            sorted,
-        ];
-        (lists + rest.iter().sum::<usize>()) as u64
-    }
-
-    fn counters(&self, stream: &Stream) -> Result<[u64; 4]> {
-        let mut out = [0u64; 4];
-        self.counters.copy_to_host(stream, &mut out)?;
-        Ok(out)
-    }
-
-    fn reset(&mut self, stream: &Stream) -> Result<()> {
-        Ok(self.counters.fill_zero(stream)?)
-    }
-}
-
-/// The input of one insert launch.
-struct Input<'a, K, V> {
-    keys: &'a DeviceBuffer<K>,
-    values: &'a DeviceBuffer<V>,
-    count: usize,
-    skip: Option<&'a DeviceBuffer<u8>>,
-}
-
 /// A dynamic GPU cuckoo hash table (DyHash): `K` keys (`u32` or `u64`) to `V` values
-/// (plain data of 4 to 64 bytes, a multiple of 4).
+/// (plain data of 4 to 64 bytes, a multiple of 4: other widths do not compile).
 ///
-/// Batch operations take `&self` and the table is `Send + Sync`. Reading batches (`get`,
-/// `contains`, `export`, `len`) run concurrently from any number of threads; writing
-/// batches (`insert`, `remove`, `clear`) run one at a time and exclude readers, because a
-/// cuckoo insert moves pairs between subtables and a concurrent reader could miss a pair
-/// in flight. Each subtable sits behind a lock of its own: a resize takes the write lock
-/// of the one subtable it rebuilds, kernels take read locks.
+/// The table speaks the [table contract](gpuhash_core::table): [`Map`] for the batches
+/// (host slices or device buffers on a caller's stream), [`Table`] for `len`, `memory`
+/// and `clear`, [`Image`](gpuhash_core::image::Image) to move it to host memory or a file
+/// and back. What is its own: the resize policy's state (`capacity`, `fill_factor`,
+/// `shrink_to`, ...).
+///
+/// Batch calls take `&self` and the table is `Send + Sync`. Reading batches (`get`,
+/// `contains`, `export`) run concurrently from any number of threads, each on its own
+/// stream; writing batches (`insert`, `remove`, `clear`) run one at a time and exclude
+/// readers, because a cuckoo insert moves pairs between subtables and a concurrent reader
+/// could miss a pair in flight. The host locks order the calls; events carry that order
+/// to the device, whatever streams the batches come on: a batch's work waits for the
+/// events of the batches it excludes that were queued before it (a writer for every
+/// earlier batch, a reader for the last writer), so a reader's kernel never runs beside
+/// a writer's even though `get_async` returns before its kernel runs.
 ///
 /// Device memory: the subtables' keys, values, one lock word and one dirty bit per bucket,
 /// plus the scratch space of the largest insert batch so far (two lists for homeless pairs
 /// and a log of evicted keys, about `3 * batch * (size_of::<K>() + size_of::<V>())` bytes),
-/// kept so that later batches need not allocate. [`CuckooTable::memory`] reports both.
-pub struct CuckooTable<K: CuckooKey, V: Pod> {
+/// kept so that later batches need not allocate. [`Table::memory`] counts the
+/// subtables as in use and the scratch space as reserved.
+///
+/// A value width the table does not store is refused when the code is compiled:
+///
+/// ```compile_fail
+/// let device = gpuhash_core::Device::default().unwrap();
+/// let table = gpuhash_cuckoo::CuckooTable::<u32, u16>::with_capacity(&device, 1024);
+/// ```
+///
+/// [`Map`]: gpuhash_core::table::Map
+/// [`Table`]: gpuhash_core::table::Table
+/// [`Table::memory`]: gpuhash_core::table::Table::memory
+pub struct CuckooTable<K: Key, V: Value> {
     device: Device,
-    stream: Stream,
     options: CuckooOptions,
+    /// Writers hold it for writing, readers for reading, while they queue their work.
     gate: RwLock<()>,
+    /// The events that carry the gate's order to the device.
+    order: Order,
     subtables: Vec<RwLock<Subtable<K>>>,
     shared: RwLock<Shared>,
     mirror: Mutex<Mirror>,
@@ -316,7 +242,9 @@ struct View<'a, K> {
     shared: RwLockReadGuard<'a, Shared>,
 }
 
-impl<K: CuckooKey, V: Pod> std::fmt::Debug for CuckooTable<K, V> {
+type Guards<'a, K> = Vec<RwLockReadGuard<'a, Subtable<K>>>;
+
+impl<K: Key, V: Value> std::fmt::Debug for CuckooTable<K, V> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CuckooTable")
             .field("options", &self.options)
@@ -326,55 +254,71 @@ impl<K: CuckooKey, V: Pod> std::fmt::Debug for CuckooTable<K, V> {
     }
 }
 
-type Guards<'a, K> = Vec<RwLockReadGuard<'a, Subtable<K>>>;
-
-impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
-    const WORDS: usize = Words::<V>::N;
+impl<K: Key, V: Value> CuckooTable<K, V> {
+    /// Keys (and so pairs) one bucket holds: 32 for `u32` keys, 16 for `u64` keys. A table
+    /// of `b` buckets a subtable and `d` subtables has `b * d * SLOTS_PER_BUCKET` slots.
+    pub const SLOTS_PER_BUCKET: usize = K::SLOTS as usize;
+    /// 4-byte words of a value.
+    const WORDS: usize = size_of::<V>() / 4;
 
     /// A table with the default options sized to hold `capacity` pairs below the upper fill
-    /// bound, which keeps that size as its floor (see [`CuckooOptions::initial_capacity`]).
+    /// bound, which keeps that size as its floor (see [`CuckooOptions::initial_capacity()`]).
     pub fn with_capacity(device: &Device, capacity: usize) -> Result<Self> {
-        Self::new(
-            device,
-            CuckooOptions {
-                initial_capacity: capacity,
-                ..CuckooOptions::default()
-            },
-        )
+        Self::new(device, CuckooOptions::with_capacity(capacity))
     }
 
-    /// A table with these options; [`CuckooError::InvalidOptions`] if they do not
-    /// [validate](CuckooOptions::validate).
+    /// A table with these options; [`CuckooError::InvalidOptions`](crate::CuckooError)
+    /// if they do not [validate](CuckooOptions::validate). Waits for its arrays to be
+    /// filled, on a stream the device lends.
     pub fn new(device: &Device, options: CuckooOptions) -> Result<Self> {
-        let words = Self::WORDS;
         options.validate()?;
-        let stream = device.new_stream()?;
+        let stream = device.lend_stream()?;
         let buckets = options.initial_bucket_count(K::SLOTS);
-        let mut subtables = Vec::with_capacity(options.subtables);
-        for i in 0..options.subtables {
-            let hash = hash_coefficients::<K>(options.seed, i);
-            subtables.push(RwLock::new(Subtable::allocate(
-                &stream, buckets, words, hash,
-            )?));
-        }
-        let counts = DeviceBuffer::zeroed(&stream, GH_CUCKOO_MAX_SUBTABLES as usize)?;
-        let side = DeviceBuffer::zeroed(&stream, SIDE_HEADER + words)?;
+        let subtables = (0..options.subtables)
+            .map(|i| {
+                let hash = hash_coefficients::<K>(options.seed, i);
+                Subtable::allocate(&stream, buckets, Self::WORDS, hash)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let shared = Shared {
+            counts: DeviceBuffer::zeroed(&stream, GH_CUCKOO_MAX_SUBTABLES as usize)?,
+            side: DeviceBuffer::zeroed(&stream, SIDE_HEADER + Self::WORDS)?,
+        };
         stream.synchronize()?;
-        Ok(Self {
+        let mirror = Mirror {
+            counts: vec![0; options.subtables],
+            floor_slots: buckets * options.subtables as u64 * K::SLOTS,
+            ..Mirror::default()
+        };
+        Ok(Self::assemble(device, options, subtables, shared, mirror))
+    }
+
+    /// The table of these parts, which every constructor makes; where the value width is
+    /// checked, at compile time.
+    fn assemble(
+        device: &Device,
+        options: CuckooOptions,
+        subtables: Vec<Subtable<K>>,
+        shared: Shared,
+        mirror: Mirror,
+    ) -> Self {
+        const {
+            assert!(
+                stores_values_of(size_of::<V>()),
+                "cuckoo table values must be 4 to 64 bytes, a multiple of 4"
+            )
+        };
+        Self {
             device: device.clone(),
-            stream,
-            mirror: Mutex::new(Mirror {
-                counts: vec![0; options.subtables],
-                floor_slots: buckets * options.subtables as u64 * K::SLOTS,
-                ..Mirror::default()
-            }),
             options,
             gate: RwLock::new(()),
-            subtables,
-            shared: RwLock::new(Shared { counts, side }),
+            order: Order::default(),
+            subtables: subtables.into_iter().map(RwLock::new).collect(),
+            shared: RwLock::new(shared),
+            mirror: Mutex::new(mirror),
             scratch: Mutex::new(None),
             values: PhantomData,
-        })
+        }
     }
 
     /// The options the table was made with.
@@ -382,55 +326,28 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
         &self.options
     }
 
-    /// The device the table lives on.
-    pub fn device(&self) -> &Device {
-        &self.device
-    }
-
-    /// Number of pairs held.
-    pub fn len(&self) -> usize {
-        self.mirror.lock().len() as usize
-    }
-
-    /// True when the table holds no pair.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Device memory held now: the table itself and the scratch space kept for inserts.
-    pub fn memory(&self) -> CuckooMemory {
-        let subtables = self.device_bytes();
-        // One lock at a time, none held while another is taken.
-        let scratch_bytes = self.scratch.lock().as_ref().map_or(0, Scratch::bytes);
-        let shared_bytes = {
-            let shared = self.shared.read();
-            shared.counts.size_bytes() + shared.side.size_bytes()
-        };
-        CuckooMemory {
-            table_bytes: (subtables + shared_bytes) as u64,
-            scratch_bytes,
-            pairs: self.len() as u64,
-        }
-    }
-
     /// Buckets of each subtable.
     pub fn subtable_buckets(&self) -> Vec<u64> {
         self.subtables.iter().map(|s| s.read().buckets).collect()
     }
 
-    /// Pairs held by each subtable (the reserved key's side slot not included).
-    pub fn subtable_lens(&self) -> Vec<u64> {
-        self.mirror.lock().counts.clone()
+    /// Pairs held by each subtable (the reserved key's side slot not included), once the
+    /// batches queued so far have run (see [`fill_factor`](Self::fill_factor)).
+    pub fn subtable_lens(&self) -> Result<Vec<u64>> {
+        self.on_lent_stream(|s| self.count_on(s))?;
+        Ok(self.mirror.lock().counts.clone())
     }
 
     /// Slots of all subtables. It stays at least [`capacity_floor`](Self::capacity_floor):
-    /// a table holds `beta * capacity()` pairs before it grows.
+    /// a table holds `beta * capacity()` pairs before it grows. Downsizes that removes
+    /// call for are made when the table next counts its pairs (see
+    /// [`fill_factor`](Self::fill_factor)).
     pub fn capacity(&self) -> usize {
         policy::capacity(&self.subtable_buckets(), K::SLOTS) as usize
     }
 
     /// Slots below which no downsize takes the table: those it was created with (see
-    /// [`CuckooOptions::initial_capacity`]) until [`shrink_to`](Self::shrink_to) or
+    /// [`CuckooOptions::initial_capacity()`]) until [`shrink_to`](Self::shrink_to) or
     /// [`shrink_to_fit`](Self::shrink_to_fit) lowers it.
     pub fn capacity_floor(&self) -> usize {
         self.mirror.lock().floor_slots as usize
@@ -446,39 +363,43 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
 
     /// Lowers the capacity floor to the slots that `min_capacity` pairs fill to `beta` (a
     /// floor already lower stays) and shrinks toward it as [`shrink_to_fit`](Self::shrink_to_fit)
-    /// does, so that the table keeps room for `min_capacity` pairs without growing.
+    /// does, so that the table keeps room for `min_capacity` pairs without growing. A
+    /// writing batch, on a stream the device lends; returns with the resizes done.
     pub fn shrink_to(&self, min_capacity: usize) -> Result<()> {
-        let _gate = self.gate.write();
         let floor = policy::slots_for(min_capacity as u64, self.options.beta);
-        {
-            let mut m = self.mirror.lock();
-            m.floor_slots = m.floor_slots.min(floor);
-        }
-        self.apply_policy(&self.stream)
+        self.on_lent_stream(|stream| {
+            self.writing(stream, || {
+                self.catch_up_counts(stream)?;
+                {
+                    let mut m = self.mirror.lock();
+                    m.floor_slots = m.floor_slots.min(floor);
+                }
+                self.apply_policy(stream)
+            })
+        })
     }
 
-    /// `len / capacity`, the paper's filled factor.
-    pub fn fill_factor(&self) -> f64 {
-        let len = self.mirror.lock().len();
-        policy::fill(&self.subtable_buckets(), K::SLOTS, len)
+    /// `len / capacity`, the paper's filled factor, once the batches queued so far have
+    /// run. Inserts keep it within `[alpha, beta]` before they return. Removes leave their
+    /// counts on the device and return without waiting; the table reads them, and makes
+    /// the downsizes they call for, when it next needs its count: here, in
+    /// [`subtable_lens`](Self::subtable_lens), [`at_minimum_size`](Self::at_minimum_size),
+    /// `len`, `memory`, `export`, `to_image`, `shrink_to` and the next insert.
+    pub fn fill_factor(&self) -> Result<f64> {
+        let len = self.on_lent_stream(|s| self.count_on(s))?;
+        Ok(policy::fill(&self.subtable_buckets(), K::SLOTS, len))
     }
 
     /// True when the table cannot shrink further (every downsize would pass the minimum
-    /// size), so a fill factor below `alpha` is allowed.
-    pub fn at_minimum_size(&self) -> bool {
-        let buckets = self.subtable_buckets();
-        let len = self.mirror.lock().len();
-        policy::next_resize(&buckets, len, &self.bounds()).is_none()
+    /// size or the capacity floor), so a fill factor below `alpha` is allowed.
+    pub fn at_minimum_size(&self) -> Result<bool> {
+        let len = self.on_lent_stream(|s| self.count_on(s))?;
+        Ok(policy::next_resize(&self.subtable_buckets(), len, &self.bounds()).is_none())
     }
 
     /// Resizes made so far and the time they took.
     pub fn resize_stats(&self) -> ResizeStats {
         self.mirror.lock().stats
-    }
-
-    /// Bytes of device memory the subtables take.
-    pub fn device_bytes(&self) -> usize {
-        self.subtables.iter().map(|s| s.read().bytes()).sum()
     }
 
     fn bounds(&self) -> Bounds {
@@ -492,169 +413,102 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
         }
     }
 
-    // ------------------------------------------------------------ host-slice API
+    // ------------------------------------------------------------ order of batches
 
-    /// Inserts the pairs `(keys[i], values[i])`, replacing the value of keys already held.
-    /// Of equal keys within one batch exactly one whole value wins: the last copy's with
-    /// [`DuplicateKeys::LastCopy`], an unspecified one with [`DuplicateKeys::AnyCopy`] (the
-    /// default; see [`CuckooOptions::duplicate_keys`]). Pairs that find no place are
-    /// kept on the device, the table grows and they are retried: the call returns `Ok`
-    /// with every pair in, or an error naming what is not.
-    ///
-    /// [`Error::LengthMismatch`] (inside [`CuckooError::Core`]) when the slices differ in
-    /// length, and nothing changes.
-    pub fn insert(&self, keys: &[K], values: &[V]) -> Result<()> {
-        check_lengths("insert: keys and values", keys.len(), values.len())?;
-        if keys.is_empty() {
-            return Ok(());
-        }
+    /// Runs `work`, a writing batch queued on `stream`: alone on the host (the gate's write
+    /// lock) and, on the device, after every batch queued before it on any stream and
+    /// before every batch queued after it.
+    fn writing<R>(&self, stream: &Stream, work: impl FnOnce() -> Result<R>) -> Result<R> {
         let _gate = self.gate.write();
-        let d_keys = DeviceBuffer::from_host(&self.stream, keys)?;
-        let d_values = DeviceBuffer::from_host(&self.stream, values)?;
-        let result = self.insert_locked(&self.stream, &d_keys, &d_values);
-        self.after_failed_insert(&self.stream, result)
+        self.order.before_write(stream)?;
+        let result = work();
+        let recorded = self.order.after_write(stream);
+        let value = result?;
+        recorded?;
+        Ok(value)
     }
 
-    /// The value of each key, in order; `None` for keys not held.
-    pub fn get(&self, keys: &[K]) -> Result<Vec<Option<V>>> {
-        if keys.is_empty() {
-            return Ok(Vec::new());
-        }
+    /// Runs `work`, a reading batch queued on `stream`: beside other readers on the host
+    /// (the gate's read lock) and, on the device, after the last writing batch and before
+    /// the next one.
+    fn reading<R>(&self, stream: &Stream, work: impl FnOnce() -> Result<R>) -> Result<R> {
         let _gate = self.gate.read();
-        let d_keys = DeviceBuffer::from_host(&self.stream, keys)?;
-        let mut found = DeviceBuffer::<u8>::zeroed(&self.stream, keys.len())?;
-        let mut values = DeviceBuffer::<V>::zeroed(&self.stream, keys.len())?;
-        self.find(
-            &self.stream,
-            &d_keys,
-            Some(&mut found),
-            Some(&mut values),
-            None,
-        )?;
-        let found = found.to_host(&self.stream)?;
-        let values = values.to_host(&self.stream)?;
-        Ok(found
-            .iter()
-            .zip(values)
-            .map(|(&f, v)| (f != 0).then_some(v))
-            .collect())
+        self.order.before_read(stream)?;
+        let result = work();
+        let recorded = self.order.after_read(stream);
+        let value = result?;
+        recorded?;
+        Ok(value)
     }
 
-    /// Whether each key is held, in order.
-    pub fn contains(&self, keys: &[K]) -> Result<Vec<bool>> {
-        if keys.is_empty() {
-            return Ok(Vec::new());
-        }
-        let _gate = self.gate.read();
-        let d_keys = DeviceBuffer::from_host(&self.stream, keys)?;
-        let mut found = DeviceBuffer::<u8>::zeroed(&self.stream, keys.len())?;
-        self.find(&self.stream, &d_keys, Some(&mut found), None, None)?;
-        Ok(found
-            .to_host(&self.stream)?
-            .iter()
-            .map(|&f| f != 0)
-            .collect())
-    }
-
-    /// Removes the keys held among `keys`; returns how many pairs went.
-    pub fn remove(&self, keys: &[K]) -> Result<usize> {
-        if keys.is_empty() {
-            return Ok(0);
-        }
-        let _gate = self.gate.write();
-        let d_keys = DeviceBuffer::from_host(&self.stream, keys)?;
-        self.remove_locked(&self.stream, &d_keys)
-    }
-
-    /// Every pair held, in no particular order.
-    pub fn export(&self) -> Result<Vec<(K, V)>> {
-        let _gate = self.gate.read();
-        let stream = &self.stream;
-        let (slotted, side_present) = {
-            let m = self.mirror.lock();
-            (m.counts.iter().sum::<u64>() as usize, m.side_present)
-        };
-        let (keys, values) = self.export_slotted(stream, slotted)?;
-        let mut out: Vec<(K, V)> = keys
-            .to_host(stream)?
-            .into_iter()
-            .zip(values.to_host(stream)?)
-            .collect();
-        if side_present {
-            out.push((K::RESERVED, self.side_value(stream)?));
-        }
-        Ok(out)
-    }
-
-    /// Removes every pair; the table then shrinks as its fill bounds say, down to its
-    /// [capacity floor](Self::capacity_floor).
-    pub fn clear(&self) -> Result<()> {
-        let _gate = self.gate.write();
-        let stream = &self.stream;
-        for sub in &self.subtables {
-            let mut sub = sub.write();
-            fill_words(stream, &mut sub.keys, u32::MAX)?;
-            sub.dirty.fill_zero(stream)?;
-        }
-        self.mirror.lock().settled = Default::default();
-        let mut side = vec![0u32; SIDE_HEADER + Self::WORDS];
-        // The side buffer is shared behind &self; its words are rewritten whole here.
-        self.write_side(stream, &mut side)?;
-        self.write_counts(stream, &vec![0; self.options.subtables])?;
+    /// Runs `work` on a stream the device lends, then waits for the stream.
+    fn on_lent_stream<R>(&self, work: impl FnOnce(&Stream) -> Result<R>) -> Result<R> {
+        let stream = self.device.lend_stream()?;
+        let value = work(&stream)?;
         stream.synchronize()?;
-        self.refresh(stream)?;
-        self.apply_policy(stream)
+        Ok(value)
     }
 
-    // ---------------------------------------------------------- device-buffer API
-
-    /// [`insert`](Self::insert) of pairs already on the device, queued on `stream`; waits
-    /// for the batch (it reads failure counts and resizes as needed) before returning.
-    pub fn insert_device(
-        &self,
-        stream: &Stream,
-        keys: &DeviceBuffer<K>,
-        values: &DeviceBuffer<V>,
-    ) -> Result<()> {
-        check_lengths("insert_device: keys and values", keys.len(), values.len())?;
-        if keys.is_empty() {
-            return Ok(());
+    /// Pairs held once the batches queued so far have run. After removes, this is a
+    /// writing batch on `stream`: it reads the counts they left (waiting for the stream)
+    /// and makes the downsizes they call for.
+    fn count_on(&self, stream: &Stream) -> Result<u64> {
+        if self.mirror.lock().uncounted_removes {
+            self.writing(stream, || {
+                if self.mirror.lock().uncounted_removes {
+                    self.refresh(stream)?;
+                    self.apply_policy(stream)?;
+                }
+                Ok(())
+            })?;
         }
-        let _gate = self.gate.write();
-        let result = self.insert_locked(stream, keys, values);
-        self.after_failed_insert(stream, result)
+        Ok(self.mirror.lock().len())
     }
 
-    /// Looks the keys up on the device: `found[i]` is 1 for held keys and `values[i]` their
-    /// value (left as it was for misses). Waits for the lookup before returning, since the
-    /// table may change once the call lets go of it.
-    pub fn get_device(
-        &self,
-        stream: &Stream,
-        keys: &DeviceBuffer<K>,
-        found: &mut DeviceBuffer<u8>,
-        values: &mut DeviceBuffer<V>,
-    ) -> Result<()> {
-        check_lengths("get_device: keys and found", keys.len(), found.len())?;
-        check_lengths("get_device: keys and values", keys.len(), values.len())?;
-        if keys.is_empty() {
-            return Ok(());
+    /// Under the gate's write lock: reads the counts if removes changed them since.
+    fn catch_up_counts(&self, stream: &Stream) -> Result<()> {
+        if self.mirror.lock().uncounted_removes {
+            self.refresh(stream)?;
         }
-        let _gate = self.gate.read();
-        self.find(stream, keys, Some(found), Some(values), None)?;
-        Ok(stream.synchronize()?)
+        Ok(())
     }
 
-    /// [`remove`](Self::remove) of keys already on the device; waits for the batch.
-    pub fn remove_device(&self, stream: &Stream, keys: &DeviceBuffer<K>) -> Result<usize> {
-        if keys.is_empty() {
-            return Ok(0);
-        }
-        let _gate = self.gate.write();
-        self.remove_locked(stream, keys)
+    // ------------------------------------------------------------ host bookkeeping
+
+    /// Reads the subtable counts and the side slot's flag into the mirror; waits for
+    /// `stream`.
+    fn refresh(&self, stream: &Stream) -> Result<()> {
+        let (counts, side) = {
+            let shared = self.shared.read();
+            (shared.counts.to_host(stream)?, shared.side.to_host(stream)?)
+        };
+        let mut m = self.mirror.lock();
+        m.counts = counts[..self.options.subtables].to_vec();
+        m.side_present = side[0] != 0;
+        m.uncounted_removes = false;
+        Ok(())
     }
 
-    // ------------------------------------------------------------------ internals
+    /// Overwrites the side slot's words (its lock word cleared).
+    fn write_side(&self, stream: &Stream, words: &mut [u32]) -> Result<()> {
+        words[1] = 0;
+        Ok(self.shared.write().side.copy_from_host(stream, words)?)
+    }
+
+    fn write_counts(&self, stream: &Stream, counts: &[u64]) -> Result<()> {
+        let mut all = vec![0u64; GH_CUCKOO_MAX_SUBTABLES as usize];
+        all[..counts.len()].copy_from_slice(counts);
+        Ok(self.shared.write().counts.copy_from_host(stream, &all)?)
+    }
+
+    /// Bytes of the subtables and of the words every kernel shares.
+    fn table_bytes(&self) -> u64 {
+        let subtables: usize = self.subtables.iter().map(|s| s.read().bytes()).sum();
+        let shared = self.shared.read();
+        (subtables + shared.counts.size_bytes() + shared.side.size_bytes()) as u64
+    }
+
+    // ------------------------------------------------------------ the kernels' view
 
     fn view(&self) -> View<'_, K> {
         View {
@@ -689,7 +543,8 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
     /// Where new pairs start now: the paper's `n_i / C(m_i, 2)` weights as 32-bit
     /// thresholds, with the table's fixed choice seed, and the settled choices. A launch
     /// that places pairs (`placing`) narrows the settled choices to what its thresholds
-    /// agree with.
+    /// agree with. (Lookups are exact whatever counts the weights come from: only keys
+    /// settled under every insert's thresholds stop early.)
     fn home(&self, view: &View<'_, K>, placing: bool) -> GhCuckooHome {
         let buckets: Vec<u64> = view.subs.iter().map(|s| s.buckets).collect();
         let mut m = self.mirror.lock();
@@ -712,962 +567,6 @@ impl<K: CuckooKey, V: Pod> CuckooTable<K, V> {
     fn choice_seed(&self) -> u32 {
         fmix64(self.options.seed ^ 0x6a09_e667_f3bc_c909) as u32
     }
-
-    fn find(
-        &self,
-        stream: &Stream,
-        keys: &DeviceBuffer<K>,
-        found: Option<&mut DeviceBuffer<u8>>,
-        values: Option<&mut DeviceBuffer<V>>,
-        hits: Option<&mut DeviceBuffer<u64>>,
-    ) -> Result<()> {
-        let view = self.view();
-        let mut guards = Vec::new();
-        let table = Self::describe(&view, stream, &mut guards);
-        let k = keys.address(stream);
-        let f = found.map(|b| b.address_mut(stream));
-        let v = values.map(|b| b.address_mut(stream));
-        let h = hits.map(|b| b.address_mut(stream));
-        let params = GhCuckooFindParams {
-            home: self.home(&view, false),
-            table,
-            keys: k.address as *const _,
-            values_out: v
-                .as_ref()
-                .map_or(std::ptr::null_mut(), |a| a.address as *mut u32),
-            found_out: f
-                .as_ref()
-                .map_or(std::ptr::null_mut(), |a| a.address as *mut u8),
-            hits: h
-                .as_ref()
-                .map_or(std::ptr::null_mut(), |a| (a.address + 16) as *mut u64),
-            count: keys.len() as u64,
-        };
-        // SAFETY: the table arrays are held by `view` and their address guards; `keys`,
-        // and the outputs when given, are live buffers of keys.len() entries (callers
-        // check the lengths), `hits` a 4-u64 counters buffer whose third word is written;
-        // all guards outlive the launch.
-        unsafe {
-            K::kernels()
-                .find
-                .launch(stream, tile_shape(stream, keys.len() as u64), params)
-        }?;
-        Ok(())
-    }
-
-    fn update(
-        &self,
-        stream: &Stream,
-        keys: &DeviceBuffer<K>,
-        values: &DeviceBuffer<V>,
-        found: &DeviceBuffer<u8>,
-        select: u32,
-    ) -> Result<()> {
-        let view = self.view();
-        let mut guards = Vec::new();
-        let table = Self::describe(&view, stream, &mut guards);
-        let k = keys.address(stream);
-        let v = values.address(stream);
-        let f = found.address(stream);
-        let params = GhCuckooUpdateParams {
-            table,
-            keys: k.address as *const _,
-            values: v.address as *const u32,
-            found: f.address as *const u8,
-            old_values: std::ptr::null_mut(),
-            count: keys.len() as u64,
-            select,
-            pad: 0,
-        };
-        // SAFETY: table arrays held as in `find`; keys, values and found are live buffers
-        // of keys.len() entries (checked by the callers), held across the launch.
-        unsafe {
-            K::kernels()
-                .update
-                .launch(stream, tile_shape(stream, keys.len() as u64), params)
-        }?;
-        Ok(())
-    }
-
-    /// The lock-free first pass of a user batch: places what fits into an empty slot of one
-    /// of its buckets, writes each pair's fate into `scratch.status` and the pairs left
-    /// pending into failed list 1. Returns the number of pending pairs (for the insert
-    /// kernel) and of duplicates (for the update kernel, once every pair is placed).
-    fn place_launch(
-        &self,
-        stream: &Stream,
-        input: &Input<'_, K, V>,
-        scratch: &mut Scratch<K, V>,
-    ) -> Result<(u64, u64)> {
-        let mut cursor = DeviceBuffer::<u64>::zeroed(stream, 1)?;
-        // The addresses borrow the scratch space until the launch is queued.
-        {
-            let view = self.view();
-            let home = self.home(&view, true);
-            let mut guards = Vec::new();
-            let table = Self::describe(&view, stream, &mut guards);
-            let k = input.keys.address(stream);
-            let v = input.values.address(stream);
-            let s = input.skip.map(|b| b.address(stream));
-            assert!(
-                scratch.status.len() >= input.count
-                    && scratch.failed_keys[1].len() >= input.count
-                    && scratch.failed_values[1].len() >= input.count
-            );
-            let status = scratch.status.address_mut(stream);
-            let pending_keys = scratch.failed_keys[1].address_mut(stream);
-            let pending_values = scratch.failed_values[1].address_mut(stream);
-            let counters = scratch.counters.address_mut(stream);
-            let c = cursor.address_mut(stream);
-            let params = GhCuckooPlaceParams {
-                table,
-                home,
-                keys: k.address as *const _,
-                values: v.address as *const u32,
-                skip: s
-                    .as_ref()
-                    .map_or(std::ptr::null(), |a| a.address as *const u8),
-                status: status.address as *mut u8,
-                pending_keys: pending_keys.address as *mut _,
-                pending_values: pending_values.address as *mut u32,
-                pending: (counters.address + 16) as *mut u64,
-                duplicates: (counters.address + 24) as *mut u64,
-                cursor: c.address as *mut u64,
-                count: input.count as u64,
-            };
-            // SAFETY: table arrays held by `view` and their guards; the input buffers hold at
-            // least `count` keys, values and skip flags, the status buffer `count` bytes and
-            // failed list 1 `count` pairs (asserted), each input adding at most one; the
-            // counters buffer holds 4 u64, of which the third and fourth are written, and
-            // the cursor one, zeroed. Every guard outlives the launch.
-            unsafe {
-                K::kernels()
-                    .place
-                    .launch(stream, lane_shape(stream, input.count as u64), params)
-            }?;
-        }
-        let [_, _, pending, duplicates] = scratch.counters(stream)?;
-        Ok((pending, duplicates))
-    }
-
-    /// One insert launch: places `input`, logging evicted keys in `scratch.log` and
-    /// setting homeless pairs aside in `scratch.failed_*[out]`.
-    fn insert_launch(
-        &self,
-        stream: &Stream,
-        input: &Input<'_, K, V>,
-        scratch: &mut Scratch<K, V>,
-        out: usize,
-        exclude: Option<usize>,
-    ) -> Result<()> {
-        if input.count == 0 {
-            return Ok(());
-        }
-        let salt = {
-            let mut m = self.mirror.lock();
-            m.launches += 1;
-            fmix64(m.launches ^ self.options.seed) as u32
-        };
-        let view = self.view();
-        let home = self.home(&view, true);
-        let mut guards = Vec::new();
-        let table = Self::describe(&view, stream, &mut guards);
-        let k = input.keys.address(stream);
-        let v = input.values.address(stream);
-        let s = input.skip.map(|b| b.address(stream));
-        let log_capacity = scratch.log.len() as u64;
-        let counters = scratch.counters.address_mut(stream);
-        let [failed_keys_0, failed_keys_1] = &mut scratch.failed_keys;
-        let [failed_values_0, failed_values_1] = &mut scratch.failed_values;
-        let (fk, fv) = if out == 0 {
-            (failed_keys_0, failed_values_0)
-        } else {
-            (failed_keys_1, failed_values_1)
-        };
-        assert!(fk.len() >= input.count && fv.len() >= input.count);
-        let fk = fk.address_mut(stream);
-        let fv = fv.address_mut(stream);
-        let log = scratch.log.address_mut(stream);
-        let params = GhCuckooInsertParams {
-            table,
-            keys: k.address as *const _,
-            values: v.address as *const u32,
-            skip: s
-                .as_ref()
-                .map_or(std::ptr::null(), |a| a.address as *const u8),
-            count: input.count as u64,
-            failed_keys: fk.address as *mut _,
-            failed_values: fv.address as *mut u32,
-            failed_count: (counters.address + 8) as *mut u64,
-            log_keys: log.address as *mut _,
-            log_count: counters.address as *mut u64,
-            log_capacity,
-            home,
-            salt,
-            max_evictions: self.options.max_evictions,
-            exclude: exclude.map_or(GH_CUCKOO_NO_EXCLUDE, |e| e as u32),
-        };
-        let kernels = K::kernels();
-        let kernel = if Self::WORDS == 1 {
-            &kernels.insert1
-        } else {
-            &kernels.insert
-        };
-        // SAFETY: table arrays held by `view` and their guards; the input buffers hold at
-        // least `count` keys, values and skip flags; the failed lists hold `count` pairs
-        // (asserted) and each input adds at most one; the log is written below its
-        // capacity only; the counters buffer holds 4 u64. Every guard outlives the launch.
-        unsafe { kernel.launch(stream, tile_shape(stream, input.count as u64), params) }?;
-        Ok(())
-    }
-
-    fn remove_launch(
-        &self,
-        stream: &Stream,
-        keys: &DeviceBuffer<K>,
-        count: usize,
-        skip: Option<&DeviceBuffer<u8>>,
-        copies: u32,
-        removed: Option<&mut DeviceBuffer<u64>>,
-    ) -> Result<()> {
-        if count == 0 {
-            return Ok(());
-        }
-        let view = self.view();
-        let mut guards = Vec::new();
-        let table = Self::describe(&view, stream, &mut guards);
-        let k = keys.address(stream);
-        let s = skip.map(|b| b.address(stream));
-        let r = removed.map(|b| b.address_mut(stream));
-        let params = GhCuckooRemoveParams {
-            table,
-            keys: k.address as *const _,
-            skip: s
-                .as_ref()
-                .map_or(std::ptr::null(), |a| a.address as *const u8),
-            removed: r
-                .as_ref()
-                .map_or(std::ptr::null_mut(), |a| (a.address + 16) as *mut u64),
-            count: count as u64,
-            copies,
-            pad: 0,
-        };
-        // SAFETY: table arrays held as in `find`; `keys` (and `skip`) hold at least `count`
-        // entries, `removed` is a 4-u64 counters buffer whose third word is written; all
-        // guards outlive the launch.
-        unsafe {
-            K::kernels()
-                .remove
-                .launch(stream, tile_shape(stream, count as u64), params)
-        }?;
-        Ok(())
-    }
-
-    /// An insert that failed (out of memory, say) may have grown the table before it
-    /// changed any pair; with its scratch space freed, shrink back within bounds (as far
-    /// as memory allows) and pass the error on.
-    fn after_failed_insert(&self, stream: &Stream, result: Result<()>) -> Result<()> {
-        if result.is_err() {
-            let _ = self
-                .refresh(stream)
-                .and_then(|()| self.apply_policy(stream));
-        }
-        result
-    }
-
-    /// Keeps the copy of each key that the table's [`DuplicateKeys`] rule makes win, then
-    /// inserts the batch.
-    fn insert_locked(
-        &self,
-        stream: &Stream,
-        keys: &DeviceBuffer<K>,
-        values: &DeviceBuffer<V>,
-    ) -> Result<()> {
-        match self.options.duplicate_keys {
-            DuplicateKeys::AnyCopy => self.insert_batch(stream, keys, values),
-            DuplicateKeys::LastCopy => {
-                let (keys, values) = last_copy::last_copies(stream, keys, values)?;
-                self.insert_batch(stream, &keys, &values)
-            }
-        }
-    }
-
-    fn insert_batch(
-        &self,
-        stream: &Stream,
-        keys: &DeviceBuffer<K>,
-        values: &DeviceBuffer<V>,
-    ) -> Result<()> {
-        let n = keys.len();
-        let len_before = self.mirror.lock().len();
-        // Everything the batch needs is allocated before anything changes.
-        let mut scratch = match self.scratch.lock().take() {
-            Some(cached) if cached.log.len() >= n => cached,
-            _ => Scratch::<K, V>::new(stream, n, n)?,
-        };
-        // A batch larger than what the place kernel holds in flight works on its pairs sorted
-        // by partition from here on; a smaller one is in flight whole whatever its order.
-        let mut sorted = None;
-        if n as u64 > self.pairs_in_flight(stream) {
-            // A copy of another size is freed before the new one is allocated.
-            let cached = scratch.sorted.take().filter(|(k, _)| k.len() == n);
-            let (mut sorted_keys, mut sorted_values) = match cached {
-                Some(copy) => copy,
-                None => (
-                    DeviceBuffer::unfilled(stream, n)?,
-                    DeviceBuffer::unfilled(stream, n)?,
-                ),
-            };
-            self.sort_batch(stream, keys, values, &mut sorted_keys, &mut sorted_values)?;
-            sorted = Some((sorted_keys, sorted_values));
-        }
-        let (keys, values) = sorted.as_ref().map_or((keys, values), |(k, v)| (k, v));
-        scratch.reset(stream)?;
-        let mut found = None;
-        let mut old_values = None;
-        let mut existing = 0u64;
-        if len_before > 0 {
-            // Pass 1: which keys are held already, and their values (for undoing).
-            let mut f = DeviceBuffer::<u8>::zeroed(stream, n)?;
-            let mut old = DeviceBuffer::<V>::zeroed(stream, n)?;
-            self.find(
-                stream,
-                keys,
-                Some(&mut f),
-                Some(&mut old),
-                Some(&mut scratch.counters),
-            )?;
-            existing = scratch.counters(stream)?[2];
-            found = Some(f);
-            old_values = Some(old);
-        }
-        // Saved on the stream, between batches: its lock word is clear.
-        scratch
-            .side_before
-            .copy_from(stream, &self.shared.read().side)?;
-        // Grow before changing anything, so that running out of memory here leaves the
-        // table as it was.
-        self.grow_for(stream, len_before + (n as u64 - existing))?;
-        scratch.reset(stream)?;
-
-        if let Some(f) = &found
-            && existing > 0
-        {
-            self.update(stream, keys, values, f, FOUND)?;
-        }
-        let input = Input {
-            keys,
-            values,
-            count: n,
-            skip: found.as_ref(),
-        };
-        let outcome = self.place_and_settle(stream, &input, &mut scratch);
-        match outcome {
-            Ok(()) => {}
-            Err(e) if e.is_out_of_device_memory() => {
-                self.undo_insert(
-                    stream,
-                    keys,
-                    found.as_ref(),
-                    old_values.as_ref(),
-                    &mut scratch,
-                )?;
-                return Err(e);
-            }
-            Err(e) => {
-                self.refresh(stream)?;
-                return Err(e);
-            }
-        }
-        self.refresh(stream)?;
-        if sorted.is_some() {
-            scratch.sorted = sorted;
-        }
-        *self.scratch.lock() = Some(scratch);
-        self.apply_policy(stream)
-    }
-
-    /// Pairs the place kernel holds in flight at most: GH_CUCKOO_PLACE_PER_THREAD a thread of
-    /// as many threads as the device keeps resident.
-    fn pairs_in_flight(&self, stream: &Stream) -> u64 {
-        let shape = lane_shape(stream, u64::MAX);
-        u64::from(shape.blocks)
-            * u64::from(shape.threads_per_block)
-            * u64::from(GH_CUCKOO_PLACE_PER_THREAD)
-    }
-
-    /// Writes the batch into `sorted_keys` and `sorted_values` (of its length) sorted by the
-    /// partition of each pair's first bucket (see `GhCuckooPartitionParams`): the kernels
-    /// that then take the pairs in order work on a few partitions at a time, whose key and
-    /// value lines stay in L2, where pairs in the order given would touch lines all over the
-    /// table, each a DRAM access.
-    fn sort_batch(
-        &self,
-        stream: &Stream,
-        keys: &DeviceBuffer<K>,
-        values: &DeviceBuffer<V>,
-        sorted_keys: &mut DeviceBuffer<K>,
-        sorted_values: &mut DeviceBuffer<V>,
-    ) -> Result<()> {
-        let n = keys.len();
-        assert!(sorted_keys.len() == n && sorted_values.len() == n);
-        let mut offsets = DeviceBuffer::<u64>::zeroed(stream, GH_CUCKOO_PARTITIONS as usize)?;
-        {
-            let view = self.view();
-            let mut guards = Vec::new();
-            let table = Self::describe(&view, stream, &mut guards);
-            let k = keys.address(stream);
-            let v = values.address(stream);
-            let ko = sorted_keys.address_mut(stream);
-            let vo = sorted_values.address_mut(stream);
-            let o = offsets.address_mut(stream);
-            let params = GhCuckooPartitionParams {
-                home: self.home(&view, false),
-                table,
-                keys: k.address as *const _,
-                values: v.address as *const u32,
-                keys_out: ko.address as *mut _,
-                values_out: vo.address as *mut u32,
-                offsets: o.address as *mut u64,
-                count: n as u64,
-            };
-            let scan = LaunchShape {
-                blocks: 1,
-                threads_per_block: GH_CUCKOO_SORT_THREADS,
-                shared_bytes: 0,
-            };
-            let scatter = LaunchShape::grid_stride(
-                stream.device(),
-                (n as u64).div_ceil(u64::from(GH_CUCKOO_SORT_PER_THREAD)),
-                GH_CUCKOO_SORT_THREADS,
-            );
-            let kernels = K::kernels();
-            // SAFETY: the table's arrays are held by `view` and their guards (the kernels read
-            // its bucket counts and hash coefficients only); the inputs and the sorted outputs
-            // hold n pairs each and `offsets` GH_CUCKOO_PARTITIONS counters, zeroed; the scan
-            // and the scatter run blocks of GH_CUCKOO_SORT_THREADS, as they need; the counts
-            // give each partition exactly the places its pairs fill, so the scatter writes
-            // every place below n once and nothing else. Every guard outlives the launches.
-            unsafe {
-                kernels
-                    .partition_count
-                    .launch(stream, lane_shape(stream, n as u64), params)?;
-                key::PARTITION_SCAN.launch(stream, scan, params)?;
-                kernels.partition_scatter.launch(stream, scatter, params)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Passes 2 and 3 of a user batch: most pairs find an empty slot without a lock (the
-    /// place kernel); the insert kernel, with its locks and evictions, takes the rest from
-    /// failed list 1; `settle` removes the copies evictions left and retries the homeless;
-    /// last, the later copies of a key write their values.
-    fn place_and_settle(
-        &self,
-        stream: &Stream,
-        input: &Input<'_, K, V>,
-        scratch: &mut Scratch<K, V>,
-    ) -> Result<()> {
-        let duplicates = self.place_then_insert(stream, input, scratch)?;
-        self.settle(stream, scratch, Some(input), true, true)?;
-        if duplicates > 0 {
-            self.update(
-                stream,
-                input.keys,
-                input.values,
-                &scratch.status,
-                GH_CUCKOO_DUPLICATE,
-            )?;
-        }
-        Ok(())
-    }
-
-    /// The place kernel, then the insert kernel for the pairs it left pending (from failed
-    /// list 1, homeless ones into failed list 0). Returns the number of duplicates.
-    fn place_then_insert(
-        &self,
-        stream: &Stream,
-        input: &Input<'_, K, V>,
-        scratch: &mut Scratch<K, V>,
-    ) -> Result<u64> {
-        let (pending, duplicates) = self.place_launch(stream, input, scratch)?;
-        if pending > 0 {
-            let keys = std::mem::replace(
-                &mut scratch.failed_keys[1],
-                DeviceBuffer::zeroed(stream, 0)?,
-            );
-            let values = std::mem::replace(
-                &mut scratch.failed_values[1],
-                DeviceBuffer::zeroed(stream, 0)?,
-            );
-            let rest = Input {
-                keys: &keys,
-                values: &values,
-                count: pending as usize,
-                skip: None,
-            };
-            let launched = self.insert_launch(stream, &rest, scratch, 0, None);
-            scratch.failed_keys[1] = keys;
-            scratch.failed_values[1] = values;
-            launched?;
-        }
-        Ok(duplicates)
-    }
-
-    /// After an insert launch into failed list 0: removes duplicates that evictions may
-    /// have left (when `dedup`), and while pairs are homeless, grows the table (when
-    /// `grow`; an undo, short of memory, retries with fresh random swaps only) and retries
-    /// them. On return every pair is placed, or the error says which are not; the failed
-    /// list then holds them.
-    fn settle(
-        &self,
-        stream: &Stream,
-        scratch: &mut Scratch<K, V>,
-        original: Option<&Input<'_, K, V>>,
-        dedup: bool,
-        grow: bool,
-    ) -> Result<()> {
-        const DUPLICATES: u32 = GH_CUCKOO_REMOVE_DUPLICATES;
-        let mut current = 0usize;
-        let mut retried = 0usize;
-        for round in 0..MAX_ROUNDS {
-            let [logged, failed, _, _] = scratch.counters(stream)?;
-            let failed = failed as usize;
-            if dedup {
-                // A key of this batch that was swapped out may rest in two subtables now:
-                // every swapped-out key is checked (all new keys if the log overflowed).
-                let log_len = (logged as usize).min(scratch.log.len());
-                self.remove_launch(stream, &scratch.log, log_len, None, DUPLICATES, None)?;
-                if logged as usize > scratch.log.len()
-                    && let Some(input) = original
-                {
-                    self.remove_launch(
-                        stream,
-                        input.keys,
-                        input.count,
-                        input.skip,
-                        DUPLICATES,
-                        None,
-                    )?;
-                }
-                if round > 0 {
-                    let retried_keys = &scratch.failed_keys[1 - current];
-                    self.remove_launch(stream, retried_keys, retried, None, DUPLICATES, None)?;
-                }
-            }
-            if failed == 0 {
-                return Ok(());
-            }
-            if grow {
-                self.refresh(stream)?;
-                let buckets = self.subtable_buckets();
-                let resize = if self.options.rehash_all {
-                    Resize::UpAll
-                } else {
-                    Resize::Up(policy::upsize_target(&buckets))
-                };
-                scratch.current = current;
-                self.resize(stream, resize)?;
-            }
-            scratch.reset(stream)?;
-            let next = 1 - current;
-            // Retry the homeless pairs, from list `current` into list `next`.
-            let keys = std::mem::replace(
-                &mut scratch.failed_keys[current],
-                DeviceBuffer::zeroed(stream, 0)?,
-            );
-            let values = std::mem::replace(
-                &mut scratch.failed_values[current],
-                DeviceBuffer::zeroed(stream, 0)?,
-            );
-            let input = Input {
-                keys: &keys,
-                values: &values,
-                count: failed,
-                skip: None,
-            };
-            self.insert_launch(stream, &input, scratch, next, None)?;
-            scratch.failed_keys[current] = keys;
-            scratch.failed_values[current] = values;
-            retried = failed;
-            current = next;
-            scratch.current = current;
-        }
-        // Still homeless after every round: name them.
-        let failed = scratch.counters(stream)?[1] as usize;
-        let keys = scratch.failed_keys[current].to_host(stream)?;
-        Err(CuckooError::NotInserted {
-            keys: keys[..failed].iter().map(|k| k.widen()).collect(),
-        })
-    }
-
-    /// Undoes an insert batch that ran out of memory half way: removes the keys it added,
-    /// restores the values it replaced and the side slot, and puts back the old pairs that
-    /// were swapped out and left homeless.
-    fn undo_insert(
-        &self,
-        stream: &Stream,
-        keys: &DeviceBuffer<K>,
-        found: Option<&DeviceBuffer<u8>>,
-        old_values: Option<&DeviceBuffer<V>>,
-        scratch: &mut Scratch<K, V>,
-    ) -> Result<()> {
-        stream.synchronize()?;
-        let failed = scratch.counters(stream)?[1] as usize;
-        // The homeless pairs of the last insert launch.
-        let homeless: Vec<(K, V)> = {
-            let list = scratch.current;
-            let k = scratch.failed_keys[list].to_host(stream)?;
-            let v = scratch.failed_values[list].to_host(stream)?;
-            k.into_iter().zip(v).take(failed).collect()
-        };
-        let n = keys.len();
-        // Every copy of every key the batch added goes.
-        self.remove_launch(stream, keys, n, found, GH_CUCKOO_REMOVE_ALL, None)?;
-        stream.synchronize()?;
-        // Pairs of the batch that were not held before are dropped; old pairs go back.
-        let batch_keys = keys.to_host(stream)?;
-        let was_found = match found {
-            Some(f) => f.to_host(stream)?,
-            None => vec![0; n],
-        };
-        let new_keys: HashSet<K> = batch_keys
-            .iter()
-            .zip(&was_found)
-            .filter(|&(_, &f)| f == 0)
-            .map(|(k, _)| *k)
-            .collect();
-        let mut seen = HashSet::new();
-        let old: Vec<(K, V)> = homeless
-            .into_iter()
-            .filter(|(k, _)| !new_keys.contains(k) && seen.insert(*k))
-            .collect();
-        if !old.is_empty() {
-            let (k, v): (Vec<K>, Vec<V>) = old.into_iter().unzip();
-            let dk = DeviceBuffer::from_host(stream, &k)?;
-            let dv = DeviceBuffer::from_host(stream, &v)?;
-            scratch.reset(stream)?;
-            let input = Input {
-                keys: &dk,
-                values: &dv,
-                count: k.len(),
-                skip: None,
-            };
-            // Into empty slots first, then with swaps, retried in place: there is no memory
-            // to grow into.
-            self.place_then_insert(stream, &input, scratch)?;
-            if let Err(e) = self.settle(stream, scratch, None, false, false) {
-                self.refresh(stream)?;
-                return Err(e);
-            }
-        }
-        // Then the values the batch replaced, and the side slot, as they were.
-        if let (Some(found), Some(old)) = (found, old_values) {
-            self.update(stream, keys, old, found, FOUND)?;
-        }
-        self.shared
-            .write()
-            .side
-            .copy_from(stream, &scratch.side_before)?;
-        self.refresh(stream)
-    }
-
-    fn remove_locked(&self, stream: &Stream, keys: &DeviceBuffer<K>) -> Result<usize> {
-        let mut counters = DeviceBuffer::<u64>::zeroed(stream, 4)?;
-        self.remove_launch(
-            stream,
-            keys,
-            keys.len(),
-            None,
-            GH_CUCKOO_REMOVE_FIRST,
-            Some(&mut counters),
-        )?;
-        let removed = counters.to_host(stream)?[2] as usize;
-        self.refresh(stream)?;
-        self.apply_policy(stream)?;
-        Ok(removed)
-    }
-
-    /// Reads the subtable counts and the side slot's flag into the mirror.
-    fn refresh(&self, stream: &Stream) -> Result<()> {
-        let (counts, side) = {
-            let shared = self.shared.read();
-            (shared.counts.to_host(stream)?, shared.side.to_host(stream)?)
-        };
-        let mut m = self.mirror.lock();
-        m.counts = counts[..self.options.subtables].to_vec();
-        m.side_present = side[0] != 0;
-        Ok(())
-    }
-
-    fn side_value(&self, stream: &Stream) -> Result<V> {
-        let side = self.shared.read().side.to_host(stream)?;
-        Ok(bytemuck::pod_read_unaligned(bytemuck::cast_slice(
-            &side[SIDE_HEADER..],
-        )))
-    }
-
-    /// Overwrites the side slot's words (its lock word cleared).
-    fn write_side(&self, stream: &Stream, words: &mut [u32]) -> Result<()> {
-        words[1] = 0;
-        Ok(self.shared.write().side.copy_from_host(stream, words)?)
-    }
-
-    fn write_counts(&self, stream: &Stream, counts: &[u64]) -> Result<()> {
-        let mut all = vec![0u64; GH_CUCKOO_MAX_SUBTABLES as usize];
-        all[..counts.len()].copy_from_slice(counts);
-        Ok(self.shared.write().counts.copy_from_host(stream, &all)?)
-    }
-
-    /// Upsizes (before a batch changes anything) until `len` pairs fit below beta.
-    fn grow_for(&self, stream: &Stream, len: u64) -> Result<()> {
-        let bounds = Bounds {
-            alpha: 0.0,
-            ..self.bounds()
-        };
-        while let Some(resize) = policy::next_resize(&self.subtable_buckets(), len, &bounds) {
-            self.resize(stream, resize)?;
-        }
-        Ok(())
-    }
-
-    /// Resizes until the fill factor is within bounds. Running out of memory for a resize
-    /// here is not an error: every pair is in, only the fill factor stays out of bounds.
-    fn apply_policy(&self, stream: &Stream) -> Result<()> {
-        for _ in 0..64 {
-            let len = self.mirror.lock().len();
-            let Some(resize) = policy::next_resize(&self.subtable_buckets(), len, &self.bounds())
-            else {
-                return Ok(());
-            };
-            match self.resize(stream, resize) {
-                Ok(()) => {}
-                Err(e) if e.is_out_of_device_memory() => return Ok(()),
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(())
-    }
-
-    fn resize(&self, stream: &Stream, resize: Resize) -> Result<()> {
-        let start = Instant::now();
-        match resize {
-            Resize::Up(i) => self.resize_one(stream, i, true)?,
-            Resize::Down(i) => self.resize_one(stream, i, false)?,
-            Resize::UpAll => self.rehash_all(stream, true)?,
-            Resize::DownAll => self.rehash_all(stream, false)?,
-        }
-        let mut m = self.mirror.lock();
-        match resize {
-            Resize::Up(_) => m.stats.upsizes += 1,
-            Resize::Down(_) => m.stats.downsizes += 1,
-            Resize::UpAll | Resize::DownAll => m.stats.rehashes += 1,
-        }
-        m.stats.seconds += start.elapsed().as_secs_f64();
-        Ok(())
-    }
-
-    /// Doubles or halves subtable `index`, holding only its write lock. A downsize's
-    /// residuals (pairs of two merged buckets that do not fit one) are then inserted into
-    /// the other subtables.
-    fn resize_one(&self, stream: &Stream, index: usize, up: bool) -> Result<()> {
-        let words = Self::WORDS;
-        let count = self.shared.read().counts.to_host(stream)?[index] as usize;
-        let mut residual_keys = DeviceBuffer::<K>::zeroed(stream, if up { 0 } else { count })?;
-        let mut residual_values = DeviceBuffer::<V>::zeroed(stream, if up { 0 } else { count })?;
-        let mut counters = DeviceBuffer::<u64>::zeroed(stream, 4)?;
-        let mut scratch = if up {
-            None
-        } else {
-            Some(Scratch::<K, V>::new(stream, count, 0)?)
-        };
-        let residuals = {
-            let mut sub = self.subtables[index].write();
-            let buckets = if up { sub.buckets * 2 } else { sub.buckets / 2 };
-            if buckets >= 1 << 31 {
-                return Err(Error::OutOfDeviceMemory.into());
-            }
-            let new = Subtable::<K>::allocate(stream, buckets, words, (sub.hash_a, sub.hash_b))?;
-            {
-                let mut guards = Vec::new();
-                let from = sub.layout(stream, &mut guards);
-                let to = new.layout(stream, &mut guards);
-                let rk = residual_keys.address_mut(stream);
-                let rv = residual_values.address_mut(stream);
-                let rc = counters.address_mut(stream);
-                let params = GhCuckooResizeParams {
-                    from,
-                    to,
-                    residual_keys: rk.address as *mut _,
-                    residual_values: rv.address as *mut u32,
-                    residual_count: rc.address as *mut u64,
-                    value_words: words as u32,
-                    seed: self.choice_seed(),
-                };
-                let units = if up { sub.buckets } else { buckets };
-                // SAFETY: both subtables' arrays are live (the old one under the write
-                // lock, the new one owned here) and sized by their bucket counts; the
-                // residual lists hold the subtable's `count` pairs, more than can ever be
-                // residual; all guards outlive the launch, which is waited for below.
-                unsafe {
-                    K::kernels()
-                        .resize
-                        .launch(stream, tile_shape(stream, units), params)
-                }?;
-            }
-            stream.synchronize()?;
-            *sub = new;
-            counters.to_host(stream)?[0] as usize
-        };
-        if residuals > 0 {
-            let mut counts = self.shared.read().counts.to_host(stream)?;
-            counts[index] -= residuals as u64;
-            self.write_counts(stream, &counts[..self.options.subtables])?;
-            self.refresh(stream)?;
-            let scratch = scratch.as_mut().expect("downsizes have scratch");
-            let exclude = (self.options.subtables >= 3).then_some(index);
-            let input = Input {
-                keys: &residual_keys,
-                values: &residual_values,
-                count: residuals,
-                skip: None,
-            };
-            self.insert_launch(stream, &input, scratch, 0, exclude)?;
-            if let Err(e) = self.settle(stream, scratch, None, false, true) {
-                // The residuals left homeless are no longer in the table: whatever went
-                // wrong (running out of memory for the upsize that would make room), the
-                // error names them rather than passing as a mere lack of memory.
-                self.refresh(stream)?;
-                return Err(match e {
-                    CuckooError::Core(Error::OutOfDeviceMemory) => {
-                        let failed = scratch.counters(stream)?[1] as usize;
-                        let keys = scratch.failed_keys[scratch.current].to_host(stream)?;
-                        CuckooError::NotInserted {
-                            keys: keys[..failed].iter().map(|k| k.widen()).collect(),
-                        }
-                    }
-                    other => other,
-                });
-            }
-        }
-        self.refresh(stream)
-    }
-
-    /// The rehash-everything baseline: every subtable doubled (or halved) and every pair
-    /// inserted again. The old arrays stay until all pairs are in the new ones, so a failure
-    /// leaves the table as it was.
-    /// Every pair in the subtables (not the side slot) into new device buffers of the
-    /// `slotted` pairs the counts say they hold; an error if the kernel found another
-    /// number (it writes below `slotted` only), so nothing is lost unnoticed.
-    fn export_slotted(
-        &self,
-        stream: &Stream,
-        slotted: usize,
-    ) -> Result<(DeviceBuffer<K>, DeviceBuffer<V>)> {
-        let mut keys = DeviceBuffer::<K>::zeroed(stream, slotted)?;
-        let mut values = DeviceBuffer::<V>::zeroed(stream, slotted)?;
-        let mut written = DeviceBuffer::<u64>::zeroed(stream, 1)?;
-        {
-            let view = self.view();
-            let mut guards = Vec::new();
-            let table = Self::describe(&view, stream, &mut guards);
-            let k = keys.address_mut(stream);
-            let v = values.address_mut(stream);
-            let w = written.address_mut(stream);
-            let params = GhCuckooExportParams {
-                table,
-                keys_out: k.address as *mut _,
-                values_out: v.address as *mut u32,
-                written: w.address as *mut u64,
-                capacity: slotted as u64,
-            };
-            let buckets: u64 = view.subs.iter().map(|s| s.buckets).max().unwrap_or(1);
-            // SAFETY: the table's arrays are held by the read guards in `subs` and their
-            // address guards; the outputs hold `slotted` keys and values, the kernel writes
-            // below `capacity` only and counts the rest in `written`.
-            unsafe {
-                K::kernels()
-                    .export
-                    .launch(stream, tile_shape(stream, buckets), params)
-            }?;
-        }
-        let written = written.to_host(stream)?[0] as usize;
-        if written != slotted {
-            return Err(Error::InvalidInput(format!(
-                "export found {written} pairs where the counts say {slotted}"
-            ))
-            .into());
-        }
-        Ok((keys, values))
-    }
-
-    fn rehash_all(&self, stream: &Stream, up: bool) -> Result<()> {
-        let words = Self::WORDS;
-        let (slotted, counts_before) = {
-            let m = self.mirror.lock();
-            (m.counts.iter().sum::<u64>() as usize, m.counts.clone())
-        };
-        let (keys, values) = self.export_slotted(stream, slotted)?;
-        let mut factor = 1u64;
-        loop {
-            factor *= 2;
-            if factor > 64 {
-                // The table still holds every pair in its old arrays.
-                return Err(Error::InvalidInput(
-                    "rehash found no place for some pairs even at 64 times the size".into(),
-                )
-                .into());
-            }
-            let mut fresh = Vec::with_capacity(self.subtables.len());
-            for sub in &self.subtables {
-                let sub = sub.read();
-                let buckets = if up {
-                    sub.buckets * factor
-                } else {
-                    sub.buckets * factor / 4
-                };
-                fresh.push(Subtable::<K>::allocate(
-                    stream,
-                    buckets.max(1),
-                    words,
-                    (sub.hash_a, sub.hash_b),
-                )?);
-            }
-            let mut scratch = Scratch::<K, V>::new(stream, slotted, 0)?;
-            stream.synchronize()?;
-            let mut old = Vec::with_capacity(fresh.len());
-            for (slot, new) in self.subtables.iter().zip(fresh) {
-                old.push(std::mem::replace(&mut *slot.write(), new));
-            }
-            self.write_counts(stream, &vec![0; self.options.subtables])?;
-            self.refresh(stream)?;
-            // Every pair goes in afresh: only this insert's thresholds count.
-            let settled_before = std::mem::take(&mut self.mirror.lock().settled);
-            let input = Input {
-                keys: &keys,
-                values: &values,
-                count: slotted,
-                skip: None,
-            };
-            self.insert_launch(stream, &input, &mut scratch, 0, None)?;
-            stream.synchronize()?;
-            if scratch.counters(stream)?[1] == 0 {
-                return self.refresh(stream);
-            }
-            // Some pairs found no place: put the old arrays back and try larger ones.
-            for (slot, previous) in self.subtables.iter().zip(old) {
-                *slot.write() = previous;
-            }
-            self.mirror.lock().settled = settled_before;
-            self.write_counts(stream, &counts_before)?;
-            self.refresh(stream)?;
-            if !up && factor >= 2 {
-                // A halving that does not fit is simply not done.
-                return Ok(());
-            }
-        }
-    }
 }
 
 fn check_lengths(what: &'static str, left: usize, right: usize) -> Result<()> {
@@ -1689,11 +588,16 @@ fn lane_shape(stream: &Stream, units: u64) -> LaunchShape {
 }
 
 /// Universal hash coefficients of subtable `index`: `0 < a < p`, `b < p`.
-fn hash_coefficients<K: CuckooKey>(seed: u64, index: usize) -> (u64, u64) {
-    let prime = if K::SLOTS == 32 { PRIME32 } else { PRIME61 };
+fn hash_coefficients<K: Key>(seed: u64, index: usize) -> (u64, u64) {
+    let prime = hash_prime::<K>();
     let x = fmix64(seed ^ (index as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
     let y = fmix64(x ^ 0xd1b5_4a32_d192_ed03);
     (1 + x % (prime - 1), y % prime)
+}
+
+/// The prime of the key width's hash family.
+fn hash_prime<K: Key>() -> u64 {
+    if K::WORDS == 1 { PRIME32 } else { PRIME61 }
 }
 
 #[cfg(test)]
@@ -1708,11 +612,16 @@ mod tests {
     }
 
     #[test]
-    fn value_words_of_supported_types() {
-        assert_eq!(Words::<u32>::N, 1);
-        assert_eq!(Words::<[u32; 16]>::N, 16);
-        assert_eq!(Words::<[u8; 12]>::N, 3);
-        assert_eq!(Words::<[u64; 2]>::N, 4);
+    fn value_widths_the_table_stores() {
+        for bytes in [4, 8, 12, 16, 64] {
+            assert!(stores_values_of(bytes), "{bytes}");
+        }
+        for bytes in [0, 1, 2, 6, 13, 68, 128] {
+            assert!(!stores_values_of(bytes), "{bytes}");
+        }
+        assert_eq!(CuckooTable::<u32, [u8; 12]>::WORDS, 3);
+        assert_eq!(CuckooTable::<u64, [u64; 2]>::WORDS, 4);
+        assert_eq!(CuckooTable::<u64, u32>::SLOTS_PER_BUCKET, 16);
     }
 
     #[test]

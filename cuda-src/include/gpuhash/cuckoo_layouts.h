@@ -215,13 +215,15 @@ typedef struct GhCuckooPartitionParams {
 
 /* Removes copies of keys[i] for i < count (skip as for insert), as `copies` says;
  * the reserved key's side slot empties except for GH_CUCKOO_REMOVE_DUPLICATES.
- * *removed (may be null) gains the number of slots emptied; emptied slots leave
- * the counts and their buckets turn dirty. */
+ * removed_out[i] (may be null) becomes 1 when this launch emptied a slot of
+ * keys[i], else 0 (of equal keys in one launch, one empties the slot and the
+ * others find it empty); emptied slots leave the counts and their buckets turn
+ * dirty. */
 typedef struct GhCuckooRemoveParams {
     GhCuckooTable table;
     const void *keys;
     const uint8_t *skip;
-    uint64_t *removed;
+    uint8_t *removed_out;
     uint64_t count;
     uint32_t copies;
     uint32_t pad;

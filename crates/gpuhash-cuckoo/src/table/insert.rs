@@ -1,0 +1,619 @@
+//! Inserts: the batch's two passes (lock-free placing, then voter-coordinated inserts with
+//! evictions), the sort by partition of large batches, the clean-up of copies that
+//! evictions left, retrying homeless pairs after upsizes, and undoing a batch that ran out
+//! of memory half way.
+
+use std::collections::HashSet;
+
+use gpuhash_core::hash::fmix64;
+use gpuhash_core::last_copy::{self, DuplicateKeys};
+use gpuhash_core::table::{ErrorKind, Key, TableError as _, Value};
+use gpuhash_core::{DeviceBuffer, LaunchShape, Stream};
+
+use super::scratch::{Input, Scratch};
+use super::{CuckooTable, lane_shape, tile_shape};
+use crate::key::{self, KeyLayout};
+use crate::layouts::{
+    GH_CUCKOO_DUPLICATE, GH_CUCKOO_NO_EXCLUDE, GH_CUCKOO_PARTITIONS, GH_CUCKOO_PLACE_PER_THREAD,
+    GH_CUCKOO_REMOVE_ALL, GH_CUCKOO_REMOVE_DUPLICATES, GH_CUCKOO_SORT_PER_THREAD,
+    GH_CUCKOO_SORT_THREADS, GhCuckooInsertParams, GhCuckooPartitionParams, GhCuckooPlaceParams,
+    GhCuckooUpdateParams,
+};
+use crate::policy::{self, Resize};
+use crate::{CuckooError, Result};
+
+/// Upsize-and-retry rounds an insert makes before it reports the pairs it could not place.
+const MAX_ROUNDS: usize = 24;
+/// The find kernel's mark of a key it found, which the update kernel selects.
+const FOUND: u32 = 1;
+
+impl<K: Key, V: Value> CuckooTable<K, V> {
+    /// Under the gate's write lock: inserts the batch (see the crate docs), with the counts
+    /// read first if removes changed them.
+    pub(super) fn insert_now(
+        &self,
+        stream: &Stream,
+        keys: &DeviceBuffer<K>,
+        values: &DeviceBuffer<V>,
+    ) -> Result<()> {
+        self.catch_up_counts(stream)?;
+        let result = self.insert_locked(stream, keys, values);
+        self.after_failed_insert(stream, result)
+    }
+
+    /// An insert that failed (out of memory, say) may have grown the table before it
+    /// changed any pair; with its scratch space freed, shrink back within bounds (as far
+    /// as memory allows) and pass the error on.
+    fn after_failed_insert(&self, stream: &Stream, result: Result<()>) -> Result<()> {
+        if result.is_err() {
+            let _ = self
+                .refresh(stream)
+                .and_then(|()| self.apply_policy(stream));
+        }
+        result
+    }
+
+    /// Keeps the copy of each key that the table's [`DuplicateKeys`] rule makes win, then
+    /// inserts the batch.
+    fn insert_locked(
+        &self,
+        stream: &Stream,
+        keys: &DeviceBuffer<K>,
+        values: &DeviceBuffer<V>,
+    ) -> Result<()> {
+        match self.options.duplicate_keys {
+            DuplicateKeys::AnyCopy => self.insert_batch(stream, keys, values),
+            DuplicateKeys::LastCopy => {
+                let (keys, values) = last_copy::last_copies(stream, keys, values)?;
+                self.insert_batch(stream, &keys, &values)
+            }
+        }
+    }
+
+    fn insert_batch(
+        &self,
+        stream: &Stream,
+        keys: &DeviceBuffer<K>,
+        values: &DeviceBuffer<V>,
+    ) -> Result<()> {
+        let n = keys.len();
+        let len_before = self.mirror.lock().len();
+        // Everything the batch needs is allocated before anything changes.
+        let mut scratch = match self.scratch.lock().take() {
+            Some(cached) if cached.log.len() >= n => cached,
+            _ => Scratch::<K, V>::new(stream, n, n)?,
+        };
+        // A batch larger than what the place kernel holds in flight works on its pairs sorted
+        // by partition from here on; a smaller one is in flight whole whatever its order.
+        let mut sorted = None;
+        if n as u64 > self.pairs_in_flight(stream) {
+            // A copy of another size is freed before the new one is allocated.
+            let cached = scratch.sorted.take().filter(|(k, _)| k.len() == n);
+            let (mut sorted_keys, mut sorted_values) = match cached {
+                Some(copy) => copy,
+                None => (
+                    DeviceBuffer::unfilled(stream, n)?,
+                    DeviceBuffer::unfilled(stream, n)?,
+                ),
+            };
+            self.sort_batch(stream, keys, values, &mut sorted_keys, &mut sorted_values)?;
+            sorted = Some((sorted_keys, sorted_values));
+        }
+        let (keys, values) = sorted.as_ref().map_or((keys, values), |(k, v)| (k, v));
+        scratch.reset(stream)?;
+        let mut found = None;
+        let mut old_values = None;
+        let mut existing = 0u64;
+        if len_before > 0 {
+            // Pass 1: which keys are held already, and their values (for undoing).
+            let mut f = DeviceBuffer::<u8>::zeroed(stream, n)?;
+            let mut old = DeviceBuffer::<V>::zeroed(stream, n)?;
+            self.find(
+                stream,
+                keys,
+                Some(&mut f),
+                Some(&mut old),
+                Some(&mut scratch.counters),
+            )?;
+            existing = scratch.counters(stream)?[2];
+            found = Some(f);
+            old_values = Some(old);
+        }
+        // Saved on the stream, between batches: its lock word is clear.
+        scratch
+            .side_before
+            .copy_from(stream, &self.shared.read().side)?;
+        // Grow before changing anything, so that running out of memory here leaves the
+        // table as it was.
+        self.grow_for(stream, len_before + (n as u64 - existing))?;
+        scratch.reset(stream)?;
+
+        if let Some(f) = &found
+            && existing > 0
+        {
+            self.update(stream, keys, values, f, FOUND)?;
+        }
+        let input = Input {
+            keys,
+            values,
+            count: n,
+            skip: found.as_ref(),
+        };
+        let outcome = self.place_and_settle(stream, &input, &mut scratch);
+        match outcome {
+            Ok(()) => {}
+            Err(e) if e.kind() == ErrorKind::OutOfDeviceMemory => {
+                self.undo_insert(
+                    stream,
+                    keys,
+                    found.as_ref(),
+                    old_values.as_ref(),
+                    &mut scratch,
+                )?;
+                return Err(e);
+            }
+            Err(e) => {
+                self.refresh(stream)?;
+                return Err(e);
+            }
+        }
+        self.refresh(stream)?;
+        if sorted.is_some() {
+            scratch.sorted = sorted;
+        }
+        *self.scratch.lock() = Some(scratch);
+        self.apply_policy(stream)
+    }
+
+    /// Pairs the place kernel holds in flight at most: GH_CUCKOO_PLACE_PER_THREAD a thread of
+    /// as many threads as the device keeps resident.
+    fn pairs_in_flight(&self, stream: &Stream) -> u64 {
+        let shape = lane_shape(stream, u64::MAX);
+        u64::from(shape.blocks)
+            * u64::from(shape.threads_per_block)
+            * u64::from(GH_CUCKOO_PLACE_PER_THREAD)
+    }
+
+    /// Writes the batch into `sorted_keys` and `sorted_values` (of its length) sorted by the
+    /// partition of each pair's first bucket (see `GhCuckooPartitionParams`): the kernels
+    /// that then take the pairs in order work on a few partitions at a time, whose key and
+    /// value lines stay in L2, where pairs in the order given would touch lines all over the
+    /// table, each a DRAM access.
+    fn sort_batch(
+        &self,
+        stream: &Stream,
+        keys: &DeviceBuffer<K>,
+        values: &DeviceBuffer<V>,
+        sorted_keys: &mut DeviceBuffer<K>,
+        sorted_values: &mut DeviceBuffer<V>,
+    ) -> Result<()> {
+        let n = keys.len();
+        assert!(sorted_keys.len() == n && sorted_values.len() == n);
+        let mut offsets = DeviceBuffer::<u64>::zeroed(stream, GH_CUCKOO_PARTITIONS as usize)?;
+        {
+            let view = self.view();
+            let mut guards = Vec::new();
+            let table = Self::describe(&view, stream, &mut guards);
+            let k = keys.address(stream);
+            let v = values.address(stream);
+            let ko = sorted_keys.address_mut(stream);
+            let vo = sorted_values.address_mut(stream);
+            let o = offsets.address_mut(stream);
+            let params = GhCuckooPartitionParams {
+                home: self.home(&view, false),
+                table,
+                keys: k.address as *const _,
+                values: v.address as *const u32,
+                keys_out: ko.address as *mut _,
+                values_out: vo.address as *mut u32,
+                offsets: o.address as *mut u64,
+                count: n as u64,
+            };
+            let scan = LaunchShape {
+                blocks: 1,
+                threads_per_block: GH_CUCKOO_SORT_THREADS,
+                shared_bytes: 0,
+            };
+            let scatter = LaunchShape::grid_stride(
+                stream.device(),
+                (n as u64).div_ceil(u64::from(GH_CUCKOO_SORT_PER_THREAD)),
+                GH_CUCKOO_SORT_THREADS,
+            );
+            let kernels = K::kernels();
+            // SAFETY: the table's arrays are held by `view` and their guards (the kernels read
+            // its bucket counts and hash coefficients only); the inputs and the sorted outputs
+            // hold n pairs each and `offsets` GH_CUCKOO_PARTITIONS counters, zeroed; the scan
+            // and the scatter run blocks of GH_CUCKOO_SORT_THREADS, as they need; the counts
+            // give each partition exactly the places its pairs fill, so the scatter writes
+            // every place below n once and nothing else. Every guard outlives the launches.
+            unsafe {
+                kernels
+                    .partition_count
+                    .launch(stream, lane_shape(stream, n as u64), params)?;
+                key::PARTITION_SCAN.launch(stream, scan, params)?;
+                kernels.partition_scatter.launch(stream, scatter, params)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Passes 2 and 3 of a user batch: most pairs find an empty slot without a lock (the
+    /// place kernel); the insert kernel, with its locks and evictions, takes the rest from
+    /// failed list 1; `settle` removes the copies evictions left and retries the homeless;
+    /// last, the later copies of a key write their values.
+    fn place_and_settle(
+        &self,
+        stream: &Stream,
+        input: &Input<'_, K, V>,
+        scratch: &mut Scratch<K, V>,
+    ) -> Result<()> {
+        let duplicates = self.place_then_insert(stream, input, scratch)?;
+        self.settle(stream, scratch, Some(input), true, true)?;
+        if duplicates > 0 {
+            self.update(
+                stream,
+                input.keys,
+                input.values,
+                &scratch.status,
+                GH_CUCKOO_DUPLICATE,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The place kernel, then the insert kernel for the pairs it left pending (from failed
+    /// list 1, homeless ones into failed list 0). Returns the number of duplicates.
+    fn place_then_insert(
+        &self,
+        stream: &Stream,
+        input: &Input<'_, K, V>,
+        scratch: &mut Scratch<K, V>,
+    ) -> Result<u64> {
+        let (pending, duplicates) = self.place_launch(stream, input, scratch)?;
+        if pending > 0 {
+            let keys = std::mem::replace(
+                &mut scratch.failed_keys[1],
+                DeviceBuffer::zeroed(stream, 0)?,
+            );
+            let values = std::mem::replace(
+                &mut scratch.failed_values[1],
+                DeviceBuffer::zeroed(stream, 0)?,
+            );
+            let rest = Input {
+                keys: &keys,
+                values: &values,
+                count: pending as usize,
+                skip: None,
+            };
+            let launched = self.insert_launch(stream, &rest, scratch, 0, None);
+            scratch.failed_keys[1] = keys;
+            scratch.failed_values[1] = values;
+            launched?;
+        }
+        Ok(duplicates)
+    }
+
+    /// After an insert launch into failed list 0: removes duplicates that evictions may
+    /// have left (when `dedup`), and while pairs are homeless, grows the table (when
+    /// `grow`; an undo, short of memory, retries with fresh random swaps only) and retries
+    /// them. On return every pair is placed, or the error says which are not; the failed
+    /// list then holds them.
+    pub(super) fn settle(
+        &self,
+        stream: &Stream,
+        scratch: &mut Scratch<K, V>,
+        original: Option<&Input<'_, K, V>>,
+        dedup: bool,
+        grow: bool,
+    ) -> Result<()> {
+        const DUPLICATES: u32 = GH_CUCKOO_REMOVE_DUPLICATES;
+        let mut current = 0usize;
+        let mut retried = 0usize;
+        for round in 0..MAX_ROUNDS {
+            let [logged, failed, _, _] = scratch.counters(stream)?;
+            let failed = failed as usize;
+            if dedup {
+                // A key of this batch that was swapped out may rest in two subtables now:
+                // every swapped-out key is checked (all new keys if the log overflowed).
+                let log_len = (logged as usize).min(scratch.log.len());
+                self.remove_launch(stream, &scratch.log, log_len, None, DUPLICATES, None)?;
+                if logged as usize > scratch.log.len()
+                    && let Some(input) = original
+                {
+                    self.remove_launch(
+                        stream,
+                        input.keys,
+                        input.count,
+                        input.skip,
+                        DUPLICATES,
+                        None,
+                    )?;
+                }
+                if round > 0 {
+                    let retried_keys = &scratch.failed_keys[1 - current];
+                    self.remove_launch(stream, retried_keys, retried, None, DUPLICATES, None)?;
+                }
+            }
+            if failed == 0 {
+                return Ok(());
+            }
+            if grow {
+                self.refresh(stream)?;
+                let buckets = self.subtable_buckets();
+                let resize = if self.options.rehash_all {
+                    Resize::UpAll
+                } else {
+                    Resize::Up(policy::upsize_target(&buckets))
+                };
+                scratch.current = current;
+                self.resize(stream, resize)?;
+            }
+            scratch.reset(stream)?;
+            let next = 1 - current;
+            // Retry the homeless pairs, from list `current` into list `next`.
+            let keys = std::mem::replace(
+                &mut scratch.failed_keys[current],
+                DeviceBuffer::zeroed(stream, 0)?,
+            );
+            let values = std::mem::replace(
+                &mut scratch.failed_values[current],
+                DeviceBuffer::zeroed(stream, 0)?,
+            );
+            let input = Input {
+                keys: &keys,
+                values: &values,
+                count: failed,
+                skip: None,
+            };
+            self.insert_launch(stream, &input, scratch, next, None)?;
+            scratch.failed_keys[current] = keys;
+            scratch.failed_values[current] = values;
+            retried = failed;
+            current = next;
+            scratch.current = current;
+        }
+        // Still homeless after every round: name them.
+        let failed = scratch.counters(stream)?[1] as usize;
+        let keys = scratch.failed_keys[current].to_host(stream)?;
+        Err(CuckooError::NotInserted {
+            keys: keys[..failed].iter().map(|k| k.widen()).collect(),
+        })
+    }
+
+    /// Undoes an insert batch that ran out of memory half way: removes the keys it added,
+    /// restores the values it replaced and the side slot, and puts back the old pairs that
+    /// were swapped out and left homeless.
+    fn undo_insert(
+        &self,
+        stream: &Stream,
+        keys: &DeviceBuffer<K>,
+        found: Option<&DeviceBuffer<u8>>,
+        old_values: Option<&DeviceBuffer<V>>,
+        scratch: &mut Scratch<K, V>,
+    ) -> Result<()> {
+        stream.synchronize()?;
+        let failed = scratch.counters(stream)?[1] as usize;
+        // The homeless pairs of the last insert launch.
+        let homeless: Vec<(K, V)> = {
+            let list = scratch.current;
+            let k = scratch.failed_keys[list].to_host(stream)?;
+            let v = scratch.failed_values[list].to_host(stream)?;
+            k.into_iter().zip(v).take(failed).collect()
+        };
+        let n = keys.len();
+        // Every copy of every key the batch added goes.
+        self.remove_launch(stream, keys, n, found, GH_CUCKOO_REMOVE_ALL, None)?;
+        stream.synchronize()?;
+        // Pairs of the batch that were not held before are dropped; old pairs go back.
+        let batch_keys = keys.to_host(stream)?;
+        let was_found = match found {
+            Some(f) => f.to_host(stream)?,
+            None => vec![0; n],
+        };
+        let new_keys: HashSet<K> = batch_keys
+            .iter()
+            .zip(&was_found)
+            .filter(|&(_, &f)| f == 0)
+            .map(|(k, _)| *k)
+            .collect();
+        let mut seen = HashSet::new();
+        let old: Vec<(K, V)> = homeless
+            .into_iter()
+            .filter(|(k, _)| !new_keys.contains(k) && seen.insert(*k))
+            .collect();
+        if !old.is_empty() {
+            let (k, v): (Vec<K>, Vec<V>) = old.into_iter().unzip();
+            let dk = DeviceBuffer::from_host(stream, &k)?;
+            let dv = DeviceBuffer::from_host(stream, &v)?;
+            scratch.reset(stream)?;
+            let input = Input {
+                keys: &dk,
+                values: &dv,
+                count: k.len(),
+                skip: None,
+            };
+            // Into empty slots first, then with swaps, retried in place: there is no memory
+            // to grow into.
+            self.place_then_insert(stream, &input, scratch)?;
+            if let Err(e) = self.settle(stream, scratch, None, false, false) {
+                self.refresh(stream)?;
+                return Err(e);
+            }
+        }
+        // Then the values the batch replaced, and the side slot, as they were.
+        if let (Some(found), Some(old)) = (found, old_values) {
+            self.update(stream, keys, old, found, FOUND)?;
+        }
+        self.shared
+            .write()
+            .side
+            .copy_from(stream, &scratch.side_before)?;
+        self.refresh(stream)
+    }
+
+    fn update(
+        &self,
+        stream: &Stream,
+        keys: &DeviceBuffer<K>,
+        values: &DeviceBuffer<V>,
+        found: &DeviceBuffer<u8>,
+        select: u32,
+    ) -> Result<()> {
+        let view = self.view();
+        let mut guards = Vec::new();
+        let table = Self::describe(&view, stream, &mut guards);
+        let k = keys.address(stream);
+        let v = values.address(stream);
+        let f = found.address(stream);
+        let params = GhCuckooUpdateParams {
+            table,
+            keys: k.address as *const _,
+            values: v.address as *const u32,
+            found: f.address as *const u8,
+            old_values: std::ptr::null_mut(),
+            count: keys.len() as u64,
+            select,
+            pad: 0,
+        };
+        // SAFETY: table arrays held as in `find`; keys, values and found are live buffers
+        // of keys.len() entries (checked by the callers), held across the launch.
+        unsafe {
+            K::kernels()
+                .update
+                .launch(stream, tile_shape(stream, keys.len() as u64), params)
+        }?;
+        Ok(())
+    }
+
+    /// The lock-free first pass of a user batch: places what fits into an empty slot of one
+    /// of its buckets, writes each pair's fate into `scratch.status` and the pairs left
+    /// pending into failed list 1. Returns the number of pending pairs (for the insert
+    /// kernel) and of duplicates (for the update kernel, once every pair is placed).
+    fn place_launch(
+        &self,
+        stream: &Stream,
+        input: &Input<'_, K, V>,
+        scratch: &mut Scratch<K, V>,
+    ) -> Result<(u64, u64)> {
+        let mut cursor = DeviceBuffer::<u64>::zeroed(stream, 1)?;
+        // The addresses borrow the scratch space until the launch is queued.
+        {
+            let view = self.view();
+            let home = self.home(&view, true);
+            let mut guards = Vec::new();
+            let table = Self::describe(&view, stream, &mut guards);
+            let k = input.keys.address(stream);
+            let v = input.values.address(stream);
+            let s = input.skip.map(|b| b.address(stream));
+            assert!(
+                scratch.status.len() >= input.count
+                    && scratch.failed_keys[1].len() >= input.count
+                    && scratch.failed_values[1].len() >= input.count
+            );
+            let status = scratch.status.address_mut(stream);
+            let pending_keys = scratch.failed_keys[1].address_mut(stream);
+            let pending_values = scratch.failed_values[1].address_mut(stream);
+            let counters = scratch.counters.address_mut(stream);
+            let c = cursor.address_mut(stream);
+            let params = GhCuckooPlaceParams {
+                table,
+                home,
+                keys: k.address as *const _,
+                values: v.address as *const u32,
+                skip: s
+                    .as_ref()
+                    .map_or(std::ptr::null(), |a| a.address as *const u8),
+                status: status.address as *mut u8,
+                pending_keys: pending_keys.address as *mut _,
+                pending_values: pending_values.address as *mut u32,
+                pending: (counters.address + 16) as *mut u64,
+                duplicates: (counters.address + 24) as *mut u64,
+                cursor: c.address as *mut u64,
+                count: input.count as u64,
+            };
+            // SAFETY: table arrays held by `view` and their guards; the input buffers hold at
+            // least `count` keys, values and skip flags, the status buffer `count` bytes and
+            // failed list 1 `count` pairs (asserted), each input adding at most one; the
+            // counters buffer holds 4 u64, of which the third and fourth are written, and
+            // the cursor one, zeroed. Every guard outlives the launch.
+            unsafe {
+                K::kernels()
+                    .place
+                    .launch(stream, lane_shape(stream, input.count as u64), params)
+            }?;
+        }
+        let [_, _, pending, duplicates] = scratch.counters(stream)?;
+        Ok((pending, duplicates))
+    }
+
+    /// One insert launch: places `input`, logging evicted keys in `scratch.log` and
+    /// setting homeless pairs aside in `scratch.failed_*[out]`.
+    pub(super) fn insert_launch(
+        &self,
+        stream: &Stream,
+        input: &Input<'_, K, V>,
+        scratch: &mut Scratch<K, V>,
+        out: usize,
+        exclude: Option<usize>,
+    ) -> Result<()> {
+        if input.count == 0 {
+            return Ok(());
+        }
+        let salt = {
+            let mut m = self.mirror.lock();
+            m.launches += 1;
+            fmix64(m.launches ^ self.options.seed) as u32
+        };
+        let view = self.view();
+        let home = self.home(&view, true);
+        let mut guards = Vec::new();
+        let table = Self::describe(&view, stream, &mut guards);
+        let k = input.keys.address(stream);
+        let v = input.values.address(stream);
+        let s = input.skip.map(|b| b.address(stream));
+        let log_capacity = scratch.log.len() as u64;
+        let counters = scratch.counters.address_mut(stream);
+        let [failed_keys_0, failed_keys_1] = &mut scratch.failed_keys;
+        let [failed_values_0, failed_values_1] = &mut scratch.failed_values;
+        let (fk, fv) = if out == 0 {
+            (failed_keys_0, failed_values_0)
+        } else {
+            (failed_keys_1, failed_values_1)
+        };
+        assert!(fk.len() >= input.count && fv.len() >= input.count);
+        let fk = fk.address_mut(stream);
+        let fv = fv.address_mut(stream);
+        let log = scratch.log.address_mut(stream);
+        let params = GhCuckooInsertParams {
+            table,
+            keys: k.address as *const _,
+            values: v.address as *const u32,
+            skip: s
+                .as_ref()
+                .map_or(std::ptr::null(), |a| a.address as *const u8),
+            count: input.count as u64,
+            failed_keys: fk.address as *mut _,
+            failed_values: fv.address as *mut u32,
+            failed_count: (counters.address + 8) as *mut u64,
+            log_keys: log.address as *mut _,
+            log_count: counters.address as *mut u64,
+            log_capacity,
+            home,
+            salt,
+            max_evictions: self.options.max_evictions,
+            exclude: exclude.map_or(GH_CUCKOO_NO_EXCLUDE, |e| e as u32),
+        };
+        let kernels = K::kernels();
+        let kernel = if Self::WORDS == 1 {
+            &kernels.insert1
+        } else {
+            &kernels.insert
+        };
+        // SAFETY: table arrays held by `view` and their guards; the input buffers hold at
+        // least `count` keys, values and skip flags; the failed lists hold `count` pairs
+        // (asserted) and each input adds at most one; the log is written below its
+        // capacity only; the counters buffer holds 4 u64. Every guard outlives the launch.
+        unsafe { kernel.launch(stream, tile_shape(stream, input.count as u64), params) }?;
+        Ok(())
+    }
+}
