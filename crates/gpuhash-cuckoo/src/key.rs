@@ -3,8 +3,8 @@
 use std::fmt::Debug;
 use std::hash::Hash;
 
-use gpuhash_core::table::Key;
 use gpuhash_core::launch::{Kernel, KernelImage, KernelParams};
+use gpuhash_core::table::Key;
 
 use crate::layouts::{
     GhCuckooExportParams, GhCuckooFillParams, GhCuckooFindParams, GhCuckooInsertParams,
