@@ -79,12 +79,7 @@ impl<K: Key, V: Key> SlabHashMap<K, V> {
         results: &mut DeviceBuffer<V>,
         done: &mut DeviceBuffer<u8>,
     ) -> Result<()> {
-        let batch = Batch {
-            ops: Some(ops),
-            uniform_op: GH_OP_INSERT,
-            keys,
-            values: Some(values),
-        };
+        let batch = Batch::mixed(ops, keys, values, keys.len());
         self.table.queue(stream, &batch, Some(results), Some(done))
     }
 }

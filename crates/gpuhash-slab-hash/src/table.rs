@@ -51,12 +51,13 @@ pub(crate) struct SlabTable {
 }
 
 /// What one batch asks: `ops` per element or `uniform_op` for all, on `keys` (and
-/// `values`).
+/// `values`), with at most `max_inserts` inserts among them.
 pub(crate) struct Batch<'a, K, V> {
     pub ops: Option<&'a DeviceBuffer<OpCode>>,
     pub uniform_op: u32,
     pub keys: &'a DeviceBuffer<K>,
     pub values: Option<&'a DeviceBuffer<V>>,
+    pub max_inserts: usize,
 }
 
 impl<'a, K: Key, V: Key> Batch<'a, K, V> {
@@ -66,16 +67,31 @@ impl<'a, K: Key, V: Key> Batch<'a, K, V> {
         keys: &'a DeviceBuffer<K>,
         values: Option<&'a DeviceBuffer<V>>,
     ) -> Self {
+        let max_inserts = if op == GH_OP_INSERT { keys.len() } else { 0 };
         Self {
             ops: None,
             uniform_op: op,
             keys,
             values,
+            max_inserts,
         }
     }
 
-    fn may_insert(&self) -> bool {
-        self.ops.is_some() || self.uniform_op == GH_OP_INSERT
+    /// Operations `ops[i]` on `keys[i]` with `values[i]`, of which at most `max_inserts`
+    /// are inserts.
+    pub(crate) fn mixed(
+        ops: &'a DeviceBuffer<OpCode>,
+        keys: &'a DeviceBuffer<K>,
+        values: &'a DeviceBuffer<V>,
+        max_inserts: usize,
+    ) -> Self {
+        Self {
+            ops: Some(ops),
+            uniform_op: GH_OP_INSERT,
+            keys,
+            values: Some(values),
+            max_inserts,
+        }
     }
 
     fn may_remove(&self) -> bool {
@@ -258,6 +274,11 @@ impl SlabTable {
         let values = values
             .map(|v| DeviceBuffer::from_host(&stream, v))
             .transpose()?;
+        let max_inserts = match ops {
+            Some(ops) => ops.iter().filter(|&&op| op == OpCode::INSERT).count(),
+            None if uniform_op == GH_OP_INSERT => keys.len(),
+            None => 0,
+        };
         let ops = ops
             .map(|o| DeviceBuffer::from_host(&stream, o))
             .transpose()?;
@@ -266,6 +287,7 @@ impl SlabTable {
             uniform_op,
             keys: &keys,
             values: values.as_ref(),
+            max_inserts,
         };
         let mut found = results
             .then(|| DeviceBuffer::zeroed(&stream, keys.len()))
@@ -284,10 +306,10 @@ impl SlabTable {
         batch: &Batch<'_, K, V>,
         room: Room,
     ) -> Result<parking_lot::RwLockReadGuard<'_, Slabs>> {
-        if !batch.may_insert() {
+        if batch.max_inserts == 0 {
             return Ok(self.slabs.read());
         }
-        let needed = self.slabs_needed(batch.keys.len());
+        let needed = self.slabs_needed(batch.max_inserts);
         Ok(self.with_room(stream, needed, room)?)
     }
 

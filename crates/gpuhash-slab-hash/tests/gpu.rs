@@ -161,10 +161,10 @@ fn running_out_of_device_memory_names_the_inserts_that_did_not_go_in() {
     let map = SlabHashMap::<u32, u32>::new(device(), options(1000, Some(1 << 16))).unwrap();
     map.insert(&[1, 2, 3], &[1, 2, 3]).unwrap();
     let keys: Vec<u32> = (10..6_000_010).map(fmix32).collect();
-    // Leave room for the batch's own buffers (keys, values, results, status) and 4 MiB of
-    // slabs (at most 8 with the last chunk freed); the 6M pairs need about 48 MiB of slabs
-    // in 2^16 buckets.
-    let filler = fill_device_except(s, keys.len() * 16 + (4 << 20));
+    // Leave room for the batch's own buffers (keys, values, a status byte each) and 4 MiB
+    // of slabs (at most 8 with the last chunk freed); the 6M pairs need about 48 MiB of
+    // slabs in 2^16 buckets.
+    let filler = fill_device_except(s, keys.len() * 9 + (4 << 20));
     let Err(SlabHashError::NotInserted { not_inserted, .. }) = map.insert(&keys, &keys) else {
         panic!("6M pairs cannot fit in 8 MiB of slabs");
     };
