@@ -5,15 +5,13 @@
 use std::time::Instant;
 
 use gpuhash_core::last_copy::DuplicateKeys;
+use gpuhash_core::table::{Map, Table};
 use gpuhash_core::workload::{self, KeySet};
 use gpuhash_core::{DeviceBuffer, Error, EventTimer, Stream};
 use gpuhash_slab_alloc::Variant;
-use gpuhash_slab_hash::layouts::{
-    GH_OP_GET, GH_OP_INSERT, GH_OP_REMOVE, GH_STATUS_ABSENT, GH_STATUS_DONE,
-};
-use gpuhash_slab_hash::{SlabHashError, SlabHashMap, SlabHashOptions, sizing};
+use gpuhash_slab_hash::{OpCode, SlabHashError, SlabHashMap, SlabHashOptions, sizing};
 
-use crate::measure::{Measurement, Runs, WARM_UP_RUNS, median_ms};
+use crate::measure::{Measurement, Runs, WARM_UP_RUNS, median_ms, no_setup};
 
 /// How W1 sizes the table.
 #[derive(Debug, Clone, Copy)]
@@ -73,44 +71,35 @@ fn map_keeping(
     buckets: u32,
     duplicate_keys: DuplicateKeys,
 ) -> Result<SlabHashMap, SlabHashError> {
-    let options = SlabHashOptions {
-        expected_entries: n as u64,
-        buckets: Some(buckets),
-        variant: Variant::Light,
-        duplicate_keys,
-        ..SlabHashOptions::default()
-    };
-    SlabHashMap::new(stream, options)
+    let options = SlabHashOptions::with_capacity(n as u64)
+        .buckets(buckets)
+        .variant(Variant::Light)
+        .duplicate_keys(duplicate_keys);
+    SlabHashMap::new(stream.device(), options)
 }
 
 /// Median milliseconds of a build of `keys` into `map` emptied before each run, after
-/// one untimed build that grows the allocator to what the timed builds need.
+/// one untimed build that grows the allocator to what the timed builds reserve. Each
+/// timed `insert_async` finds its room reserved already and waits for nothing.
 fn time_build(
     stream: &Stream,
-    map: &mut SlabHashMap,
+    map: &SlabHashMap,
     keys: &DeviceBuffer<u32>,
     values: &DeviceBuffer<u32>,
     runs: Runs,
 ) -> Result<f64, SlabHashError> {
-    let mut status = DeviceBuffer::<u32>::zeroed(stream, keys.len())?;
-    map.insert_device(stream, keys, values, &mut status)?;
-    let mut flags = Vec::new();
+    map.insert_async(stream, keys, values)?;
     let ms = median_ms(
         stream,
         runs,
-        &mut (map, &mut status),
-        |(map, status)| {
-            map.clear()?;
-            Ok::<_, SlabHashError>(status.fill_zero(stream)?)
-        },
-        |(map, status)| {
-            flags.push(map.insert_async(stream, keys, values, status)?);
-            Ok(())
-        },
+        &mut (),
+        |()| map.clear(),
+        |()| map.insert_async(stream, keys, values),
     )?;
-    for flag in &flags {
-        check(!flag.happened(stream)?, "a timed build ran out of slabs")?;
-    }
+    check(
+        map.len_on(stream)? == keys.len(),
+        "a timed build lost pairs",
+    )?;
     Ok(ms)
 }
 
@@ -138,7 +127,7 @@ pub struct Bulk {
 /// W1 at one sizing: rows for build, find hit, find miss, and the memory line.
 pub fn bulk(stream: &Stream, n: usize, sizing: Sizing, runs: Runs) -> Result<Bulk, SlabHashError> {
     let buckets = sizing.buckets(n);
-    let mut map = map_for(stream, n, buckets)?;
+    let map = map_for(stream, n, buckets)?;
     let mut keys = DeviceBuffer::<u32>::zeroed(stream, n)?;
     let mut values = DeviceBuffer::<u32>::zeroed(stream, n)?;
     let mut misses = DeviceBuffer::<u32>::zeroed(stream, n)?;
@@ -146,38 +135,31 @@ pub fn bulk(stream: &Stream, n: usize, sizing: Sizing, runs: Runs) -> Result<Bul
     workload::generate(stream, KeySet::Misses, 0, &mut misses, None)?;
     // The keys are distinct: the LastCopy build pays for finding that out.
     let last_copy_ms = {
-        let mut map = map_keeping(stream, n, buckets, DuplicateKeys::LastCopy)?;
-        time_build(stream, &mut map, &keys, &values, runs)?
+        let map = map_keeping(stream, n, buckets, DuplicateKeys::LastCopy)?;
+        time_build(stream, &map, &keys, &values, runs)?
     };
-    let build_ms = time_build(stream, &mut map, &keys, &values, runs)?;
-    let mut status = DeviceBuffer::<u32>::zeroed(stream, n)?;
+    let build_ms = time_build(stream, &map, &keys, &values, runs)?;
     let memory = map.memory()?;
     check(map.len()? == n, "the build lost pairs")?;
 
-    let mut found = DeviceBuffer::<u32>::zeroed(stream, n)?;
-    let mut find = |queries: &DeviceBuffer<u32>, expect: u32| -> Result<f64, SlabHashError> {
-        let ms = median_ms(
-            stream,
-            runs,
-            &mut status,
-            |status| Ok(status.fill_zero(stream)?),
-            |status| map.get_async(stream, queries, &mut found, status),
-        )?;
-        let codes = status.to_host(stream)?;
+    let mut values_found = DeviceBuffer::<u32>::zeroed(stream, n)?;
+    let mut found = DeviceBuffer::<u8>::zeroed(stream, n)?;
+    let mut find = |queries: &DeviceBuffer<u32>, expect: u8| -> Result<f64, SlabHashError> {
+        let ms = median_ms(stream, runs, &mut (), no_setup, |()| {
+            map.get_async(stream, queries, &mut found, &mut values_found)
+        })?;
         check(
-            codes.iter().all(|&c| c == expect),
+            found.to_host(stream)?.iter().all(|&f| f == expect),
             "a lookup answered wrongly",
         )?;
         Ok(ms)
     };
-    let hit_ms = find(&keys, GH_STATUS_DONE)?;
-    let miss_ms = find(&misses, GH_STATUS_ABSENT)?;
-    // The last lookups were the misses; look the hits up once more to check their values.
-    let mut status = DeviceBuffer::<u32>::zeroed(stream, n)?;
-    map.get_async(stream, &keys, &mut found, &mut status)?;
-    let values_found = found.to_host(stream)?;
+    let hit_ms = find(&keys, 1)?;
+    let miss_ms = find(&misses, 0)?;
+    // Misses leave the values the hits found: check them.
     check(
         values_found
+            .to_host(stream)?
             .iter()
             .enumerate()
             .all(|(i, &v)| v == workload::value(i as u32)),
@@ -252,20 +234,20 @@ pub fn mixed(
     runs: Runs,
 ) -> Result<Measurement, SlabHashError> {
     let base = n / 2;
-    let mut map = map_for(stream, n, Sizing::Utilization(0.5).buckets(n))?;
+    let map = map_for(stream, n, Sizing::Utilization(0.5).buckets(n))?;
     let (present, present_values) = workload::host_pairs(KeySet::Hits, 0, base as u32);
     let mut ops = Vec::with_capacity(n);
     let mut keys = Vec::with_capacity(n);
     for i in 0..n as u32 {
         let pick = gpuhash_core::hash::fmix32(i ^ 0xabcd) % 100;
         let (op, key) = if pick < shares[0] {
-            (GH_OP_INSERT, KeySet::Hits.key(base as u32 + i))
+            (OpCode::INSERT, KeySet::Hits.key(base as u32 + i))
         } else if pick < shares[0] + shares[1] {
-            (GH_OP_REMOVE, present[i as usize % base])
+            (OpCode::REMOVE, present[i as usize % base])
         } else if pick < shares[0] + shares[1] + shares[2] {
-            (GH_OP_GET, present[(i as usize * 7) % base])
+            (OpCode::GET, present[(i as usize * 7) % base])
         } else {
-            (GH_OP_GET, KeySet::Misses.key(i))
+            (OpCode::GET, KeySet::Misses.key(i))
         };
         ops.push(op);
         keys.push(key);
@@ -274,25 +256,19 @@ pub fn mixed(
     let keys = DeviceBuffer::from_host(stream, &keys)?;
     let values = DeviceBuffer::from_host(stream, &keys.to_host(stream)?)?;
     let mut results = DeviceBuffer::<u32>::zeroed(stream, n)?;
-    let mut status = DeviceBuffer::<u32>::zeroed(stream, n)?;
-    let mut flags = Vec::new();
+    let mut done = DeviceBuffer::<u8>::zeroed(stream, n)?;
     let ms = median_ms(
         stream,
         runs,
-        &mut (&mut map, &mut status),
-        |(map, status)| {
+        &mut (),
+        |()| {
             map.clear()?;
-            map.insert(&present, &present_values)?;
-            Ok::<_, SlabHashError>(status.fill_zero(stream)?)
+            map.insert(&present, &present_values)
         },
-        |(map, status)| {
-            flags.push(map.apply_async(stream, &ops, &keys, &values, &mut results, status)?);
-            Ok(())
-        },
+        |()| map.apply_async(stream, &ops, &keys, &values, &mut results, &mut done),
     )?;
-    for flag in &flags {
-        check(!flag.happened(stream)?, "a timed mix ran out of slabs")?;
-    }
+    // Counting reports inserts that found no room, were there any.
+    map.len_on(stream)?;
     Ok(Measurement {
         name: format!("slab hash {name} mix"),
         items: n,
@@ -369,11 +345,10 @@ pub fn incremental(
         "the batch size must divide the total",
     )?;
     let buckets = Sizing::Utilization(0.5).buckets(total);
-    let mut map = map_for(stream, total, buckets)?;
+    let map = map_for(stream, total, buckets)?;
     let batches = total / batch;
     let mut keys = Vec::with_capacity(batches);
     let mut values = Vec::with_capacity(batches);
-    let mut status = Vec::with_capacity(batches);
     for b in 0..batches {
         let mut k = DeviceBuffer::<u32>::zeroed(stream, batch)?;
         let mut v = DeviceBuffer::<u32>::zeroed(stream, batch)?;
@@ -386,12 +361,11 @@ pub fn incremental(
         )?;
         keys.push(k);
         values.push(v);
-        status.push(DeviceBuffer::<u32>::zeroed(stream, batch)?);
     }
-    // The untimed pass: the allocator grows to what the whole run needs, and keeps that
-    // memory through `clear`.
+    // The untimed pass: the allocator grows to what the whole run reserves, and keeps
+    // that memory through `clear`.
     for b in 0..batches {
-        map.insert_device(stream, &keys[b], &values[b], &mut status[b])?;
+        map.insert_async(stream, &keys[b], &values[b])?;
     }
     check(map.len()? == total, "the untimed pass lost pairs")?;
 
@@ -400,22 +374,15 @@ pub fn incremental(
     let mut utilization = 0.0;
     for _ in 0..W2_PASSES {
         map.clear()?;
-        for s in &mut status {
-            s.fill_zero(stream)?;
-        }
         stream.synchronize()?;
-        let mut flags = Vec::with_capacity(batches);
         for b in 0..batches {
             let timer = EventTimer::start(stream)?;
             let queued = Instant::now();
-            flags.push(map.insert_async(stream, &keys[b], &values[b], &mut status[b])?);
+            map.insert_async(stream, &keys[b], &values[b])?;
             enqueue_times[b].push(queued.elapsed().as_secs_f64() * 1e3);
             times[b].push(f64::from(timer.stop()?));
         }
-        for flag in &flags {
-            check(!flag.happened(stream)?, "a timed batch ran out of slabs")?;
-        }
-        check(map.len()? == total, "the batches lost pairs")?;
+        check(map.len_on(stream)? == total, "the batches lost pairs")?;
         // Every 997th pair and the last one must be there with their values, and as many
         // keys never inserted must be absent.
         let sample: Vec<u32> = (0..total as u32)
@@ -460,8 +427,8 @@ pub fn incremental(
 /// Where the fixed cost of one small batch goes: for each step, the median device time
 /// (CUDA events around it, as W2 times a batch) and host time of the call, in
 /// microseconds, over `repeats` repetitions. Steps: nothing between the events; one
-/// generator kernel for 32 pairs (a bare small launch); a cleared exhaustion flag (what
-/// `insert_async` allocates for each batch); `insert_async` of 32 pairs already present.
+/// generator kernel for 32 pairs (a bare small launch); `insert_async` of 32 pairs already
+/// present.
 pub fn batch_overhead(
     stream: &Stream,
     repeats: usize,
@@ -471,17 +438,15 @@ pub fn batch_overhead(
     let mut keys = DeviceBuffer::<u32>::zeroed(stream, PAIRS)?;
     let mut values = DeviceBuffer::<u32>::zeroed(stream, PAIRS)?;
     workload::generate(stream, KeySet::Hits, 0, &mut keys, Some(&mut values))?;
-    let mut status = DeviceBuffer::<u32>::zeroed(stream, PAIRS)?;
-    map.insert_device(stream, &keys, &values, &mut status)?;
+    map.insert_async(stream, &keys, &values)?;
     let mut scratch = DeviceBuffer::<u32>::zeroed(stream, PAIRS)?;
-    let mut flags = Vec::new();
 
-    type Step<'a> = Box<dyn FnMut(&mut DeviceBuffer<u32>) -> Result<(), SlabHashError> + 'a>;
+    type Step<'a> = Box<dyn FnMut() -> Result<(), SlabHashError> + 'a>;
     let steps: Vec<(&'static str, Step<'_>)> = vec![
-        ("empty event pair", Box::new(|_| Ok(()))),
+        ("empty event pair", Box::new(|| Ok(()))),
         (
             "generator kernel, 32 pairs",
-            Box::new(|_| {
+            Box::new(|| {
                 Ok(workload::generate(
                     stream,
                     KeySet::Misses,
@@ -492,18 +457,8 @@ pub fn batch_overhead(
             }),
         ),
         (
-            "exhaustion flag (alloc + clear)",
-            Box::new(|_| {
-                gpuhash_slab_alloc::Exhaustion::new(stream)?;
-                Ok(())
-            }),
-        ),
-        (
             "insert_async, 32 pairs",
-            Box::new(|status| {
-                flags.push(map.insert_async(stream, &keys, &values, status)?);
-                Ok(())
-            }),
+            Box::new(|| map.insert_async(stream, &keys, &values)),
         ),
     ];
     let mut out = Vec::new();
@@ -511,11 +466,10 @@ pub fn batch_overhead(
         let mut device = Vec::with_capacity(repeats);
         let mut host = Vec::with_capacity(repeats);
         for run in 0..WARM_UP_RUNS + repeats {
-            status.fill_zero(stream)?;
             stream.synchronize()?;
             let timer = EventTimer::start(stream)?;
             let queued = Instant::now();
-            step(&mut status)?;
+            step()?;
             let host_ms = queued.elapsed().as_secs_f64() * 1e3;
             let device_ms = f64::from(timer.stop()?);
             if run >= WARM_UP_RUNS {
@@ -529,13 +483,7 @@ pub fn batch_overhead(
         };
         out.push((name, median(device), median(host)));
     }
-    for flag in &flags {
-        check(!flag.happened(stream)?, "the probe ran out of slabs")?;
-    }
-    check(
-        flags.len() == WARM_UP_RUNS + repeats,
-        "the probe skipped inserts",
-    )?;
+    check(map.len_on(stream)? == PAIRS, "the probe lost pairs")?;
     Ok(out)
 }
 

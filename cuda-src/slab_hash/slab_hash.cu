@@ -19,7 +19,7 @@ __device__ void run_ops(const GhSlabOpsParams &p) {
     uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
     for (uint64_t base = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) & ~31ull; base < p.count; base += stride) {
         uint64_t i = base + lane_id();
-        bool active = i < p.count && p.status[i] == GH_STATUS_PENDING;
+        bool active = i < p.count && gh::is_served(p, i);
         uint32_t op = 0, status = GH_STATUS_PENDING;
         uint64_t key = 0, value = 0, result = 0;
         if (active) {
@@ -29,10 +29,7 @@ __device__ void run_ops(const GhSlabOpsParams &p) {
         }
         gh::serve_warp<Shape>(p.table, allocator, active, op, key, value, status, result);
         if (active) {
-            p.status[i] = status;
-            if (p.results != nullptr) {
-                store_words<Shape::kResultWords>(p.results, i, result);
-            }
+            gh::answer<Shape>(p, i, status, result);
         }
     }
 }
@@ -237,12 +234,11 @@ GH_SLAB_GATHER(k1v2, 1, 2)
 GH_SLAB_GATHER(k2v1, 2, 1)
 GH_SLAB_GATHER(k2v2, 2, 2)
 
-extern "C" __global__ void gh_slab_skip_repeated(GhSlabSkipParams p) {
+extern "C" __global__ void gh_slab_mark_pending(GhSlabMarkParams p) {
     uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
     for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < p.count; i += stride) {
-        if (p.repeated[i] != 0) {
-            p.status[i] = GH_STATUS_DONE;
-        }
+        bool repeated = p.repeated != nullptr && p.repeated[i] != 0;
+        p.status[i] = repeated ? GH_STATUS_DONE : GH_STATUS_PENDING;
     }
 }
 

@@ -131,14 +131,33 @@ __device__ __forceinline__ void store_words(uint32_t *base, uint64_t i, uint64_t
     }
 }
 
+// Whether element i is served by this pass: every element, or only those still PENDING.
+__device__ __forceinline__ bool is_served(const GhSlabOpsParams &p, uint64_t i) {
+    return p.answer_all != 0 || p.status[i] == GH_STATUS_PENDING;
+}
+
+// Writes what became of element i: its status byte (a NO_SLAB insert stays PENDING for a
+// retry, or reads ABSENT in a pass that answers every element) and its result (a value
+// found, or a multimap's count).
+template <typename Shape>
+__device__ __forceinline__ void answer(const GhSlabOpsParams &p, uint64_t i, uint32_t status, uint64_t result) {
+    if (status == GH_STATUS_NO_SLAB) {
+        status = p.answer_all != 0 ? GH_STATUS_ABSENT : GH_STATUS_PENDING;
+    }
+    if (p.status != nullptr) {
+        p.status[i] = (uint8_t)status;
+    }
+    if (p.results != nullptr && (status == GH_STATUS_DONE || Shape::kKind == GH_TABLE_MULTIMAP)) {
+        store_words<Shape::kResultWords>(p.results, i, result);
+    }
+}
+
 template <typename Shape, bool kInsert>
 __device__ __forceinline__ BulkLoad load_element(const GhSlabOpsParams &p, uint64_t i) {
     BulkLoad l{i < p.count, GH_STATUS_PENDING, 0, 0};
     if (l.in_batch) {
-        // Lookups answer every element; inserts skip those an earlier pass stored.
-        if (kInsert) {
-            l.status = p.status[i];
-        }
+        // Retries skip the elements an earlier pass served.
+        l.status = is_served(p, i) ? GH_STATUS_PENDING : GH_STATUS_DONE;
         l.key = load_words<Shape::kKeyWords>(p.keys, i);
         if (kInsert && p.values != nullptr) {
             l.value = load_words<Shape::kValueBufferWords>(p.values, i);
@@ -277,11 +296,7 @@ __device__ void run_bulk(const GhSlabOpsParams &p) {
         uint64_t result = 0;
         serve_tiles<Shape, kBulkTileLanes, kInsert>(p.table, allocator, mine, status, result);
         if (mine.active) {
-            const uint64_t i = base + lane_id();
-            p.status[i] = status;
-            if (!kInsert && p.results != nullptr) {
-                store_words<Shape::kResultWords>(p.results, i, result);
-            }
+            answer<Shape>(p, base + lane_id(), status, result);
         }
     }
 }

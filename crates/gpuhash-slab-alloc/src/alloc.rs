@@ -14,6 +14,8 @@ use crate::layouts::{
 };
 use crate::{Result, SlabAllocError};
 
+mod sections;
+
 /// How slab addresses map to memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Variant {
@@ -95,10 +97,28 @@ impl Exhaustion {
         })
     }
 
-    /// Whether a warp of the launches that used this flag found no free slab; waits for
-    /// the stream.
+    /// Whether a warp of the launches that used this flag, queued on `stream` before the
+    /// call, found no free slab; waits for the stream.
     pub fn happened(&self, stream: &Stream) -> Result<bool> {
         Ok(self.flag.to_host(stream)?[0] != 0)
+    }
+
+    /// The flag's address for one launch on `stream` that may raise it.
+    pub fn address<'a>(&'a mut self, stream: &'a Stream) -> DeviceAddress<'a> {
+        self.flag.address_mut(stream)
+    }
+
+    /// The flag's address for launches on several streams at once that may all raise it:
+    /// ordered as a read, so that those launches do not wait for each other. A later
+    /// [`Exhaustion::happened`] on a stream sees what the launches queued before it on
+    /// that stream raised (raising is an idempotent store of 1).
+    pub fn shared_address<'a>(&'a self, stream: &'a Stream) -> DeviceAddress<'a> {
+        self.flag.address(stream)
+    }
+
+    /// Lowers the flag, ordered after every launch that used it.
+    pub fn clear(&mut self, stream: &Stream) -> Result<()> {
+        Ok(self.flag.fill_zero(stream)?)
     }
 }
 
@@ -267,19 +287,18 @@ impl SlabAlloc {
         Ok(total.to_host(stream)?[0])
     }
 
-    /// The allocator as a kernel parameter, reporting exhaustion through `exhaustion`,
-    /// with a fresh seed so that this launch's warps pick other resident blocks than the
-    /// last launch's.
+    /// The allocator as a kernel parameter, reporting exhaustion through `exhausted` (an
+    /// [`Exhaustion`]'s address), with a fresh seed so that this launch's warps pick other
+    /// resident blocks than the last launch's.
     pub fn context<'a>(
         &'a self,
         stream: &'a Stream,
-        exhaustion: &'a mut Exhaustion,
+        exhausted: DeviceAddress<'a>,
     ) -> AllocContext<'a> {
         let seed = self
             .launches
             .fetch_add(1, Ordering::Relaxed)
             .wrapping_mul(0x9e37_79b9);
-        let exhausted = exhaustion.flag.address_mut(stream);
         let mut params = GhSlabAllocContext {
             exhausted: exhausted.address as *mut u32,
             total_blocks: self.memory_blocks() as u32,
@@ -355,7 +374,7 @@ impl SlabAlloc {
             .into());
         }
         let mut exhaustion = Exhaustion::new(stream)?;
-        let context = self.context(stream, &mut exhaustion);
+        let context = self.context(stream, exhaustion.address(stream));
         launch::allocate(
             stream,
             context.params(),
@@ -393,7 +412,7 @@ impl SlabAlloc {
     pub fn deallocate(&self, stream: &Stream, addresses: &DeviceBuffer<u32>) -> Result<()> {
         let mut rejected = DeviceBuffer::<u64>::zeroed(stream, 1)?;
         let mut unused = Exhaustion::new(stream)?;
-        let context = self.context(stream, &mut unused);
+        let context = self.context(stream, unused.address(stream));
         launch::deallocate(stream, context.params(), addresses, &mut rejected)?;
         drop(context);
         match rejected.to_host(stream)?[0] {

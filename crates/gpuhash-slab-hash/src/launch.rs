@@ -7,9 +7,10 @@ use gpuhash_core::{DeviceBuffer, Stream};
 
 use crate::layouts::{
     GH_OP_GET, GH_OP_INSERT, GhFillParams, GhSlabBucketsParams, GhSlabGatherParams,
-    GhSlabOpsParams, GhSlabSkipParams, GhSlabTable,
+    GhSlabMarkParams, GhSlabOpsParams, GhSlabTable,
 };
-use crate::table::{Kind, Shape};
+use crate::op::OpCode;
+use crate::shape::{Kind, Shape};
 
 // SAFETY: bindgen's repr(C) copies of the C structs the kernels take.
 unsafe impl KernelParams for GhSlabOpsParams {}
@@ -20,7 +21,7 @@ unsafe impl KernelParams for GhSlabGatherParams {}
 // SAFETY: as above.
 unsafe impl KernelParams for GhFillParams {}
 // SAFETY: as above.
-unsafe impl KernelParams for GhSlabSkipParams {}
+unsafe impl KernelParams for GhSlabMarkParams {}
 
 static IMAGE: KernelImage = gpuhash_core::kernel_image!("slab_hash");
 
@@ -72,7 +73,7 @@ static GATHERS: [((u32, u32), Kernel<GhSlabGatherParams>); 4] = [
     ((2, 2), Kernel::new(&IMAGE, "gh_slab_gather_k2v2")),
 ];
 static FILL: Kernel<GhFillParams> = Kernel::new(&IMAGE, "gh_slab_fill");
-static SKIP_REPEATED: Kernel<GhSlabSkipParams> = Kernel::new(&IMAGE, "gh_slab_skip_repeated");
+static MARK_PENDING: Kernel<GhSlabMarkParams> = Kernel::new(&IMAGE, "gh_slab_mark_pending");
 
 const THREADS: u32 = 128;
 
@@ -95,15 +96,18 @@ fn grid(stream: &Stream, threads: u64) -> LaunchShape {
 
 /// Where the ops kernel reads and writes; every buffer has `keys.len()` elements.
 pub(crate) struct OpsBuffers<'a, K, V> {
-    pub ops: Option<&'a DeviceBuffer<u32>>,
+    pub ops: Option<&'a DeviceBuffer<OpCode>>,
     pub uniform_op: u32,
     pub keys: &'a DeviceBuffer<K>,
     pub values: Option<&'a DeviceBuffer<V>>,
     pub results: Option<&'a mut DeviceBuffer<V>>,
-    pub status: &'a mut DeviceBuffer<u32>,
+    /// Required unless `answer_all`.
+    pub status: Option<&'a mut DeviceBuffer<u8>>,
+    /// Serve every element; else only those whose status is PENDING.
+    pub answer_all: bool,
 }
 
-/// One pass of operations over the table; elements not PENDING are skipped.
+/// One pass of operations over the table.
 pub(crate) fn ops<K: Pod, V: Pod>(
     stream: &Stream,
     shape: Shape,
@@ -114,11 +118,16 @@ pub(crate) fn ops<K: Pod, V: Pod>(
     if count == 0 {
         return Ok(());
     }
+    if buffers.status.is_none() && !buffers.answer_all {
+        return Err(gpuhash_core::Error::InvalidInput(
+            "a pass of pending elements needs their status".into(),
+        ));
+    }
     let ops = buffers.ops.map(|b| b.address(stream));
     let keys = buffers.keys.address(stream);
     let values = buffers.values.map(|b| b.address(stream));
     let results = buffers.results.map(|b| b.address_mut(stream));
-    let status = buffers.status.address_mut(stream);
+    let status = buffers.status.map(|b| b.address_mut(stream));
     let params = GhSlabOpsParams {
         table,
         ops: ops
@@ -131,9 +140,12 @@ pub(crate) fn ops<K: Pod, V: Pod>(
         results: results
             .as_ref()
             .map_or(std::ptr::null_mut(), |a| a.address as *mut u32),
-        status: status.address as *mut u32,
+        status: status
+            .as_ref()
+            .map_or(std::ptr::null_mut(), |a| a.address as *mut u8),
         count: count as u64,
         uniform_op: buffers.uniform_op,
+        answer_all: u32::from(buffers.answer_all),
     };
     let kernels = kernels(shape)?;
     let kernel = match (buffers.ops, buffers.uniform_op) {
@@ -143,7 +155,8 @@ pub(crate) fn ops<K: Pod, V: Pod>(
     };
     // SAFETY: `table` comes from the live table and allocator context the caller holds;
     // every buffer holds `count` elements (checked by the caller) and stays borrowed until
-    // the launch is queued; the kernel touches elements below count only.
+    // the launch is queued; status is given unless every element is answered (checked
+    // above), and the kernel touches elements below count only.
     unsafe { kernel.launch(stream, grid(stream, count as u64), params) }
 }
 
@@ -256,29 +269,38 @@ pub(crate) fn gather<K: Pod, V: Pod>(
     unsafe { kernel.launch(stream, grid(stream, count as u64), params) }
 }
 
-/// Marks done every element that `repeated` flags, so that a pass skips it.
-pub(crate) fn skip_repeated(
+/// Readies `status` for a pass of PENDING elements: DONE where `repeated` (when given)
+/// flags an element, PENDING elsewhere.
+pub(crate) fn mark_pending(
     stream: &Stream,
-    repeated: &DeviceBuffer<u8>,
-    status: &mut DeviceBuffer<u32>,
+    repeated: Option<&DeviceBuffer<u8>>,
+    status: &mut DeviceBuffer<u8>,
 ) -> gpuhash_core::Result<()> {
     let count = status.len();
-    if repeated.len() != count {
+    if let Some(repeated) = repeated
+        && repeated.len() != count
+    {
         return Err(gpuhash_core::Error::LengthMismatch {
             what: "repeated flags and status",
             left: repeated.len(),
             right: count,
         });
     }
-    let (r, s) = (repeated.address(stream), status.address_mut(stream));
-    let params = GhSlabSkipParams {
-        repeated: r.address as *const u8,
-        status: s.address as *mut u32,
+    if count == 0 {
+        return Ok(());
+    }
+    let r = repeated.map(|b| b.address(stream));
+    let s = status.address_mut(stream);
+    let params = GhSlabMarkParams {
+        repeated: r
+            .as_ref()
+            .map_or(std::ptr::null(), |a| a.address as *const u8),
+        status: s.address as *mut u8,
         count: count as u64,
     };
     // SAFETY: both buffers hold `count` elements (checked above); the kernel touches
     // elements below count only.
-    unsafe { SKIP_REPEATED.launch(stream, grid(stream, count as u64), params) }
+    unsafe { MARK_PENDING.launch(stream, grid(stream, count as u64), params) }
 }
 
 /// Sets every word of `words` to `value`.

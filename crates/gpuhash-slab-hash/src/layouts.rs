@@ -28,9 +28,9 @@ pub const GH_OP_INSERT: u32 = 0;
 pub const GH_OP_GET: u32 = 1;
 pub const GH_OP_REMOVE: u32 = 2;
 pub const GH_OP_COUNT: u32 = 3;
-pub const GH_STATUS_PENDING: u32 = 0;
+pub const GH_STATUS_ABSENT: u32 = 0;
 pub const GH_STATUS_DONE: u32 = 1;
-pub const GH_STATUS_ABSENT: u32 = 2;
+pub const GH_STATUS_PENDING: u32 = 2;
 pub const GH_STATUS_NO_SLAB: u32 = 3;
 #[repr(C)]
 #[derive(Debug, Copy, Clone, PartialEq, Eq)]
@@ -70,9 +70,10 @@ pub struct GhSlabOpsParams {
     pub keys: *const u32,
     pub values: *const u32,
     pub results: *mut u32,
-    pub status: *mut u32,
+    pub status: *mut u8,
     pub count: u64,
     pub uniform_op: u32,
+    pub answer_all: u32,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
@@ -94,6 +95,8 @@ const _: () = {
         [::core::mem::offset_of!(GhSlabOpsParams, count) - 120usize];
     ["Offset of field: GhSlabOpsParams::uniform_op"]
         [::core::mem::offset_of!(GhSlabOpsParams, uniform_op) - 128usize];
+    ["Offset of field: GhSlabOpsParams::answer_all"]
+        [::core::mem::offset_of!(GhSlabOpsParams, answer_all) - 132usize];
 };
 impl Default for GhSlabOpsParams {
     fn default() -> Self {
@@ -178,23 +181,23 @@ impl Default for GhSlabBucketsParams {
 }
 #[repr(C)]
 #[derive(Debug, Copy, Clone, PartialEq, Eq)]
-pub struct GhSlabSkipParams {
+pub struct GhSlabMarkParams {
     pub repeated: *const u8,
-    pub status: *mut u32,
+    pub status: *mut u8,
     pub count: u64,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of GhSlabSkipParams"][::core::mem::size_of::<GhSlabSkipParams>() - 24usize];
-    ["Alignment of GhSlabSkipParams"][::core::mem::align_of::<GhSlabSkipParams>() - 8usize];
-    ["Offset of field: GhSlabSkipParams::repeated"]
-        [::core::mem::offset_of!(GhSlabSkipParams, repeated) - 0usize];
-    ["Offset of field: GhSlabSkipParams::status"]
-        [::core::mem::offset_of!(GhSlabSkipParams, status) - 8usize];
-    ["Offset of field: GhSlabSkipParams::count"]
-        [::core::mem::offset_of!(GhSlabSkipParams, count) - 16usize];
+    ["Size of GhSlabMarkParams"][::core::mem::size_of::<GhSlabMarkParams>() - 24usize];
+    ["Alignment of GhSlabMarkParams"][::core::mem::align_of::<GhSlabMarkParams>() - 8usize];
+    ["Offset of field: GhSlabMarkParams::repeated"]
+        [::core::mem::offset_of!(GhSlabMarkParams, repeated) - 0usize];
+    ["Offset of field: GhSlabMarkParams::status"]
+        [::core::mem::offset_of!(GhSlabMarkParams, status) - 8usize];
+    ["Offset of field: GhSlabMarkParams::count"]
+        [::core::mem::offset_of!(GhSlabMarkParams, count) - 16usize];
 };
-impl Default for GhSlabSkipParams {
+impl Default for GhSlabMarkParams {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
         unsafe {

@@ -2,9 +2,21 @@
 //!
 //! The slab hash of seed 002 (Ashkiani, Farach-Colton, Owens, *A Dynamic Hash Table for the
 //! GPU*, IPDPS 2018): a dynamic, fully concurrent hash table with chaining, whose lists are
-//! made of 128-byte slabs from [`gpuhash_slab_alloc`].
+//! made of 128-byte slabs from [`gpuhash_slab_alloc`]. Its three tables speak the table
+//! contract of [`gpuhash_core::table`]: [`SlabHashMap`] is a [`Map`], [`SlabHashSet`] a
+//! [`Set`], [`SlabHashMultiMap`] a [`MultiMap`], all three a [`Table`] and an [`Image`].
 //!
 //! ## Structure
+//!
+//! - `table.rs`: the engine the three tables share: bucket heads and the allocator behind
+//!   one lock, batches queued on the caller's stream (`queue`) or run to the end with
+//!   retries (`run`). `room.rs`: room for inserts, compaction, flush, clear. `scan.rs`:
+//!   counting, export, memory, the multimap's gather. `image.rs`: table images.
+//! - `map.rs`, `set.rs`, `multimap.rs`: the contract's verbs on the engine;
+//!   `contract.rs`: what the three share (construction, `flush`, [`Table`], [`Image`]).
+//! - `launch.rs`: the only place raw device pointers go to the kernels of
+//!   `cuda-src/slab_hash/`; `layouts.rs`: their parameter structs, made by bindgen.
+//! - [`sizing`]: how many slabs a table needs (host functions, tested on the CPU).
 //!
 //! A table is an array of bucket heads, each the first slab of a list. A key-value slab
 //! holds 15 pairs (key in an even lane, value in the next lane), a key-only slab 30 keys;
@@ -25,11 +37,47 @@
 //! to 21210 M/s (docs/benchmarks/slab-hash.md); mixed batches, removals and counts keep the
 //! paper's warp-cooperative work sharing.
 //!
-//! Three tables share the engine: [`SlabHashMap`] (unique keys, insert replaces),
-//! [`SlabHashSet`] (keys only) and [`SlabHashMultiMap`] (duplicates kept, with
-//! [`SlabHashMultiMap::get_all`], `count` and `remove_all`). Keys and values are `u32` or
-//! `u64` ([`SlabWord`]); an entry with a 64-bit part takes 2 or 4 lanes, so a slab holds 7
-//! to 30 entries.
+//! Keys and values are `u32` or `u64` (the contract's [`Key`] types); an entry with a
+//! 64-bit part takes 2 or 4 lanes, so a slab holds 7 to 30 entries. Lookups write their
+//! found byte straight from the kernel: the status of each element is one byte, and for a
+//! lookup or removal it is the answer the contract asks for.
+//!
+//! ## Inserts that do not wait
+//!
+//! `insert_async` (and [`SlabHashMap::apply_async`]) queue their kernel on the caller's
+//! stream and return; the batch finishes on its own, with no host call after it. Before
+//! the launch the table makes sure the allocator can serve every slab the batch could
+//! link: an insert links at most one new slab and a list that takes k new entries at most
+//! ceil(k / entries per slab), so a batch of n links at most
+//! ceil(n / entries per slab) + min(n, buckets + 3). The table keeps a host-side upper
+//! bound of the slabs in use (the count measured at its last device-wide wait, plus every
+//! batch's bound since) and launches at once while that bound stays within 3/4 of the
+//! slabs reserved. Only a batch that would pass that share waits: for every kernel on the
+//! device, then it measures the real use, compacts the lists if removals left tombstones,
+//! and grows the allocator until the bound fits (or returns the growth's error, with
+//! nothing queued). A table sized for its batches, refilled after [`Table::clear`] (which
+//! resets the bound to zero), never waits.
+//!
+//! Why 3/4: a warp's allocator gives up after 64 full memory blocks in a row, and with a
+//! quarter of the slabs free, at least a quarter of the blocks have room, so a warp gives
+//! up only when 64 blocks its hash picks are all among the other three quarters (about
+//! 1e-8 per run of full blocks, were the picks random). That is a bound on a probability,
+//! not a proof: the picks are a hash. So the kernels keep their safety net. An insert
+//! that still finds no slab raises a flag the table owns, and the next call on the table
+//! that waits for its stream (`len`, `memory`, `export`, `get_all`, `flush`, `to_image`)
+//! returns [`SlabHashError::LostInserts`]: a pair is never lost silently. The host forms
+//! (`insert`, [`SlabHashMap::apply`]) keep each element's status and run the inserts that
+//! found no slab again once the table has made room, or name them in
+//! [`SlabHashError::NotInserted`].
+//!
+//! The price is memory: the allocator reserves at least 4/3 of the slabs a batch could
+//! link, on top of those in use, which for a large batch is far more than it links. A
+//! batch of n pairs of 32-bit keys and values into B buckets needs
+//! 4/3 x (n / 15 + min(n, B)) slabs of 128 bytes free: for n = 2^26 and B = 2^26 / 9
+//! (load 0.6), about 1.9 GiB (the allocator grows by doubling to at least that), beside
+//! 0.9 GiB of head slabs. Smaller batches cost in
+//! proportion (about 4/3 x 1.07 n slabs for n well below B); the reserve grows by doubling
+//! and is kept through `clear`.
 //!
 //! ## What readers see
 //!
@@ -46,14 +94,14 @@
 //!
 //! A removal leaves a tombstone, and inserts only ever use never-used spots at the end of
 //! a list, so a table whose keys come and go fills its slabs with tombstones. When an
-//! insert batch finds no free slab and removals have left tombstones since the last
-//! compaction, the table compacts every list first (moving live entries to the front and
-//! giving emptied slabs back) and grows the allocator only if a quarter of its slabs are
-//! still not free. So memory holds steady under any mix of inserts and removals with no
-//! call from the user, and a table that only grows never pays for a compaction. Compaction
-//! and growth wait for every batch already queued on the device and hold off new ones while
-//! they run; [`SlabHashMap::flush`] runs the same compaction on demand, on a shared table
-//! (`&self`).
+//! insert batch needs room and removals have left tombstones since the last compaction,
+//! the table compacts every list first (moving live entries to the front and giving
+//! emptied slabs back) and grows the allocator only if the batch's bound still does not
+//! fit. So memory holds steady under any mix of inserts and removals with no call from the
+//! user, and a table that only grows never pays for a compaction. Compaction, growth,
+//! [`Table::clear`] and images wait for every batch already queued on the device and hold
+//! off new ones while they run; [`SlabHashMap::flush`] runs the same compaction on demand,
+//! on a shared table (`&self`).
 //!
 //! ## Equal keys in one batch
 //!
@@ -64,49 +112,87 @@
 //! copy's, as inserting the pairs one by one in order would leave it: the earlier copies are
 //! found on the device ([`gpuhash_core::last_copy::mark_repeated`]) and skipped.
 //!
+//! ## Images
+//!
+//! [`Image::to_image`] copies the head slabs and the allocator's memory (its bitmaps and
+//! slabs, [`gpuhash_slab_alloc::SlabAlloc::to_sections`]) with the options that give them
+//! meaning (the bucket hash, the duplicate rule); [`Image::from_image`] allocates the same
+//! sizes and copies them back, with no rehashing. Slab addresses are 32-bit indices into
+//! the allocator's arrays, so the bytes hold at any device address; the regular
+//! allocator's table of super block pointers is built anew. An image of another kind of
+//! table, another width or another layout version ([`IMAGE_LAYOUT_VERSION`]) is refused,
+//! and so is a damaged one (the image's checksum); an image crafted to pass the checksum
+//! is trusted.
+//!
 //! Beyond the paper:
 //! - **Every key is usable.** The three words slabs reserve (empty, tombstone, busy) are
 //!   stored in three extra buckets, so `u32::MAX` is a key like any other.
-//! - **Nothing is dropped.** An insert that finds no free slab reports it; the batch grows
-//!   the allocator and runs those inserts again, or, if the GPU is out of memory, fails with
-//!   [`SlabHashError::NotInserted`] naming exactly the inserts that did not go in.
-//! - **Shared by threads.** Batch calls take `&self`; each runs on a stream of its own, so
-//!   several host threads use one table at once, flushes included.
+//! - **Nothing is dropped silently** (above).
+//! - **Shared by threads.** Every call takes `&self`; blocking calls run on streams the
+//!   device lends, so several host threads use one table at once, flushes included.
 //! - **Counting costs no memory.** `len` sums the live entries of every bucket on the
 //!   device into one word.
 //!
 //! ## Example
 //!
 //! ```no_run
-//! use gpuhash_core::Device;
+//! use gpuhash_core::table::{Map, Table};
+//! use gpuhash_core::{Device, DeviceBuffer};
 //! use gpuhash_slab_hash::{SlabHashMap, SlabHashOptions};
 //!
 //! # fn main() -> gpuhash_slab_hash::Result<()> {
 //! let device = Device::default()?;
-//! let map = SlabHashMap::new(&device.new_stream()?, SlabHashOptions::with_capacity(1 << 20))?;
+//! let map = SlabHashMap::<u32, u32>::new(&device, SlabHashOptions::with_capacity(1 << 20).load(0.5))?;
 //! let keys: Vec<u32> = (0..1000).chain([u32::MAX]).collect();
 //! let values: Vec<u32> = keys.iter().map(|k| k.wrapping_mul(3)).collect();
 //! map.insert(&keys, &values)?;
 //! assert_eq!(map.get(&[7, u32::MAX, 5000])?, vec![Some(21), Some(u32::MAX.wrapping_mul(3)), None]);
 //! map.remove(&keys[..10])?;
 //! assert_eq!(map.len()?, keys.len() - 10);
+//!
+//! // The same on device buffers, queued on a stream of the caller's.
+//! let stream = device.new_stream()?;
+//! let queries = DeviceBuffer::from_host(&stream, &[7u32, 5000])?;
+//! let mut found = DeviceBuffer::zeroed(&stream, 2)?;
+//! let mut answers = DeviceBuffer::zeroed(&stream, 2)?;
+//! map.get_async(&stream, &queries, &mut found, &mut answers)?;
+//! assert_eq!(found.to_host(&stream)?, vec![1, 0]);
 //! # Ok(()) }
 //! ```
 
+mod contract;
 mod error;
+mod image;
 mod launch;
-pub mod layouts;
+#[allow(
+    dead_code,
+    reason = "generated from the kernels' header: not every constant is used"
+)]
+mod layouts;
 mod map;
 mod multimap;
 mod op;
+mod options;
+mod room;
+mod scan;
 mod set;
+mod shape;
 pub mod sizing;
 mod table;
 
 pub use error::{Result, SlabHashError};
 pub use gpuhash_core::last_copy::DuplicateKeys;
+pub use gpuhash_core::table::MemoryUsage;
+pub use gpuhash_slab_alloc::Variant;
+pub use image::IMAGE_LAYOUT_VERSION;
 pub use map::SlabHashMap;
 pub use multimap::SlabHashMultiMap;
-pub use op::{Op, Outcome};
+pub use op::{Op, OpCode, Outcome};
+pub use options::SlabHashOptions;
 pub use set::SlabHashSet;
-pub use table::{MemoryUsage, SlabHashOptions, SlabWord};
+
+#[cfg(doc)]
+use gpuhash_core::{
+    image::Image,
+    table::{Key, Map, MultiMap, Set, Table},
+};

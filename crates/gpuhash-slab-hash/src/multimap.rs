@@ -2,139 +2,111 @@
 
 use std::marker::PhantomData;
 
+use gpuhash_core::table::{DevicePairs, DeviceRows, Key, MultiMap, check_pairs};
 use gpuhash_core::{DeviceBuffer, Stream};
 
 use crate::Result;
+use crate::contract::{OverSlabs, table_contract};
 use crate::layouts::{GH_OP_COUNT, GH_OP_INSERT, GH_OP_REMOVE};
-use crate::map::check_pairs;
-use crate::table::{Batch, Kind, Shape, SlabHashOptions, SlabTable, SlabWord};
+use crate::shape::{Kind, Shape};
+use crate::table::{Batch, SlabTable};
 
 /// A concurrent GPU multimap over slab lists, keys and values `u32` or `u64`: a key may
-/// hold many values, and the same pair twice. Every key value is valid; batch calls take
-/// `&self`.
+/// hold many values, and the same pair twice. It speaks the table contract ([`MultiMap`],
+/// [`gpuhash_core::table::Table`], [`gpuhash_core::image::Image`]). Every key value is
+/// valid; every call takes `&self`.
 #[derive(Debug)]
-pub struct SlabHashMultiMap<K: SlabWord = u32, V: SlabWord = u32> {
+pub struct SlabHashMultiMap<K: Key = u32, V: Key = u32> {
     table: SlabTable,
     types: PhantomData<fn(K, V)>,
 }
 
-impl<K: SlabWord, V: SlabWord> SlabHashMultiMap<K, V> {
-    crate::table::housekeeping!("pairs");
-    crate::table::pair_inserts!();
+impl<K: Key, V: Key> OverSlabs for SlabHashMultiMap<K, V> {
+    fn shape() -> Shape {
+        Shape::of::<K, V>(Kind::MultiMap)
+    }
 
-    /// An empty multimap on the stream's device.
-    pub fn new(stream: &Stream, options: SlabHashOptions) -> Result<Self> {
-        Ok(Self {
-            table: SlabTable::new(stream, Shape::of::<K, V>(Kind::MultiMap), options)?,
+    fn table(&self) -> &SlabTable {
+        &self.table
+    }
+
+    fn over(table: SlabTable) -> Self {
+        Self {
+            table,
             types: PhantomData,
-        })
+        }
     }
+}
 
-    /// Adds every pair, keeping what the keys held already.
-    pub fn insert(&self, keys: &[K], values: &[V]) -> Result<()> {
-        check_pairs(keys, values)?;
-        self.table
-            .run_host(GH_OP_INSERT, keys, Some(values), None)
-            .map(drop)
-    }
+table_contract!([K: Key, V: Key] SlabHashMultiMap<K, V>, "pairs");
 
-    /// How many values each key holds.
-    pub fn count(&self, keys: &[K]) -> Result<Vec<u32>> {
-        self.counted(GH_OP_COUNT, keys)
-    }
-
-    /// Whether each key holds a value.
-    pub fn contains(&self, keys: &[K]) -> Result<Vec<bool>> {
-        Ok(self.count(keys)?.iter().map(|&c| c > 0).collect())
-    }
-
-    /// Every value of each key, in no particular order: a count pass, a prefix sum, and a
-    /// pass that writes each key's values at its offset.
-    pub fn get_all(&self, keys: &[K]) -> Result<Vec<Vec<V>>> {
-        let stream = self.table.stream()?;
-        let device_keys = DeviceBuffer::from_host(&stream, keys)?;
-        let counts = self.counted_device(&stream, GH_OP_COUNT, &device_keys)?;
-        let (offsets, _, values) = self.table.gather::<K, V>(&stream, &device_keys, &counts)?;
-        let values = values.to_host(&stream)?;
-        Ok(offsets
-            .windows(2)
-            .map(|w| values[w[0] as usize..w[1] as usize].to_vec())
-            .collect())
-    }
-
-    /// Removes every pair of each key; how many each had.
-    pub fn remove_all(&self, keys: &[K]) -> Result<Vec<u32>> {
-        self.counted(GH_OP_REMOVE, keys)
-    }
-
-    /// Every pair, in no particular order.
-    pub fn export(&self) -> Result<Vec<(K, V)>> {
-        let (keys, values) = self.table.export::<K, V>(&self.table.stream()?)?;
-        Ok(keys.into_iter().zip(values).collect())
-    }
-
-    /// Queues counts of device-resident keys on `stream` and returns without waiting:
-    /// `counts[i]` becomes how many values key i holds. `status` must start zeroed.
-    pub fn count_async(
-        &self,
-        stream: &Stream,
-        keys: &DeviceBuffer<K>,
-        counts: &mut DeviceBuffer<u32>,
-        status: &mut DeviceBuffer<u32>,
-    ) -> Result<()> {
-        self.counts_pass(stream, GH_OP_COUNT, keys, counts, status)
-    }
-
-    /// Queues removals of every pair of device-resident keys on `stream` and returns
-    /// without waiting: `counts[i]` becomes how many pairs key i had. `status` must start
-    /// zeroed.
-    pub fn remove_all_async(
-        &self,
-        stream: &Stream,
-        keys: &DeviceBuffer<K>,
-        counts: &mut DeviceBuffer<u32>,
-        status: &mut DeviceBuffer<u32>,
-    ) -> Result<()> {
-        self.counts_pass(stream, GH_OP_REMOVE, keys, counts, status)
-    }
-
-    /// Every value of each device-resident key, on the device: returns `offsets` (one more
-    /// than the keys) and `values`, key i's values being `values[offsets[i]..offsets[i + 1]]`.
-    /// Waits once, for the counts that size `values`.
-    pub fn get_all_device(
-        &self,
-        stream: &Stream,
-        keys: &DeviceBuffer<K>,
-    ) -> Result<(DeviceBuffer<u64>, DeviceBuffer<V>)> {
-        let counts = self.counted_device(stream, GH_OP_COUNT, keys)?;
-        let (_, offsets, values) = self.table.gather(stream, keys, &counts)?;
-        Ok((offsets, values))
-    }
-
-    fn counts_pass(
+impl<K: Key, V: Key> SlabHashMultiMap<K, V> {
+    /// Queues `op` (count or remove every pair) on `keys`, answering a count a key.
+    fn counts_async(
         &self,
         stream: &Stream,
         op: u32,
         keys: &DeviceBuffer<K>,
         counts: &mut DeviceBuffer<u32>,
-        status: &mut DeviceBuffer<u32>,
     ) -> Result<()> {
         let batch = Batch::<K, u32>::uniform(op, keys, None);
-        self.table
-            .pass(stream, &batch, Some(counts), status)
-            .map(drop)
+        self.table.queue(stream, &batch, Some(counts), None)
+    }
+}
+
+impl<K: Key, V: Key> MultiMap for SlabHashMultiMap<K, V> {
+    type Value = V;
+
+    /// Queues inserts on `stream` and returns without waiting; the batch finishes on its
+    /// own (see the crate docs on the room it reserves first).
+    fn insert_async(
+        &self,
+        stream: &Stream,
+        keys: &DeviceBuffer<K>,
+        values: &DeviceBuffer<V>,
+    ) -> Result<()> {
+        let batch = Batch::uniform(GH_OP_INSERT, keys, Some(values));
+        self.table.queue(stream, &batch, None, None)
     }
 
-    /// Runs `op` (count or remove) on device keys and waits; the counts it answered.
-    fn counted_device(&self, stream: &Stream, op: u32, keys: &DeviceBuffer<K>) -> Result<Vec<u32>> {
+    fn count_async(
+        &self,
+        stream: &Stream,
+        keys: &DeviceBuffer<K>,
+        counts: &mut DeviceBuffer<u32>,
+    ) -> Result<()> {
+        self.counts_async(stream, GH_OP_COUNT, keys, counts)
+    }
+
+    fn remove_all_async(
+        &self,
+        stream: &Stream,
+        keys: &DeviceBuffer<K>,
+        counts: &mut DeviceBuffer<u32>,
+    ) -> Result<()> {
+        self.counts_async(stream, GH_OP_REMOVE, keys, counts)
+    }
+
+    /// Every value of each key: a count pass, a prefix sum, and a pass that writes each
+    /// key's values at its offset (again, with the counts it found, if a batch on another
+    /// stream removed values in between).
+    fn get_all_on(&self, stream: &Stream, keys: &DeviceBuffer<K>) -> Result<DeviceRows<V>> {
         let mut counts = DeviceBuffer::zeroed(stream, keys.len())?;
-        let mut status = DeviceBuffer::zeroed(stream, keys.len())?;
-        self.counts_pass(stream, op, keys, &mut counts, &mut status)?;
-        Ok(counts.to_host(stream)?)
+        self.count_async(stream, keys, &mut counts)?;
+        self.table.gather(stream, keys, &counts)
     }
 
-    /// Runs `op` on every key; the counts it answered.
-    fn counted(&self, op: u32, keys: &[K]) -> Result<Vec<u32>> {
-        Ok(self.table.run_host::<K, u32>(op, keys, None, None)?.results)
+    fn export_on(&self, stream: &Stream) -> Result<DevicePairs<K, V>> {
+        let (keys, values) = self.table.export(stream)?;
+        Ok(DevicePairs { keys, values })
+    }
+
+    /// Adds every pair; inserts that find no free slab run again once the table has made
+    /// room, and if it cannot, [`crate::SlabHashError::NotInserted`] names them.
+    fn insert(&self, keys: &[K], values: &[V]) -> Result<()> {
+        check_pairs(keys.len(), values.len())?;
+        self.table
+            .run_host(None, GH_OP_INSERT, keys, Some(values), false)
+            .map(drop)
     }
 }

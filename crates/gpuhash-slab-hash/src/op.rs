@@ -1,7 +1,9 @@
 //! Operations of a mixed batch and what became of each.
 
-use crate::SlabWord;
-use crate::layouts::{GH_OP_GET, GH_OP_INSERT, GH_OP_REMOVE, GH_STATUS_DONE};
+use bytemuck::{Pod, Zeroable};
+use gpuhash_core::table::Key;
+
+use crate::layouts::{GH_OP_GET, GH_OP_INSERT, GH_OP_REMOVE};
 
 /// One operation of a mixed batch ([`crate::SlabHashMap::apply`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,35 +29,52 @@ pub enum Outcome<V = u32> {
     Missing,
 }
 
-impl<K: SlabWord, V: SlabWord> Op<K, V> {
-    /// The operation code the kernels take.
-    pub(crate) fn code(&self) -> u32 {
+/// The kind of one operation of a mixed batch on the device
+/// ([`crate::SlabHashMap::apply_async`]): what [`Op::code`] gives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Pod, Zeroable)]
+#[repr(transparent)]
+pub struct OpCode(u32);
+
+impl OpCode {
+    /// Insert or replace the pair.
+    pub const INSERT: Self = Self(GH_OP_INSERT);
+    /// Look the key up.
+    pub const GET: Self = Self(GH_OP_GET);
+    /// Remove the key.
+    pub const REMOVE: Self = Self(GH_OP_REMOVE);
+}
+
+impl<K: Key, V: Key> Op<K, V> {
+    /// The operation's kind, as [`crate::SlabHashMap::apply_async`] takes it.
+    pub fn code(&self) -> OpCode {
         match self {
-            Op::Insert(..) => GH_OP_INSERT,
-            Op::Get(_) => GH_OP_GET,
-            Op::Remove(_) => GH_OP_REMOVE,
+            Op::Insert(..) => OpCode::INSERT,
+            Op::Get(_) => OpCode::GET,
+            Op::Remove(_) => OpCode::REMOVE,
         }
     }
 
-    pub(crate) fn key(&self) -> K {
+    /// The key it works on.
+    pub fn key(&self) -> K {
         match *self {
             Op::Insert(key, _) | Op::Get(key) | Op::Remove(key) => key,
         }
     }
 
     /// The value to insert; zero for the others.
-    pub(crate) fn value(&self) -> V {
+    pub fn value(&self) -> V {
         match *self {
             Op::Insert(_, value) => value,
             _ => V::zeroed(),
         }
     }
 
-    /// The outcome of this operation from the kernel's status and result.
-    pub(crate) fn outcome(&self, status: u32, result: V) -> Outcome<V> {
-        match (self, status == GH_STATUS_DONE) {
+    /// The outcome of this operation from the byte [`crate::SlabHashMap::apply_async`]
+    /// answered (1: took effect, 0: the key was missing) and the value it found.
+    pub fn outcome(&self, done: u8, found: V) -> Outcome<V> {
+        match (self, done != 0) {
             (Op::Insert(..), _) => Outcome::Inserted,
-            (Op::Get(_), true) => Outcome::Found(result),
+            (Op::Get(_), true) => Outcome::Found(found),
             (Op::Remove(_), true) => Outcome::Removed,
             (_, false) => Outcome::Missing,
         }

@@ -6,27 +6,21 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
+use gpuhash_core::Device;
 use gpuhash_core::hash::fmix64;
-use gpuhash_core::{Device, Stream};
-use gpuhash_slab_hash::{
-    Op, Outcome, SlabHashMap, SlabHashMultiMap, SlabHashOptions, SlabHashSet, SlabWord,
-};
+use gpuhash_core::table::{Key, Map, MultiMap, Set, Table};
+use gpuhash_slab_hash::{Op, Outcome, SlabHashMap, SlabHashMultiMap, SlabHashOptions, SlabHashSet};
 
 /// One test at a time: they time their threads against each other and size the device's
 /// memory use.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-fn stream() -> &'static Stream {
-    static STREAM: OnceLock<Stream> = OnceLock::new();
-    STREAM.get_or_init(|| {
-        Device::default()
-            .expect("these tests need a CUDA device")
-            .new_stream()
-            .unwrap()
-    })
+fn device() -> &'static Device {
+    static DEVICE: OnceLock<Device> = OnceLock::new();
+    DEVICE.get_or_init(|| Device::default().expect("these tests need a CUDA device"))
 }
 
-trait Word: SlabWord + Ord {
+trait Word: Key {
     fn from_bits(bits: u64) -> Self;
 }
 
@@ -155,7 +149,7 @@ fn values_for<K: Word, V: Word>(keys: &[K]) -> Vec<V> {
 }
 
 fn map_readers_see_whole_pairs<K: Word, V: Word>(what: &str) {
-    let map = SlabHashMap::<K, V>::new(stream(), options()).unwrap();
+    let map = SlabHashMap::<K, V>::new(device(), options()).unwrap();
     race::<K, V>(
         what,
         |keys| map.insert(keys, &values_for::<K, V>(keys)).unwrap(),
@@ -175,7 +169,7 @@ fn map_readers_see_whole_pairs<K: Word, V: Word>(what: &str) {
 /// The same race with readers that look keys up through mixed batches (`apply`), which
 /// run the warp-cooperative kernel rather than the tiled one.
 fn mixed_batch_readers_see_whole_pairs<K: Word, V: Word>(what: &str) {
-    let map = SlabHashMap::<K, V>::new(stream(), options()).unwrap();
+    let map = SlabHashMap::<K, V>::new(device(), options()).unwrap();
     race::<K, V>(
         what,
         |keys| map.insert(keys, &values_for::<K, V>(keys)).unwrap(),
@@ -213,7 +207,7 @@ fn map_readers_on_other_threads_never_see_a_value_nobody_wrote() {
 }
 
 fn multimap_readers_see_whole_pairs<K: Word, V: Word>(what: &str) {
-    let map = SlabHashMultiMap::<K, V>::new(stream(), options()).unwrap();
+    let map = SlabHashMultiMap::<K, V>::new(device(), options()).unwrap();
     race::<K, V>(
         what,
         |keys| map.insert(keys, &values_for::<K, V>(keys)).unwrap(),
@@ -294,7 +288,7 @@ fn assert_steady(what: &str, (first, last): (u64, u64)) {
 
 fn map_churn<K: Word, V: Word>(what: &str) {
     let map =
-        SlabHashMap::<K, V>::new(stream(), SlabHashOptions::with_capacity(CHURN_KEYS)).unwrap();
+        SlabHashMap::<K, V>::new(device(), SlabHashOptions::with_capacity(CHURN_KEYS)).unwrap();
     let sizes = churn::<K>(
         |keys| map.insert(keys, &values_for::<K, V>(keys)).unwrap(),
         |keys| assert!(map.remove(keys).unwrap().iter().all(|&r| r)),
@@ -319,9 +313,9 @@ fn maps_and_sets_hold_steady_memory_when_keys_come_and_go() {
     map_churn::<u64, u32>("map u64 -> u32");
     map_churn::<u64, u64>("map u64 -> u64");
     let set =
-        SlabHashSet::<u32>::new(stream(), SlabHashOptions::with_capacity(CHURN_KEYS)).unwrap();
+        SlabHashSet::<u32>::new(device(), SlabHashOptions::with_capacity(CHURN_KEYS)).unwrap();
     let sizes = churn::<u32>(
-        |keys| drop(set.insert(keys).unwrap()),
+        |keys| set.insert(keys).unwrap(),
         |keys| assert!(set.remove(keys).unwrap().iter().all(|&r| r)),
         || set.memory().unwrap().bytes_reserved,
         |keys| set.len().unwrap() == keys.len() && set.contains(keys).unwrap().iter().all(|&c| c),

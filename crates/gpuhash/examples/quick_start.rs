@@ -6,8 +6,7 @@ use gpuhash::prelude::*;
 
 fn main() -> gpuhash::Result<()> {
     let device = Device::default()?; // Err(NoDriver) / Err(NoDevice), never a panic
-    let stream = device.new_stream()?;
-    let map = SlabHashMap::<u64, u32>::new(&stream, SlabHashOptions::with_capacity(1 << 20))?;
+    let map = SlabHashMap::<u64, u32>::with_capacity(&device, 1 << 20)?;
     let keys: Vec<u64> = (0..1000).chain([u64::MAX]).collect(); // every key value is usable
     let values: Vec<u32> = (0..keys.len() as u32).collect();
     map.insert(&keys, &values)?;

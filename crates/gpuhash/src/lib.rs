@@ -19,8 +19,7 @@
 //! # fn main() -> gpuhash::Result<()> {
 //! let device = Device::default()?;
 //! println!("{} with {} SMs", device.properties().name, device.properties().multiprocessors);
-//! let stream = device.new_stream()?;
-//! let map = SlabHashMap::<u64, u32>::new(&stream, SlabHashOptions::with_capacity(1 << 20))?;
+//! let map = SlabHashMap::<u64, u32>::new(&device, SlabHashOptions::with_capacity(1 << 20))?;
 //! map.insert(&[1, u64::MAX], &[10, 20])?;
 //! assert_eq!(map.get(&[u64::MAX, 2])?, vec![Some(20), None]);
 //! # Ok(()) }
@@ -41,7 +40,9 @@ pub use gpuhash_slab_hash as slab_hash;
 /// The types most programs use.
 pub mod prelude {
     pub use crate::{Error, Result};
+    pub use gpuhash_core::image::Image;
     pub use gpuhash_core::last_copy::DuplicateKeys;
+    pub use gpuhash_core::table::{Map, MultiMap, Set, Table};
     pub use gpuhash_core::{Device, DeviceBuffer, EventTimer, Stream};
     #[cfg(feature = "cuckoo")]
     pub use gpuhash_cuckoo::{CuckooOptions, CuckooTable};

@@ -35,14 +35,18 @@
 /* Multimap: count the key's pairs. */
 #define GH_OP_COUNT 3u
 
-/* Per-element status. Elements whose status is PENDING are processed, others skipped;
- * batches of lookups only answer every element. */
-#define GH_STATUS_PENDING 0u
+/* Per-element status, one byte an element. A pass serves every element when its
+ * answer_all is set, else only the PENDING ones (a retry after the allocator grew). Lookups
+ * and removals answer DONE or ABSENT, so their status is the found (removed) byte the
+ * user asked for. */
+/* Get and remove: the key is not there. Set insert: the key was there already. */
+#define GH_STATUS_ABSENT 0u
 /* Insert: stored (or replaced); get: found; remove: removed; count: counted. */
 #define GH_STATUS_DONE 1u
-/* Get and remove: the key is not there. Set insert: the key was there already. */
-#define GH_STATUS_ABSENT 2u
-/* Insert: no free slab (the allocator must grow); nothing was stored. */
+/* Not yet served: an insert that found no free slab ends so, to be run again. */
+#define GH_STATUS_PENDING 2u
+/* Kernel-internal: an insert found no free slab. Written as PENDING, or as ABSENT when the
+ * pass answers every element (the allocator's exhausted flag says so as well). */
 #define GH_STATUS_NO_SLAB 3u
 
 typedef struct GhSlabTable {
@@ -61,11 +65,15 @@ typedef struct GhSlabOpsParams {
     const uint32_t *keys;
     /* Insert values; null for sets. */
     const uint32_t *values;
-    /* Get: the value found; count and multimap remove: how many pairs. May be null. */
+    /* Get: the value found (written only when found); count and multimap remove: how
+     * many pairs. May be null. */
     uint32_t *results;
-    uint32_t *status;
+    /* One status byte an element; may be null when answer_all is set. */
+    uint8_t *status;
     uint64_t count;
     uint32_t uniform_op;
+    /* Serve every element, whatever status holds; else only PENDING ones. */
+    uint32_t answer_all;
 } GhSlabOpsParams;
 
 /* Multimap: the values of keys[i] into out[offsets[i] ..], at most counts[i] of them;
@@ -92,13 +100,14 @@ typedef struct GhSlabBucketsParams {
     uint32_t *values_out;
 } GhSlabBucketsParams;
 
-/* Map inserts that keep the last copy of each key: status[i] = DONE where repeated[i] is
- * set, so that only the last copy of each key goes in. */
-typedef struct GhSlabSkipParams {
+/* Readies the status of a pass that serves PENDING elements only: status[i] = DONE where
+ * repeated (may be null) flags an earlier copy of a key that a map keeps the last copy
+ * of, so that it is skipped, else PENDING. */
+typedef struct GhSlabMarkParams {
     const uint8_t *repeated;
-    uint32_t *status;
+    uint8_t *status;
     uint64_t count;
-} GhSlabSkipParams;
+} GhSlabMarkParams;
 
 /* words[i] = value for i < count. */
 typedef struct GhFillParams {
