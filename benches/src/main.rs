@@ -32,6 +32,7 @@
 //! With no workload named, all run. Without a usable GPU it prints one line saying why and
 //! exits with status 1.
 
+mod contract_bench;
 mod core_bench;
 mod cuckoo;
 mod measure;
@@ -44,18 +45,21 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use gpuhash_core::Device;
+use gpuhash_core::{Device, Stream};
+use gpuhash_cuckoo::CuckooTable;
 use gpuhash_slab_alloc::{Claim, Variant};
+use gpuhash_slab_hash::SlabHashMap;
 use measure::{Measurement, Runs};
 
-const USAGE: &str = "usage: gpuhash-bench [core] [slab-alloc] [slab-hash] [slab-hash-w2] [slab-hash-curve] [cuckoo] [--log2-n N] [--runs R] [--w4-batches B] [--svg PATH] [--csv PATH]";
-const WORKLOADS: [&str; 6] = [
+const USAGE: &str = "usage: gpuhash-bench [core] [slab-alloc] [slab-hash] [slab-hash-w2] [slab-hash-curve] [cuckoo] [contract] [--log2-n N] [--runs R] [--w4-batches B] [--svg PATH] [--csv PATH]";
+const WORKLOADS: [&str; 7] = [
     "core",
     "slab-alloc",
     "slab-hash",
     "slab-hash-w2",
     "slab-hash-curve",
     "cuckoo",
+    "contract",
 ];
 
 /// Command-line options.
@@ -160,6 +164,7 @@ fn run(options: &Options) -> Result<(), Box<dyn Error>> {
                     print(row);
                 }
             }
+            "contract" => contract(&device, &stream, n, runs)?,
             "slab-alloc" => {
                 println!(
                     "## slab-alloc: one 128-byte slab per thread; allocators reserve twice the count"
@@ -291,5 +296,32 @@ fn run(options: &Options) -> Result<(), Box<dyn Error>> {
             started.elapsed().as_secs_f64()
         );
     }
+    Ok(())
+}
+
+/// The contract workload: fixed batch costs, then host-slice batches against the bus.
+fn contract(device: &Device, stream: &Stream, n: usize, runs: Runs) -> Result<(), Box<dyn Error>> {
+    let bus_rows = core_bench::bus(stream, runs)?;
+    let rate = |i: usize| bus_rows[i].bytes_per_second().unwrap_or(f64::NAN);
+    let bus = contract_bench::Bus {
+        h2d: rate(0),
+        d2h: rate(1),
+    };
+    println!("## contract: fixed cost of one 1024-key batch (insert + get), microseconds");
+    println!("| table | host slices | device buffers |\n| --- | --- | --- |");
+    {
+        let slab = SlabHashMap::<u32, u32>::with_capacity(device, 1 << 20)?;
+        contract_bench::print_batch_cost("slab hash map u32/u32", &slab, stream)?;
+        let cuckoo = CuckooTable::<u32, u32>::with_capacity(device, 1 << 20)?;
+        contract_bench::print_batch_cost("DyHash u32/u32", &cuckoo, stream)?;
+    }
+    println!();
+    contract_bench::header(device, n, bus);
+    {
+        let slab = SlabHashMap::<u32, u32>::with_capacity(device, n)?;
+        contract_bench::end_to_end("slab hash map", &slab, n, bus, runs)?;
+    }
+    let cuckoo = CuckooTable::<u32, u32>::with_capacity(device, n)?;
+    contract_bench::end_to_end("DyHash", &cuckoo, n, bus, runs)?;
     Ok(())
 }

@@ -33,9 +33,9 @@ macro_rules! table_contract {
             #[doc = concat!("An empty table sized for `expected_entries` ", $entries, ", the other options as [`crate::SlabHashOptions::default`].")]
             pub fn with_capacity(
                 device: &gpuhash_core::Device,
-                expected_entries: u64,
+                expected_entries: usize,
             ) -> crate::Result<Self> {
-                Self::new(device, crate::SlabHashOptions::with_capacity(expected_entries))
+                Self::new(device, crate::SlabHashOptions::with_capacity(expected_entries as u64))
             }
 
             /// Compacts every bucket's list and returns the slabs it empties to the

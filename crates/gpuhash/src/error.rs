@@ -24,3 +24,53 @@ pub enum Error {
 
 /// The result type of the facade.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// What kind of failure this is, in the same words whichever crate raised it: match
+    /// `ErrorKind::OutOfDeviceMemory` in one place for every table.
+    pub fn kind(&self) -> gpuhash_core::table::ErrorKind {
+        use gpuhash_core::table::TableError;
+        match self {
+            Error::Core(error) => error.kind(),
+            #[cfg(feature = "slab-alloc")]
+            Error::SlabAlloc(error) => match error {
+                gpuhash_slab_alloc::SlabAllocError::Device(error) => error.kind(),
+                gpuhash_slab_alloc::SlabAllocError::AddressSpaceFull { .. } => {
+                    gpuhash_core::table::ErrorKind::OutOfDeviceMemory
+                }
+                _ => gpuhash_core::table::ErrorKind::Device,
+            },
+            #[cfg(feature = "slab-hash")]
+            Error::SlabHash(error) => error.kind(),
+            #[cfg(feature = "cuckoo")]
+            Error::Cuckoo(error) => error.kind(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpuhash_core::table::ErrorKind;
+
+    #[test]
+    fn every_crate_error_answers_the_same_kinds() {
+        let oom = gpuhash_core::Error::OutOfDeviceMemory;
+        assert_eq!(
+            Error::from(oom.clone()).kind(),
+            ErrorKind::OutOfDeviceMemory
+        );
+        #[cfg(feature = "slab-hash")]
+        assert_eq!(
+            Error::from(gpuhash_slab_hash::SlabHashError::from(oom.clone())).kind(),
+            ErrorKind::OutOfDeviceMemory
+        );
+        #[cfg(feature = "cuckoo")]
+        assert_eq!(
+            Error::from(gpuhash_cuckoo::CuckooError::from(oom)).kind(),
+            ErrorKind::OutOfDeviceMemory
+        );
+        let bad = gpuhash_core::Error::InvalidInput("x".into());
+        assert_eq!(Error::from(bad).kind(), ErrorKind::InvalidInput);
+    }
+}

@@ -28,6 +28,9 @@
 
 mod error;
 
+#[doc = include_str!("../docs/choosing-a-table.md")]
+pub mod choosing_a_table {}
+
 pub use error::{Error, Result};
 pub use gpuhash_core as core;
 #[cfg(feature = "cuckoo")]
@@ -42,7 +45,7 @@ pub mod prelude {
     pub use crate::{Error, Result};
     pub use gpuhash_core::image::Image;
     pub use gpuhash_core::last_copy::DuplicateKeys;
-    pub use gpuhash_core::table::{Map, MultiMap, Set, Table};
+    pub use gpuhash_core::table::{ErrorKind, Map, MultiMap, Set, Table, TableError};
     pub use gpuhash_core::{Device, DeviceBuffer, EventTimer, Stream};
     #[cfg(feature = "cuckoo")]
     pub use gpuhash_cuckoo::{CuckooOptions, CuckooTable};

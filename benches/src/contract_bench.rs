@@ -1,0 +1,168 @@
+//! The contract's costs: the fixed cost of a 1024-key batch for every map (host slices and
+//! device buffers), and host-slice batches of n pairs end to end against the bus they
+//! cross: insert, get, get_hits and count_hits from host arrays, each as a share of its
+//! bus bound (bytes in over the H2D rate plus bytes out over the D2H rate, both measured
+//! in the same run by `core_bench::bus`).
+
+use std::time::Instant;
+
+use gpuhash_core::hash::fmix32;
+use gpuhash_core::table::{Map, TableError};
+use gpuhash_core::{Device, Error, Stream};
+use gpuhash_test_support::batch_cost;
+
+use crate::measure::Runs;
+
+/// Bytes per second of the bus, one way each, measured in this run.
+#[derive(Debug, Clone, Copy)]
+pub struct Bus {
+    /// Host to device, from pinned memory.
+    pub h2d: f64,
+    /// Device to host, into pinned memory.
+    pub d2h: f64,
+}
+
+impl Bus {
+    /// Seconds the bus needs at least to carry `bytes_in` and `bytes_out`.
+    fn bound_s(self, bytes_in: usize, bytes_out: usize) -> f64 {
+        bytes_in as f64 / self.h2d + bytes_out as f64 / self.d2h
+    }
+}
+
+/// Prints the fixed cost of a 1024-key batch of `table`, named `name`.
+pub fn print_batch_cost<M: Map>(name: &str, table: &M, stream: &Stream) -> Result<(), M::Error> {
+    let cost = batch_cost(table, stream, 10, 101)?;
+    println!("| {name} | {:.1} | {:.1} |", cost.host_us, cost.device_us);
+    Ok(())
+}
+
+/// Median wall-clock seconds of `once`, after one untimed call; `reset` runs untimed
+/// before each call.
+fn median_s<E>(
+    runs: Runs,
+    mut reset: impl FnMut() -> Result<(), E>,
+    mut once: impl FnMut() -> Result<(), E>,
+) -> Result<f64, E> {
+    let mut times = Vec::new();
+    for run in 0..=runs.timed {
+        reset()?;
+        let start = Instant::now();
+        once()?;
+        if run > 0 {
+            times.push(start.elapsed().as_secs_f64());
+        }
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(times[times.len() / 2])
+}
+
+fn row(what: &str, n: usize, seconds: f64, bound_s: f64) {
+    println!(
+        "| {what} | {n} | {:.2} | {:.0} | {:.0}% |",
+        seconds * 1e3,
+        n as f64 / seconds / 1e6,
+        100.0 * bound_s / seconds
+    );
+}
+
+fn check<E: From<Error>>(ok: bool, what: &str) -> Result<(), E> {
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::InvalidInput(format!("contract benchmark: {what}")).into())
+    }
+}
+
+/// Host-slice batches of `n` u32 pairs (keys `fmix32(i)`, values `i + 1`) on `table`, end
+/// to end from host arrays; every answer checked.
+pub fn end_to_end<M>(name: &str, table: &M, n: usize, bus: Bus, runs: Runs) -> Result<(), M::Error>
+where
+    M: Map<Key = u32, Value = u32>,
+    M::Error: TableError,
+{
+    let keys: Vec<u32> = (0..n as u32).map(fmix32).collect();
+    let values: Vec<u32> = (0..n as u32).map(|i| i + 1).collect();
+    // Half the queries miss: keys of the other half of the u32 range's generator.
+    let queries: Vec<u32> = (0..n as u32)
+        .map(|i| {
+            if i % 2 == 0 {
+                fmix32(i)
+            } else {
+                fmix32(i | 1 << 31)
+            }
+        })
+        .collect();
+    let t = median_s(runs, || table.clear(), || table.insert(&keys, &values))?;
+    row(&format!("{name}: insert"), n, t, bus.bound_s(8 * n, 0));
+    let mut got = Vec::new();
+    let t = median_s::<M::Error>(
+        runs,
+        || Ok(()),
+        || {
+            got = table.get(&queries)?;
+            Ok(())
+        },
+    )?;
+    check::<M::Error>(
+        got.iter()
+            .enumerate()
+            .all(|(i, g)| *g == (i % 2 == 0).then_some(i as u32 + 1)),
+        "get answered wrongly",
+    )?;
+    row(
+        &format!("{name}: get, half hits"),
+        n,
+        t,
+        bus.bound_s(4 * n, 5 * n),
+    );
+    let mut hits = Default::default();
+    let t = median_s::<M::Error>(
+        runs,
+        || Ok(()),
+        || {
+            hits = table.get_hits(&queries)?;
+            Ok(())
+        },
+    )?;
+    let hits: gpuhash_core::hits::Hits<u32> = hits;
+    check::<M::Error>(
+        hits.index.len() == n.div_ceil(2)
+            && hits
+                .index
+                .iter()
+                .zip(&hits.values)
+                .all(|(&i, &v)| i % 2 == 0 && v == i + 1),
+        "get_hits answered wrongly",
+    )?;
+    row(
+        &format!("{name}: get_hits, half hits"),
+        n,
+        t,
+        bus.bound_s(4 * n, 4 * n),
+    );
+    let mut count = 0;
+    let t = median_s::<M::Error>(
+        runs,
+        || Ok(()),
+        || {
+            count = table.count_hits(&queries)?;
+            Ok(())
+        },
+    )?;
+    check::<M::Error>(count == n.div_ceil(2), "count_hits counted wrongly")?;
+    row(&format!("{name}: count_hits"), n, t, bus.bound_s(4 * n, 0));
+    Ok(())
+}
+
+/// Prints the heading and the column names of the end-to-end table.
+pub fn header(device: &Device, n: usize, bus: Bus) {
+    println!(
+        "## contract: host-slice batches end to end, n = {n}, u32 keys and values, {} (bus: H2D {:.1} GB/s, D2H {:.1} GB/s, pinned, this run)",
+        device.properties().name,
+        bus.h2d / 1e9,
+        bus.d2h / 1e9
+    );
+    println!(
+        "| batch | n | median ms | M keys/s | of bus bound |\n| --- | --- | --- | --- | --- |"
+    );
+}

@@ -1,0 +1,31 @@
+//! The slab hash tables against the contract's conformance suite (gpuhash-test-support), at
+//! each width. Run on a GPU machine with `--include-ignored`.
+
+use gpuhash_slab_hash::{SlabHashMap, SlabHashMultiMap, SlabHashSet};
+use gpuhash_test_support::{
+    image_round_trip, map_conformance, multimap_conformance, set_conformance,
+};
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn maps_pass_the_map_suite() {
+    map_conformance(SlabHashMap::<u32, u32>::with_capacity);
+    map_conformance(SlabHashMap::<u64, u64>::with_capacity);
+    image_round_trip(SlabHashMap::<u32, u64>::with_capacity);
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn sets_pass_the_set_suite() {
+    set_conformance(SlabHashSet::<u32>::with_capacity);
+    set_conformance(SlabHashSet::<u64>::with_capacity);
+    image_round_trip(SlabHashSet::<u64>::with_capacity);
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn multimaps_pass_the_multimap_suite() {
+    multimap_conformance(SlabHashMultiMap::<u32, u32>::with_capacity);
+    multimap_conformance(SlabHashMultiMap::<u64, u64>::with_capacity);
+    image_round_trip(SlabHashMultiMap::<u64, u32>::with_capacity);
+}
