@@ -9,9 +9,13 @@
 //! neighbouring chunks overlap, and no copy touches pageable memory, which the driver would
 //! stage through a small buffer of its own at a fraction of the bus's speed.
 //!
-//! Batches that change the table (inserts) keep their order: each chunk's device form waits,
-//! on the device, for the one before it (an event), while copies still overlap. Lookups
-//! need no order and their chunks run side by side.
+//! Lookups run this way ([`run_staged`]): their chunks need no order and run side by side.
+//! Batches that change the table go to their device form whole, so that they take effect,
+//! or fail and leave the table as it was, as one batch: their inputs are staged to the
+//! device a chunk at a time ([`upload`], host threads filling one pinned buffer while the
+//! DMA of the one before runs) and their answers come back the same way ([`download`]).
+//! A batch with `ordered` set keeps its chunks' device forms in order (an event between
+//! them) while their copies still overlap.
 //!
 //! A batch no larger than one chunk takes one lane and costs one pass of each step.
 
@@ -232,8 +236,10 @@ where
         lane.fetch(stream)?;
         in_flight[slot] = Some(range.clone());
     }
-    for (lane, done) in lanes.iter().zip(in_flight) {
-        if let (Some(lane), Some(done)) = (lane, done) {
+    // The chunks still in flight land oldest first, as the ones before them did.
+    let first_slot = chunks.len() % lane_count;
+    for slot in (first_slot..lane_count).chain(0..first_slot) {
+        if let (Some(lane), Some(done)) = (&lanes[slot], in_flight[slot].take()) {
             lane.land(&mut batch, &done)?;
         }
     }
@@ -286,24 +292,95 @@ pub fn parallel_copy<T: Pod + Send + Sync>(target: &mut [T], source: &[T]) {
     });
 }
 
-/// `out[i] = f(i)` for every i, split over several threads when large.
-pub fn parallel_fill<T: Send>(out: &mut [T], f: impl Fn(usize) -> T + Sync) {
-    let threads = copy_threads();
-    if std::mem::size_of_val(out) < PARALLEL_COPY_BYTES || threads == 1 {
-        out.iter_mut().enumerate().for_each(|(i, o)| *o = f(i));
-        return;
+/// Copies `host` to a new device buffer through pinned buffers of the device's pool, a
+/// chunk at a time: host threads fill one pinned buffer while the DMA of the one before
+/// runs. Queued on `stream`; returns once the last chunk's copy is queued.
+pub fn upload<T: Pod + Send + Sync>(stream: &Stream, host: &[T]) -> Result<DeviceBuffer<T>, Error> {
+    let mut device = DeviceBuffer::unfilled(stream, host.len())?;
+    let chunk = host.len().clamp(1, CHUNK);
+    let lanes = LANES.min(host.len().div_ceil(chunk));
+    let mut pinned = (0..lanes)
+        .map(|_| stream.device().pinned_pool().take::<T>(chunk))
+        .collect::<Result<Vec<_>, Error>>()?;
+    for (i, part) in host.chunks(chunk).enumerate() {
+        let buffer = &mut pinned[i % lanes];
+        parallel_copy(&mut buffer[..part.len()], part);
+        device.copy_from_pinned_range_async(stream, i * chunk, buffer, 0..part.len())?;
     }
-    let piece = out.len().div_ceil(threads);
+    Ok(device)
+}
+
+/// Copies `device` into `host` (of its length) through pinned buffers of the device's
+/// pool, a chunk at a time: host threads empty one pinned buffer while the DMA of the next
+/// runs. Waits for the copies.
+pub fn download<T: Pod + Send + Sync>(
+    stream: &Stream,
+    device: &DeviceBuffer<T>,
+    host: &mut [T],
+) -> Result<(), Error> {
+    if host.len() != device.len() {
+        return Err(Error::LengthMismatch {
+            what: "download: device buffer and host slice",
+            left: device.len(),
+            right: host.len(),
+        });
+    }
+    let chunk = host.len().clamp(1, CHUNK);
+    let lanes = LANES.min(host.len().div_ceil(chunk));
+    let mut pinned = (0..lanes)
+        .map(|_| stream.device().pinned_pool().take::<T>(chunk))
+        .collect::<Result<Vec<_>, Error>>()?;
+    let ranges: Vec<Range<usize>> = (0..host.len())
+        .step_by(chunk)
+        .map(|s| s..host.len().min(s + chunk))
+        .collect();
+    for (i, range) in ranges.iter().enumerate() {
+        if i >= lanes {
+            let landed = &ranges[i - lanes];
+            let buffer = &pinned[i % lanes];
+            buffer.wait()?;
+            parallel_copy(&mut host[landed.clone()], &buffer[..landed.len()]);
+        }
+        device.copy_to_pinned_range_async(stream, range.clone(), &mut pinned[i % lanes], 0)?;
+    }
+    for (i, range) in ranges
+        .iter()
+        .enumerate()
+        .skip(ranges.len().saturating_sub(lanes))
+    {
+        let buffer = &pinned[i % lanes];
+        buffer.wait()?;
+        parallel_copy(&mut host[range.clone()], &buffer[..range.len()]);
+    }
+    Ok(())
+}
+
+/// `(0..n).map(f).collect()`, with the values made by several threads when there are many:
+/// each thread writes its own part of the vector's spare capacity, so the output is written
+/// (and its pages first touched) once, in parallel.
+pub fn parallel_collect<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    let mut out = Vec::with_capacity(n);
+    let threads = copy_threads();
+    if n * size_of::<T>().max(1) < PARALLEL_COPY_BYTES || threads == 1 {
+        out.extend((0..n).map(f));
+        return out;
+    }
+    let piece = n.div_ceil(threads);
     std::thread::scope(|scope| {
-        for (c, part) in out.chunks_mut(piece).enumerate() {
+        for (c, part) in out.spare_capacity_mut()[..n].chunks_mut(piece).enumerate() {
             let f = &f;
             scope.spawn(move || {
-                for (j, o) in part.iter_mut().enumerate() {
-                    *o = f(c * piece + j);
+                for (j, slot) in part.iter_mut().enumerate() {
+                    slot.write(f(c * piece + j));
                 }
             });
         }
     });
+    // SAFETY: the scope has joined every thread, and together their parts cover the first
+    // `n` slots of the spare capacity, each written once above; a thread that panicked
+    // would have propagated its panic out of the scope before this line.
+    unsafe { out.set_len(n) };
+    out
 }
 
 #[cfg(test)]
@@ -319,9 +396,15 @@ mod tests {
         let mut small = [0u32; 5];
         parallel_copy(&mut small, &[1, 2, 3, 4, 5]);
         assert_eq!(small, [1, 2, 3, 4, 5]);
-        let mut filled = vec![0u64; 1_000_003];
-        parallel_fill(&mut filled, |i| i as u64 * 3);
-        assert!(filled.iter().enumerate().all(|(i, &v)| v == i as u64 * 3));
+        let collected = parallel_collect(1_000_003, |i| i as u64 * 3);
+        assert_eq!(collected.len(), 1_000_003);
+        assert!(
+            collected
+                .iter()
+                .enumerate()
+                .all(|(i, &v)| v == i as u64 * 3)
+        );
+        assert_eq!(parallel_collect(3, |i| i), vec![0, 1, 2]);
     }
 
     #[test]

@@ -18,10 +18,11 @@
 //!   that say yes or no are one byte an element (`1` yes, `0` no). A table documents
 //!   any other wait (a resize it must decide on the host, say).
 //! - The **host forms** (`insert(&[K], &[V])`, `get(&[K]) -> Vec<Option<V>>`, ...) are
-//!   provided once, here, on top of the device forms, and run at the bus's speed: the
-//!   batch is cut into chunks staged through pinned memory on several streams, so that the
-//!   copies in, the device forms and the copies out of neighbouring chunks overlap
-//!   ([`crate::staging`]); inserts keep their order. They take `&self`, so several host
+//!   provided once, here, on top of the device forms, and run at the bus's speed through
+//!   pinned memory ([`crate::staging`]): lookups are cut into chunks on several streams,
+//!   so that the copies in, the device forms and the copies out of neighbouring chunks
+//!   overlap; inserts and removals stage their copies a chunk at a time but reach their
+//!   device form as one batch, which takes effect, or fails and changes nothing, whole. They take `&self`, so several host
 //!   threads use one table at once.
 //! - One error story: every table's error type is a [`TableError`], convertible from this
 //!   crate's [`Error`], and answers [`TableError::kind`] with an [`ErrorKind`], so a caller
@@ -47,7 +48,7 @@ use bytemuck::Pod;
 
 use crate::hits::{DeviceHits, Hits, count_hits};
 use crate::last_copy::LastCopyKernels;
-use crate::staging::{HostBatch, parallel_fill, run_staged};
+use crate::staging::{HostBatch, download, parallel_collect, run_staged, upload};
 use crate::{Device, DeviceBuffer, Error, Stream};
 
 mod sealed {
@@ -306,9 +307,9 @@ pub trait Map: Table {
             let (found, values) = b.first.zip(b.second).expect("both answers are staged");
             self.get_async(s, b.keys, found, values)
         })?;
-        let mut answers = vec![None; keys.len()];
-        parallel_fill(&mut answers, |i| (found[i] != 0).then_some(values[i]));
-        Ok(answers)
+        Ok(parallel_collect(keys.len(), |i| {
+            (found[i] != 0).then_some(values[i])
+        }))
     }
 
     /// The hits only: each found key's index in `keys` and its value, in no particular
@@ -350,7 +351,8 @@ pub trait Map: Table {
 
     /// Removes each key; true where it was there.
     fn remove(&self, keys: &[Self::Key]) -> Result<Vec<bool>, Self::Error> {
-        flags_of(self.device(), keys, |s, k, f| self.remove_async(s, k, f))
+        let flags = answers_whole(self.device(), keys, |s, k, f| self.remove_async(s, k, f))?;
+        Ok(parallel_collect(flags.len(), |i| flags[i] != 0))
     }
 
     /// Every pair, in no particular order.
@@ -389,14 +391,7 @@ pub trait Set: Table {
 
     /// Inserts each key.
     fn insert(&self, keys: &[Self::Key]) -> Result<(), Self::Error> {
-        let batch = HostBatch::<_, u8, u8, u8> {
-            keys,
-            values: None,
-            first: None,
-            second: None,
-            ordered: true,
-        };
-        run_staged(self.device(), batch, |s, b| self.insert_async(s, b.keys))
+        with_stream(self.device(), |s| self.insert_async(s, &upload(s, keys)?))
     }
 
     /// Whether each key is there.
@@ -406,7 +401,8 @@ pub trait Set: Table {
 
     /// Removes each key; true where it was there.
     fn remove(&self, keys: &[Self::Key]) -> Result<Vec<bool>, Self::Error> {
-        flags_of(self.device(), keys, |s, k, f| self.remove_async(s, k, f))
+        let flags = answers_whole(self.device(), keys, |s, k, f| self.remove_async(s, k, f))?;
+        Ok(parallel_collect(flags.len(), |i| flags[i] != 0))
     }
 
     /// Every key, in no particular order.
@@ -490,7 +486,7 @@ pub trait MultiMap: Table {
 
     /// Removes every value of each key; how many each had.
     fn remove_all(&self, keys: &[Self::Key]) -> Result<Vec<u32>, Self::Error> {
-        answers_of(self.device(), keys, |s, k, c| {
+        answers_whole(self.device(), keys, |s, k, c| {
             self.remove_all_async(s, k, c)
         })
     }
@@ -524,7 +520,8 @@ fn lookup_batch<K>(keys: &[K]) -> HostBatch<'_, K, u8, u8, u8> {
     }
 }
 
-/// A host form that inserts pairs through a device form, in order, chunk by chunk.
+/// A host form that inserts pairs through a device form, the whole batch in one call (so
+/// that it takes effect, or fails, as one), its copies staged through pinned memory.
 fn insert_pairs<K: Key, V: Value, E: From<Error>>(
     device: &Device,
     keys: &[K],
@@ -532,15 +529,25 @@ fn insert_pairs<K: Key, V: Value, E: From<Error>>(
     device_form: impl Fn(&Stream, &DeviceBuffer<K>, &DeviceBuffer<V>) -> Result<(), E>,
 ) -> Result<(), E> {
     check_pairs(keys.len(), values.len())?;
-    let batch = HostBatch::<_, _, u8, u8> {
-        keys,
-        values: Some(values),
-        first: None,
-        second: None,
-        ordered: true,
-    };
-    run_staged(device, batch, |s, b| {
-        device_form(s, b.keys, b.values.expect("values are staged"))
+    with_stream(device, |s| {
+        let (k, v) = (upload(s, keys)?, upload(s, values)?);
+        device_form(s, &k, &v)
+    })
+}
+
+/// A host form that changes the table and answers one word a key, the whole batch in one
+/// call of its device form (so that it takes effect, or fails, as one).
+fn answers_whole<K: Key, A: Pod + Send + Sync, E: From<Error>>(
+    device: &Device,
+    keys: &[K],
+    device_form: impl Fn(&Stream, &DeviceBuffer<K>, &mut DeviceBuffer<A>) -> Result<(), E>,
+) -> Result<Vec<A>, E> {
+    with_stream(device, |s| {
+        let mut answers = DeviceBuffer::unfilled(s, keys.len())?;
+        device_form(s, &upload(s, keys)?, &mut answers)?;
+        let mut host = bytemuck::zeroed_vec(keys.len());
+        download(s, &answers, &mut host)?;
+        Ok(host)
     })
 }
 
@@ -570,10 +577,8 @@ fn flags_of<K: Key, E: From<Error>>(
     keys: &[K],
     device_form: impl Fn(&Stream, &DeviceBuffer<K>, &mut DeviceBuffer<u8>) -> Result<(), E>,
 ) -> Result<Vec<bool>, E> {
-    Ok(answers_of(device, keys, device_form)?
-        .into_iter()
-        .map(|f| f != 0)
-        .collect())
+    let flags = answers_of(device, keys, device_form)?;
+    Ok(parallel_collect(flags.len(), |i| flags[i] != 0))
 }
 
 /// [`Error::LengthMismatch`] unless a batch has as many values as keys.

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use gpuhash_core::hash::Universal32;
 use gpuhash_core::last_copy::{self, DuplicateKeys};
+use gpuhash_core::staging::{download, upload};
 use gpuhash_core::table::Key;
 use gpuhash_core::{Device, DeviceBuffer, Stream};
 use gpuhash_slab_alloc::{Exhaustion, SlabAlloc, SlabAllocOptions};
@@ -270,10 +271,8 @@ impl SlabTable {
         results: bool,
     ) -> Result<(Vec<u8>, Vec<V>)> {
         let stream = self.device.lend_stream()?;
-        let keys = DeviceBuffer::from_host(&stream, keys)?;
-        let values = values
-            .map(|v| DeviceBuffer::from_host(&stream, v))
-            .transpose()?;
+        let keys = upload(&stream, keys)?;
+        let values = values.map(|v| upload(&stream, v)).transpose()?;
         let max_inserts = match ops {
             Some(ops) => ops.iter().filter(|&&op| op == OpCode::INSERT).count(),
             None if uniform_op == GH_OP_INSERT => keys.len(),
@@ -292,10 +291,9 @@ impl SlabTable {
         let mut found = results
             .then(|| DeviceBuffer::zeroed(&stream, keys.len()))
             .transpose()?;
-        let status = self
-            .run(&stream, &batch, found.as_mut())?
-            .to_host(&stream)?;
-        let found = found.map(|f| f.to_host(&stream)).transpose()?;
+        let status = self.run(&stream, &batch, found.as_mut())?;
+        let status = downloaded(&stream, &status)?;
+        let found = found.map(|f| downloaded(&stream, &f)).transpose()?;
         Ok((status, found.unwrap_or_default()))
     }
 
@@ -373,6 +371,16 @@ fn pending(stream: &Stream, status: &DeviceBuffer<u8>) -> Result<Vec<usize>> {
     Ok((0..codes.len())
         .filter(|&i| u32::from(codes[i]) == GH_STATUS_PENDING)
         .collect())
+}
+
+/// The values of a device buffer, copied to the host through pinned memory; waits.
+fn downloaded<T: bytemuck::Pod + Send + Sync>(
+    stream: &Stream,
+    device: &DeviceBuffer<T>,
+) -> Result<Vec<T>> {
+    let mut host = bytemuck::zeroed_vec(device.len());
+    download(stream, device, &mut host)?;
+    Ok(host)
 }
 
 fn check_lengths<K: Key, V: Key>(
