@@ -7,8 +7,9 @@
 use std::time::Instant;
 
 use gpuhash_core::hash::fmix32;
+use gpuhash_core::staging::{download, parallel_collect, upload};
 use gpuhash_core::table::{Map, TableError};
-use gpuhash_core::{Device, Error, Stream};
+use gpuhash_core::{Device, DeviceBuffer, Error, Stream};
 use gpuhash_test_support::batch_cost;
 
 use crate::measure::Runs;
@@ -151,6 +152,53 @@ where
     )?;
     check::<M::Error>(count == n.div_ceil(2), "count_hits counted wrongly")?;
     row(&format!("{name}: count_hits"), n, t, bus.bound_s(4 * n, 0));
+    Ok(())
+}
+
+/// The host-side parts of a host-slice batch alone, for the split of its time: staging n
+/// keys and n values to the device ([`upload`]), n flags and n values back ([`download`]),
+/// and building n answers on the host ([`parallel_collect`]), each from fresh memory.
+pub fn parts(stream: &Stream, n: usize, bus: Bus, runs: Runs) -> Result<(), Error> {
+    let keys: Vec<u32> = (0..n as u32).map(fmix32).collect();
+    let t = median_s::<Error>(
+        runs,
+        || Ok(()),
+        || {
+            let (k, v) = (upload(stream, &keys)?, upload(stream, &keys)?);
+            stream.synchronize()?;
+            drop((k, v));
+            Ok(())
+        },
+    )?;
+    row("part: upload keys and values", n, t, bus.bound_s(8 * n, 0));
+    let (flags, values) = (
+        DeviceBuffer::<u8>::zeroed(stream, n)?,
+        DeviceBuffer::<u32>::zeroed(stream, n)?,
+    );
+    let (mut host_flags, mut host_values) = (vec![0u8; n], vec![0u32; n]);
+    let t = median_s::<Error>(
+        runs,
+        || Ok(()),
+        || {
+            download(stream, &flags, &mut host_flags)?;
+            download(stream, &values, &mut host_values)
+        },
+    )?;
+    row(
+        "part: download flags and values (reused host buffers)",
+        n,
+        t,
+        bus.bound_s(0, 5 * n),
+    );
+    let t = median_s::<Error>(
+        runs,
+        || Ok(()),
+        || {
+            let answers = parallel_collect(n, |i| (host_flags[i] != 0).then_some(host_values[i]));
+            check(answers.len() == n, "collect")
+        },
+    )?;
+    row("part: build n Option answers on the host", n, t, 0.0);
     Ok(())
 }
 

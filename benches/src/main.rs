@@ -317,6 +317,7 @@ fn contract(device: &Device, stream: &Stream, n: usize, runs: Runs) -> Result<()
     }
     println!();
     contract_bench::header(device, n, bus);
+    contract_bench::parts(stream, n, bus, runs)?;
     {
         let slab = SlabHashMap::<u32, u32>::with_capacity(device, n)?;
         contract_bench::end_to_end("slab hash map", &slab, n, bus, runs)?;

@@ -18,11 +18,10 @@
 //!   that say yes or no are one byte an element (`1` yes, `0` no). A table documents
 //!   any other wait (a resize it must decide on the host, say).
 //! - The **host forms** (`insert(&[K], &[V])`, `get(&[K]) -> Vec<Option<V>>`, ...) are
-//!   provided once, here, on top of the device forms, and run at the bus's speed through
-//!   pinned memory ([`crate::staging`]): lookups are cut into chunks on several streams,
-//!   so that the copies in, the device forms and the copies out of neighbouring chunks
-//!   overlap; inserts and removals stage their copies a chunk at a time but reach their
-//!   device form as one batch, which takes effect, or fails and changes nothing, whole. They take `&self`, so several host
+//!   provided once, here, on top of the device forms: each stages its slices to the device
+//!   through pinned memory ([`crate::staging`]), runs its device form once on the whole
+//!   batch (which takes effect, or fails and changes nothing, whole), and stages the
+//!   answers back. They take `&self`, so several host
 //!   threads use one table at once.
 //! - One error story: every table's error type is a [`TableError`], convertible from this
 //!   crate's [`Error`], and answers [`TableError::kind`] with an [`ErrorKind`], so a caller
@@ -48,7 +47,7 @@ use bytemuck::Pod;
 
 use crate::hits::{DeviceHits, Hits, count_hits};
 use crate::last_copy::LastCopyKernels;
-use crate::staging::{HostBatch, download, parallel_collect, run_staged, upload};
+use crate::staging::{downloaded, parallel_collect, upload};
 use crate::{Device, DeviceBuffer, Error, Stream};
 
 mod sealed {
@@ -294,54 +293,40 @@ pub trait Map: Table {
 
     /// The value of each key, or `None`.
     fn get(&self, keys: &[Self::Key]) -> Result<Vec<Option<Self::Value>>, Self::Error> {
-        let mut found = bytemuck::zeroed_vec::<u8>(keys.len());
-        let mut values = bytemuck::zeroed_vec::<Self::Value>(keys.len());
-        let batch = HostBatch::<_, u8, _, _> {
-            keys,
-            values: None,
-            first: Some(&mut found),
-            second: Some(&mut values),
-            ordered: false,
-        };
-        run_staged(self.device(), batch, |s, b| {
-            let (found, values) = b.first.zip(b.second).expect("both answers are staged");
-            self.get_async(s, b.keys, found, values)
-        })?;
-        Ok(parallel_collect(keys.len(), |i| {
-            (found[i] != 0).then_some(values[i])
-        }))
+        with_stream(self.device(), |s| {
+            let mut found = DeviceBuffer::unfilled(s, keys.len())?;
+            let mut values = DeviceBuffer::unfilled(s, keys.len())?;
+            self.get_async(s, &upload(s, keys)?, &mut found, &mut values)?;
+            let (found, values) = (downloaded(s, &found)?, downloaded(s, &values)?);
+            Ok(parallel_collect(keys.len(), |i| {
+                (found[i] != 0).then_some(values[i])
+            }))
+        })
     }
 
     /// The hits only: each found key's index in `keys` and its value, in no particular
     /// order ([`Hits::sorted`] orders them), gathered on the device so that only the hits
     /// travel back ([`crate::hits`]).
     fn get_hits(&self, keys: &[Self::Key]) -> Result<Hits<Self::Value>, Self::Error> {
-        let stream = self.device().lend_stream()?;
-        let mut hits = DeviceHits::with_capacity(&stream, keys.len())?;
-        let mut base = 0;
-        run_staged(self.device(), lookup_batch(keys), |s, b| {
-            let n = b.keys.len();
-            let mut found = DeviceBuffer::unfilled(s, n)?;
-            let mut values = DeviceBuffer::unfilled(s, n)?;
-            self.get_async(s, b.keys, &mut found, &mut values)?;
-            hits.gather(s, base, &found, &values)?;
-            base += n;
-            Ok::<(), Self::Error>(())
-        })?;
-        Ok(hits.to_host(&stream)?)
+        with_stream(self.device(), |s| {
+            let mut found = DeviceBuffer::unfilled(s, keys.len())?;
+            let mut values = DeviceBuffer::unfilled(s, keys.len())?;
+            self.get_async(s, &upload(s, keys)?, &mut found, &mut values)?;
+            let mut hits = DeviceHits::with_capacity(s, keys.len())?;
+            hits.gather(s, 0, &found, &values)?;
+            Ok(hits.to_host(s)?)
+        })
     }
 
     /// How many of `keys` the map holds, counted on the device: nothing a key travels back.
     fn count_hits(&self, keys: &[Self::Key]) -> Result<usize, Self::Error> {
-        let stream = self.device().lend_stream()?;
-        let mut total = DeviceBuffer::<u64>::zeroed(&stream, 1)?;
-        run_staged(self.device(), lookup_batch(keys), |s, b| {
-            let mut found = DeviceBuffer::unfilled(s, b.keys.len())?;
-            self.contains_async(s, b.keys, &mut found)?;
+        with_stream(self.device(), |s| {
+            let mut found = DeviceBuffer::unfilled(s, keys.len())?;
+            self.contains_async(s, &upload(s, keys)?, &mut found)?;
+            let mut total = DeviceBuffer::<u64>::zeroed(s, 1)?;
             count_hits(s, &found, &mut total)?;
-            Ok::<(), Self::Error>(())
-        })?;
-        Ok(total.to_host(&stream)?[0] as usize)
+            Ok(total.to_host(s)?[0] as usize)
+        })
     }
 
     /// Whether each key is there.
@@ -351,7 +336,7 @@ pub trait Map: Table {
 
     /// Removes each key; true where it was there.
     fn remove(&self, keys: &[Self::Key]) -> Result<Vec<bool>, Self::Error> {
-        let flags = answers_whole(self.device(), keys, |s, k, f| self.remove_async(s, k, f))?;
+        let flags = answers_of(self.device(), keys, |s, k, f| self.remove_async(s, k, f))?;
         Ok(parallel_collect(flags.len(), |i| flags[i] != 0))
     }
 
@@ -401,7 +386,7 @@ pub trait Set: Table {
 
     /// Removes each key; true where it was there.
     fn remove(&self, keys: &[Self::Key]) -> Result<Vec<bool>, Self::Error> {
-        let flags = answers_whole(self.device(), keys, |s, k, f| self.remove_async(s, k, f))?;
+        let flags = answers_of(self.device(), keys, |s, k, f| self.remove_async(s, k, f))?;
         Ok(parallel_collect(flags.len(), |i| flags[i] != 0))
     }
 
@@ -486,7 +471,7 @@ pub trait MultiMap: Table {
 
     /// Removes every value of each key; how many each had.
     fn remove_all(&self, keys: &[Self::Key]) -> Result<Vec<u32>, Self::Error> {
-        answers_whole(self.device(), keys, |s, k, c| {
+        answers_of(self.device(), keys, |s, k, c| {
             self.remove_all_async(s, k, c)
         })
     }
@@ -509,17 +494,6 @@ fn with_stream<R, E: From<Error>>(
     Ok(answer)
 }
 
-/// A batch of keys alone, with no answer column: its device forms answer on the device.
-fn lookup_batch<K>(keys: &[K]) -> HostBatch<'_, K, u8, u8, u8> {
-    HostBatch {
-        keys,
-        values: None,
-        first: None,
-        second: None,
-        ordered: false,
-    }
-}
-
 /// A host form that inserts pairs through a device form, the whole batch in one call (so
 /// that it takes effect, or fails, as one), its copies staged through pinned memory.
 fn insert_pairs<K: Key, V: Value, E: From<Error>>(
@@ -535,9 +509,9 @@ fn insert_pairs<K: Key, V: Value, E: From<Error>>(
     })
 }
 
-/// A host form that changes the table and answers one word a key, the whole batch in one
-/// call of its device form (so that it takes effect, or fails, as one).
-fn answers_whole<K: Key, A: Pod + Send + Sync, E: From<Error>>(
+/// A host form that answers one word a key (a flag, a count) through a device form, run
+/// once on the whole batch.
+fn answers_of<K: Key, A: Pod + Send + Sync, E: From<Error>>(
     device: &Device,
     keys: &[K],
     device_form: impl Fn(&Stream, &DeviceBuffer<K>, &mut DeviceBuffer<A>) -> Result<(), E>,
@@ -545,30 +519,8 @@ fn answers_whole<K: Key, A: Pod + Send + Sync, E: From<Error>>(
     with_stream(device, |s| {
         let mut answers = DeviceBuffer::unfilled(s, keys.len())?;
         device_form(s, &upload(s, keys)?, &mut answers)?;
-        let mut host = bytemuck::zeroed_vec(keys.len());
-        download(s, &answers, &mut host)?;
-        Ok(host)
+        Ok(downloaded(s, &answers)?)
     })
-}
-
-/// A host form that answers one word a key (a flag, a count) through a device form.
-fn answers_of<K: Key, A: Pod + Send + Sync, E: From<Error>>(
-    device: &Device,
-    keys: &[K],
-    device_form: impl Fn(&Stream, &DeviceBuffer<K>, &mut DeviceBuffer<A>) -> Result<(), E>,
-) -> Result<Vec<A>, E> {
-    let mut answers = bytemuck::zeroed_vec::<A>(keys.len());
-    let batch = HostBatch::<_, u8, _, u8> {
-        keys,
-        values: None,
-        first: Some(&mut answers),
-        second: None,
-        ordered: false,
-    };
-    run_staged(device, batch, |s, b| {
-        device_form(s, b.keys, b.first.expect("answers are staged"))
-    })?;
-    Ok(answers)
 }
 
 /// [`answers_of`] for yes-or-no answers.

@@ -7,8 +7,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use gpuhash_core::hash::Universal32;
 use gpuhash_core::last_copy::{self, DuplicateKeys};
-use gpuhash_core::staging::{download, upload};
+use gpuhash_core::staging::{downloaded, upload};
 use gpuhash_core::table::Key;
+
 use gpuhash_core::{Device, DeviceBuffer, Stream};
 use gpuhash_slab_alloc::{Exhaustion, SlabAlloc, SlabAllocOptions};
 use parking_lot::RwLock;
@@ -371,16 +372,6 @@ fn pending(stream: &Stream, status: &DeviceBuffer<u8>) -> Result<Vec<usize>> {
     Ok((0..codes.len())
         .filter(|&i| u32::from(codes[i]) == GH_STATUS_PENDING)
         .collect())
-}
-
-/// The values of a device buffer, copied to the host through pinned memory; waits.
-fn downloaded<T: bytemuck::Pod + Send + Sync>(
-    stream: &Stream,
-    device: &DeviceBuffer<T>,
-) -> Result<Vec<T>> {
-    let mut host = bytemuck::zeroed_vec(device.len());
-    download(stream, device, &mut host)?;
-    Ok(host)
 }
 
 fn check_lengths<K: Key, V: Key>(
