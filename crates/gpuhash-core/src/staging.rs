@@ -45,7 +45,15 @@ pub fn upload<T: Pod + Send + Sync>(stream: &Stream, host: &[T]) -> Result<Devic
     let mut device = DeviceBuffer::unfilled(stream, host.len())?;
     let ranges = chunks(host.len());
     let workers = copy_threads().min(ranges.len());
-    let buffers = pinned_buffers(stream, workers, host.len())?;
+    let mut buffers = pinned_buffers(stream, workers, host.len())?;
+    if let [buffer] = &mut buffers[..] {
+        // One chunk (or one thread): the calling thread copies, with no thread to start.
+        for range in ranges {
+            buffer[..range.len()].copy_from_slice(&host[range.clone()]);
+            device.copy_from_pinned_range_async(stream, range.start, buffer, 0..range.len())?;
+        }
+        return Ok(device);
+    }
     std::thread::scope(|scope| {
         let (filled_tx, filled_rx) = mpsc::channel::<(usize, PooledPinned<T>)>();
         let mut give_back = Vec::new();
@@ -96,6 +104,14 @@ pub fn download<T: Pod + Send + Sync>(
     let ranges = chunks(host.len());
     let workers = copy_threads().min(ranges.len());
     let mut buffers = pinned_buffers(stream, workers, host.len())?;
+    if let [buffer] = &mut buffers[..] {
+        // One chunk (or one thread): the calling thread copies, with no thread to start.
+        for range in ranges {
+            device.copy_to_pinned_range_async(stream, range.clone(), buffer, 0)?;
+            host[range.clone()].copy_from_slice(&buffer[..range.len()]);
+        }
+        return Ok(());
+    }
     // Each worker empties its own chunks: chunk i goes to worker i % workers.
     let mut parts: Vec<Vec<&mut [T]>> = (0..workers).map(|_| Vec::new()).collect();
     for (i, part) in host.chunks_mut(CHUNK).enumerate() {

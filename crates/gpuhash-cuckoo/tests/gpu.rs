@@ -552,10 +552,9 @@ fn running_out_of_device_memory_leaves_the_table_as_it_was() {
     table.insert(&keys, &values).unwrap();
     let model: HashMap<u32, [u32; 16]> = keys.iter().copied().zip(values.iter().copied()).collect();
     // Take nearly all free memory, leaving too little for the next batch's growth.
-    let free = dev.free_memory().unwrap();
     // The batch's upload and scratch take about 550 MB; growing the table to hold it
     // needs more than the rest.
-    let hog = DeviceBuffer::<u8>::zeroed(&stream, free - (600 << 20));
+    let hog = gpuhash_test_support::fill_device_except(&stream, 600 << 20);
     let (more, _) = workload::host_pairs(KeySet::Hits, 100_000, 2_000_000);
     let more_values: Vec<[u32; 16]> = more.iter().map(|&k| [!k; 16]).collect();
     let result = table.insert(&more, &more_values);
@@ -607,8 +606,7 @@ fn running_out_of_memory_half_way_through_a_batch_undoes_it() {
     // stream-ordered pool; left there, it would serve the upsize.
     let room = more.len() * 13 + (24 << 20);
     dev.synchronize().unwrap();
-    let free = dev.free_memory().unwrap();
-    let hog = DeviceBuffer::<u8>::zeroed(&stream, free - room).expect("memory to hold back");
+    let hog = gpuhash_test_support::fill_device_except(&stream, room);
     let result = table.insert(&more, &more_values);
     drop(hog);
     match result {
@@ -954,8 +952,7 @@ fn a_failed_insert_keeps_the_pairs_and_the_capacity_floor() {
     // space (two lists of homeless pairs, 1 GB) does not.
     let (more, more_values) = workload::host_pairs(KeySet::Hits, 100_000, 1 << 26);
     dev.synchronize().unwrap();
-    let free = dev.free_memory().unwrap();
-    let hog = DeviceBuffer::<u8>::zeroed(&stream, free - (1 << 30)).expect("memory to hold back");
+    let hog = gpuhash_test_support::fill_device_except(&stream, 1 << 30);
     let result = table.insert(&more, &more_values);
     drop(hog);
     match result {

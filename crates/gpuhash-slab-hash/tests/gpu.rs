@@ -10,7 +10,7 @@ use common::{TestWord, device, keys_of, options, sorted, stream};
 use gpuhash_core::hash::fmix32;
 use gpuhash_core::last_copy::DuplicateKeys;
 use gpuhash_core::table::{Map, MultiMap, Set, Table};
-use gpuhash_core::{DeviceBuffer, Error, Stream};
+use gpuhash_core::{DeviceBuffer, Error};
 use gpuhash_slab_hash::{Op, Outcome, SlabHashError, SlabHashMap, SlabHashMultiMap, SlabHashSet};
 use quickcheck::{QuickCheck, TestResult};
 
@@ -164,7 +164,7 @@ fn running_out_of_device_memory_names_the_inserts_that_did_not_go_in() {
     // Leave room for the batch's own buffers (keys, values, a status byte each) and 4 MiB
     // of slabs (at most 8 with the last chunk freed); the 6M pairs need about 48 MiB of
     // slabs in 2^16 buckets.
-    let filler = fill_device_except(s, keys.len() * 9 + (4 << 20));
+    let filler = gpuhash_test_support::fill_device_except(s, keys.len() * 9 + (4 << 20));
     let Err(SlabHashError::NotInserted { not_inserted, .. }) = map.insert(&keys, &keys) else {
         panic!("6M pairs cannot fit in 8 MiB of slabs");
     };
@@ -191,7 +191,7 @@ fn len_needs_no_memory_in_proportion_to_the_table() {
     let map = SlabHashMap::<u32, u32>::new(device(), options(1 << 26, None)).unwrap();
     let keys: Vec<u32> = (0..10_000).map(fmix32).collect();
     map.insert(&keys, &keys).unwrap();
-    let filler = fill_device_except(s, 4 << 20);
+    let filler = gpuhash_test_support::fill_device_except(s, 4 << 20);
     let counted = map.len();
     let found = map.get(&keys[..100]);
     drop(filler);
@@ -252,28 +252,6 @@ fn flush_of_a_shared_map_runs_beside_other_threads_batches() {
     check_map(&map, &model);
     map.flush().unwrap();
     check_map(&map, &model);
-}
-
-/// Takes all device memory but `room` bytes. Allocates until the device refuses rather
-/// than trusting the free-memory figure, which leaves out what the stream-ordered memory
-/// pool keeps cached from earlier frees.
-fn fill_device_except(s: &Stream, room: usize) -> Vec<DeviceBuffer<u8>> {
-    // Frees still pending on other streams leave memory in the pool that this stream
-    // cannot take yet but a later batch could: let them finish first.
-    s.device().synchronize().unwrap();
-    let mut chunks = Vec::new();
-    for size in [1usize << 30, 64 << 20, 4 << 20] {
-        while let Ok(chunk) = DeviceBuffer::<u8>::zeroed(s, size) {
-            chunks.push(chunk);
-        }
-    }
-    let mut freed = 0;
-    while freed < room {
-        freed += chunks.pop().map_or(room, |chunk| chunk.len());
-    }
-    // Frees are queued on `s`; once done, batches on other streams may reuse the memory.
-    s.synchronize().unwrap();
-    chunks
 }
 
 /// A batch sequence: each step inserts, removes or looks up keys drawn from a small range

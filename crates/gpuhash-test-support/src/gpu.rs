@@ -35,9 +35,13 @@ pub fn all_memory() -> RwLockWriteGuard<'static, ()> {
     DEVICE_MEMORY.write()
 }
 
-/// Takes all of the device's free memory but `room` bytes or a little more: allocates
-/// chunks of 1 GiB, then 64 MiB, then 4 MiB until the device refuses each, then frees
-/// chunks until `room` is free. Drop the chunks to give the memory back. Hold
+/// The smallest piece of memory the filler holds back.
+const PIECE: usize = 1 << 20;
+
+/// Takes all of the device's free memory but `room` bytes (within 1 MiB): allocates chunks
+/// of 1 GiB, 64 MiB, 4 MiB and 1 MiB until the device refuses each (so memory the
+/// stream-ordered pool keeps cached is taken too), frees chunks until `room` is free, and
+/// takes back what that freed beyond it. Drop the chunks to give the memory back. Hold
 /// [`all_memory`] meanwhile.
 pub fn fill_device_except(stream: &Stream, room: usize) -> Vec<DeviceBuffer<u8>> {
     // Frees still pending on other streams leave memory in the pool that this stream
@@ -47,7 +51,7 @@ pub fn fill_device_except(stream: &Stream, room: usize) -> Vec<DeviceBuffer<u8>>
         .synchronize()
         .expect("synchronize before filling the device");
     let mut chunks = Vec::new();
-    for size in [1usize << 30, 64 << 20, 4 << 20] {
+    for size in [1usize << 30, 64 << 20, 4 << 20, PIECE] {
         while let Ok(chunk) = DeviceBuffer::<u8>::zeroed(stream, size) {
             chunks.push(chunk);
         }
@@ -60,5 +64,18 @@ pub fn fill_device_except(stream: &Stream, room: usize) -> Vec<DeviceBuffer<u8>>
     stream
         .synchronize()
         .expect("synchronize after filling the device");
+    // Whole chunks may free far more than `room` (a large one, where the device had few
+    // small ones to give): take the excess back in small pieces, so that the room left is
+    // `room` within one piece whatever the device's memory looked like before.
+    while freed >= room + PIECE {
+        let Ok(piece) = DeviceBuffer::<u8>::zeroed(stream, PIECE) else {
+            break;
+        };
+        chunks.push(piece);
+        freed -= PIECE;
+    }
+    stream
+        .synchronize()
+        .expect("synchronize after taking the excess back");
     chunks
 }
