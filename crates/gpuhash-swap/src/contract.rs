@@ -1,0 +1,261 @@
+//! The table contract on a [`SwapTable`]: each batch is cut into segments, each segment
+//! partitioned by child on the device, each child's range run by the child's own device
+//! form (the child paged in as needed), and the answers put back in input order.
+
+use std::ops::Range;
+
+use gpuhash_core::image::Image;
+use gpuhash_core::table::{DevicePairs, Map, MemoryUsage, Table, check_pairs};
+use gpuhash_core::{Device, DeviceBuffer, Stream};
+
+use crate::launch;
+use crate::partition::Partition;
+use crate::policy::segments;
+use crate::residency::Residency;
+use crate::table::SwapTable;
+
+/// A batch verb with the caller's buffers.
+enum Verb<'a, V> {
+    Insert(&'a DeviceBuffer<V>),
+    Get {
+        found: &'a mut DeviceBuffer<u8>,
+        values: &'a mut DeviceBuffer<V>,
+    },
+    Contains(&'a mut DeviceBuffer<u8>),
+    Remove(&'a mut DeviceBuffer<u8>),
+}
+
+impl<V> Verb<'_, V> {
+    fn changes(&self) -> bool {
+        matches!(self, Verb::Insert(_) | Verb::Remove(_))
+    }
+
+    fn values(&self) -> Option<&DeviceBuffer<V>> {
+        match self {
+            Verb::Insert(values) => Some(values),
+            _ => None,
+        }
+    }
+
+    fn found(&mut self) -> Option<&mut DeviceBuffer<u8>> {
+        match self {
+            Verb::Insert(_) => None,
+            Verb::Get { found, .. } | Verb::Contains(found) | Verb::Remove(found) => Some(found),
+        }
+    }
+}
+
+/// One segment's answers in partitioned order.
+struct Answers<V> {
+    found: DeviceBuffer<u8>,
+    values: DeviceBuffer<V>,
+}
+
+impl<T: Map + Image> SwapTable<T> {
+    /// Runs `verb` on `keys`, segment by segment.
+    fn run(
+        &self,
+        stream: &Stream,
+        keys: &DeviceBuffer<T::Key>,
+        mut verb: Verb<'_, T::Value>,
+    ) -> Result<(), T::Error> {
+        if let Some(found) = verb.found() {
+            check_pairs(keys.len(), found.len())?;
+        }
+        let mut residency = self.residency.lock();
+        for segment in segments(keys.len(), self.plan.segment) {
+            self.run_segment(&mut residency, stream, keys, &mut verb, segment)?;
+        }
+        Ok(())
+    }
+
+    fn run_segment(
+        &self,
+        residency: &mut Residency<T>,
+        stream: &Stream,
+        keys: &DeviceBuffer<T::Key>,
+        verb: &mut Verb<'_, T::Value>,
+        segment: Range<usize>,
+    ) -> Result<(), T::Error> {
+        let children = residency.count();
+        let partition = Partition::of(stream, children, keys, verb.values(), segment.clone())?;
+        let mut answers = Answers {
+            found: DeviceBuffer::unfilled(stream, segment.len())?,
+            values: DeviceBuffer::unfilled(stream, segment.len())?,
+        };
+        for (child, range) in partition.children() {
+            let table = residency.table(&self.device, stream, child, verb.changes())?;
+            run_child(table, stream, &partition, range, verb, &mut answers)?;
+        }
+        gather_answers(stream, &partition, &answers, verb, segment.start)?;
+        Ok(())
+    }
+}
+
+/// Runs `verb` on one child's range, its answers into `answers` at the range.
+fn run_child<T: Map>(
+    table: &T,
+    stream: &Stream,
+    partition: &Partition<T::Key, T::Value>,
+    range: Range<usize>,
+    verb: &Verb<'_, T::Value>,
+    answers: &mut Answers<T::Value>,
+) -> Result<(), T::Error> {
+    let keys = partition.keys_of(stream, range.clone())?;
+    let found = match verb {
+        Verb::Insert(_) => {
+            return table.insert_async(stream, &keys, &partition.values_of(stream, range)?);
+        }
+        Verb::Get { .. } => {
+            let mut values = DeviceBuffer::unfilled(stream, keys.len())?;
+            let found = flags(stream, keys.len(), |found| {
+                table.get_async(stream, &keys, found, &mut values)
+            })?;
+            answers.values.copy_from_at(stream, range.start, &values)?;
+            found
+        }
+        Verb::Contains(_) => flags(stream, keys.len(), |found| table.contains_async(stream, &keys, found))?,
+        Verb::Remove(_) => flags(stream, keys.len(), |found| table.remove_async(stream, &keys, found))?,
+    };
+    Ok(answers.found.copy_from_at(stream, range.start, &found)?)
+}
+
+/// A new flag buffer of `len`, filled by `device_form`.
+fn flags<E: From<gpuhash_core::Error>>(
+    stream: &Stream,
+    len: usize,
+    device_form: impl FnOnce(&mut DeviceBuffer<u8>) -> Result<(), E>,
+) -> Result<DeviceBuffer<u8>, E> {
+    let mut found = DeviceBuffer::unfilled(stream, len)?;
+    device_form(&mut found)?;
+    Ok(found)
+}
+
+/// Puts a segment's answers into the caller's buffers, in input order; values only where
+/// found, so a miss leaves the caller's value as it was.
+fn gather_answers<K, V: gpuhash_core::table::Value>(
+    stream: &Stream,
+    partition: &Partition<K, V>,
+    answers: &Answers<V>,
+    verb: &mut Verb<'_, V>,
+    start: usize,
+) -> gpuhash_core::Result<()> {
+    let index = &partition.index;
+    if let Verb::Get { values, .. } = verb {
+        launch::gather(stream, &answers.values, index, Some(&answers.found), values, start)?;
+    }
+    match verb.found() {
+        Some(found) => launch::gather(stream, &answers.found, index, None, found, start),
+        None => Ok(()),
+    }
+}
+
+impl<T: Map + Image> Table for SwapTable<T> {
+    type Key = T::Key;
+    type Error = T::Error;
+
+    fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// Entries of every child: resident ones counted on the device, the others as their
+    /// images hold them.
+    fn len_on(&self, stream: &Stream) -> Result<usize, Self::Error> {
+        self.residency.lock().len_on(stream)
+    }
+
+    /// Device memory of the resident children (children on the host take none).
+    fn memory_on(&self, stream: &Stream) -> Result<MemoryUsage, Self::Error> {
+        let residency = self.residency.lock();
+        residency
+            .resident_tables()
+            .try_fold(MemoryUsage::default(), |sum, table| {
+                let usage = table.memory_on(stream)?;
+                Ok(MemoryUsage {
+                    bytes_reserved: sum.bytes_reserved + usage.bytes_reserved,
+                    bytes_in_use: sum.bytes_in_use + usage.bytes_in_use,
+                    entry_bytes: sum.entry_bytes + usage.entry_bytes,
+                })
+            })
+    }
+
+    fn clear_on(&self, stream: &Stream) -> Result<(), Self::Error> {
+        self.residency.lock().clear_on(stream)
+    }
+}
+
+impl<T: Map + Image> Map for SwapTable<T> {
+    type Value = T::Value;
+
+    fn insert_async(
+        &self,
+        stream: &Stream,
+        keys: &DeviceBuffer<Self::Key>,
+        values: &DeviceBuffer<Self::Value>,
+    ) -> Result<(), Self::Error> {
+        check_pairs(keys.len(), values.len())?;
+        self.run(stream, keys, Verb::Insert(values))
+    }
+
+    fn get_async(
+        &self,
+        stream: &Stream,
+        keys: &DeviceBuffer<Self::Key>,
+        found: &mut DeviceBuffer<u8>,
+        values: &mut DeviceBuffer<Self::Value>,
+    ) -> Result<(), Self::Error> {
+        check_pairs(keys.len(), values.len())?;
+        self.run(stream, keys, Verb::Get { found, values })
+    }
+
+    fn contains_async(
+        &self,
+        stream: &Stream,
+        keys: &DeviceBuffer<Self::Key>,
+        found: &mut DeviceBuffer<u8>,
+    ) -> Result<(), Self::Error> {
+        self.run(stream, keys, Verb::Contains(found))
+    }
+
+    fn remove_async(
+        &self,
+        stream: &Stream,
+        keys: &DeviceBuffer<Self::Key>,
+        removed: &mut DeviceBuffer<u8>,
+    ) -> Result<(), Self::Error> {
+        self.run(stream, keys, Verb::Remove(removed))
+    }
+
+    /// Every child's pairs, each child paged in in turn (least recently used out).
+    fn export_on(
+        &self,
+        stream: &Stream,
+    ) -> Result<DevicePairs<Self::Key, Self::Value>, Self::Error> {
+        let mut residency = self.residency.lock();
+        let mut parts = Vec::with_capacity(residency.count());
+        for child in 0..residency.count() {
+            let table = residency.table(&self.device, stream, child, false)?;
+            parts.push(table.export_on(stream)?);
+        }
+        Ok(concatenate(stream, &parts)?)
+    }
+}
+
+/// The pairs of `parts`, end to end, in new buffers.
+fn concatenate<K: bytemuck::Pod, V: bytemuck::Pod>(
+    stream: &Stream,
+    parts: &[DevicePairs<K, V>],
+) -> gpuhash_core::Result<DevicePairs<K, V>> {
+    let total = parts.iter().map(|p| p.keys.len()).sum();
+    let mut all = DevicePairs {
+        keys: DeviceBuffer::unfilled(stream, total)?,
+        values: DeviceBuffer::unfilled(stream, total)?,
+    };
+    let mut at = 0;
+    for part in parts {
+        all.keys.copy_from_at(stream, at, &part.keys)?;
+        all.values.copy_from_at(stream, at, &part.values)?;
+        at += part.keys.len();
+    }
+    Ok(all)
+}

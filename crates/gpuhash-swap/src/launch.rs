@@ -1,0 +1,187 @@
+//! The kernels of `cuda-src/swap/partition.cu`: the only place this crate hands raw device
+//! pointers to the GPU.
+
+use std::ops::Range;
+
+use bytemuck::Pod;
+use gpuhash_core::launch::{Kernel, KernelImage, KernelParams, LaunchShape};
+use gpuhash_core::{DeviceBuffer, Result, Stream};
+
+use crate::layouts::{
+    GH_SWAP_THREADS, GhSwapCopyParams, GhSwapCountParams, GhSwapGatherParams, GhSwapScatterParams,
+};
+
+// SAFETY: bindgen's repr(C) copies of the C structs the kernels take, holding raw device
+// pointers and integers only.
+unsafe impl KernelParams for GhSwapCountParams {}
+// SAFETY: as above.
+unsafe impl KernelParams for GhSwapScatterParams {}
+// SAFETY: as above.
+unsafe impl KernelParams for GhSwapGatherParams {}
+// SAFETY: as above.
+unsafe impl KernelParams for GhSwapCopyParams {}
+
+static IMAGE: KernelImage = gpuhash_core::kernel_image!("partition");
+static COUNT: Kernel<GhSwapCountParams> = Kernel::new(&IMAGE, "gh_swap_count");
+static SCATTER: Kernel<GhSwapScatterParams> = Kernel::new(&IMAGE, "gh_swap_scatter");
+static GATHER: Kernel<GhSwapGatherParams> = Kernel::new(&IMAGE, "gh_swap_gather");
+static COPY: Kernel<GhSwapCopyParams> = Kernel::new(&IMAGE, "gh_swap_copy");
+
+fn shape(stream: &Stream, items: usize) -> LaunchShape {
+    LaunchShape::grid_stride(stream.device(), items as u64, GH_SWAP_THREADS)
+}
+
+/// The address of element `at` of a buffer whose first element is at `base`.
+fn element<T>(base: u64, at: usize) -> u64 {
+    base + (at * size_of::<T>()) as u64
+}
+
+/// Chooses the child of `keys[range]` into `child_of` and adds each child's keys to
+/// `counts` (zeroed by the caller, one word a child).
+pub(crate) fn count<K: Pod>(
+    stream: &Stream,
+    keys: &DeviceBuffer<K>,
+    range: Range<usize>,
+    child_of: &mut DeviceBuffer<u32>,
+    counts: &mut DeviceBuffer<u32>,
+) -> Result<()> {
+    let items = range.len();
+    if items == 0 {
+        return Ok(());
+    }
+    let children = counts.len() as u32;
+    let keys_at = keys.address(stream);
+    let (child_at, counts_at) = (child_of.address_mut(stream), counts.address_mut(stream));
+    let params = GhSwapCountParams {
+        keys: element::<K>(keys_at.address, range.start) as *const u32,
+        count: items as u64,
+        key_words: (size_of::<K>() / 4) as u32,
+        children,
+        child_of: child_at.address as *mut u32,
+        counts: counts_at.address as *mut u32,
+    };
+    // SAFETY: `range` lies within `keys` (checked by the caller's segmenting), `child_of`
+    // holds `items` words and `counts` one word a child, so every index the kernel uses
+    // (below `items`, and child ids below `counts.len()`) is in bounds; the buffers stay
+    // borrowed until the launch is queued and their frees are ordered after it.
+    unsafe { COUNT.launch(stream, shape(stream, items), params) }
+}
+
+/// Where the scatter writes: the partitioned keys, values (when there are values) and the
+/// input place of each element.
+pub(crate) struct ScatterTarget<'a, K, V> {
+    pub keys: &'a mut DeviceBuffer<K>,
+    pub values: Option<&'a mut DeviceBuffer<V>>,
+    pub index: &'a mut DeviceBuffer<u32>,
+}
+
+/// Moves `keys[range]` (and `values[range]`) into their children's ranges, whose first
+/// places `cursors` holds; records each element's place within `range`.
+pub(crate) fn scatter<K: Pod, V: Pod>(
+    stream: &Stream,
+    keys: &DeviceBuffer<K>,
+    values: Option<&DeviceBuffer<V>>,
+    range: Range<usize>,
+    child_of: &DeviceBuffer<u32>,
+    cursors: &mut DeviceBuffer<u32>,
+    target: ScatterTarget<'_, K, V>,
+) -> Result<()> {
+    let items = range.len();
+    if items == 0 {
+        return Ok(());
+    }
+    let keys_at = keys.address(stream);
+    let values_at = values.map(|v| v.address(stream));
+    let child_at = child_of.address(stream);
+    let cursors_at = cursors.address_mut(stream);
+    let out_keys = target.keys.address_mut(stream);
+    let out_values = target.values.map(|v| v.address_mut(stream));
+    let out_index = target.index.address_mut(stream);
+    let params = GhSwapScatterParams {
+        keys: element::<K>(keys_at.address, range.start) as *const u32,
+        values: values_at
+            .as_ref()
+            .map_or(std::ptr::null(), |v| element::<V>(v.address, range.start) as *const u8),
+        child_of: child_at.address as *const u32,
+        count: items as u64,
+        key_words: (size_of::<K>() / 4) as u32,
+        value_bytes: size_of::<V>() as u32,
+        cursors: cursors_at.address as *mut u32,
+        out_keys: out_keys.address as *mut u32,
+        out_values: out_values
+            .as_ref()
+            .map_or(std::ptr::null_mut(), |v| v.address as *mut u8),
+        out_index: out_index.address as *mut u32,
+    };
+    // SAFETY: `range` lies within `keys` and `values` (same length, checked by the
+    // caller); `child_of` holds `items` child ids from `count`, and `cursors` each child's
+    // first place from the scan of its counts, so the places the kernel takes are the
+    // `items` places of the targets, each of which holds `items` elements; values are
+    // read and written only when both pointers are given.
+    unsafe { SCATTER.launch(stream, shape(stream, items), params) }
+}
+
+/// `target[offset + index[i]] = source[i]` for every `i`, or only where `found[i] != 0`.
+pub(crate) fn gather<T: Pod>(
+    stream: &Stream,
+    source: &DeviceBuffer<T>,
+    index: &DeviceBuffer<u32>,
+    found: Option<&DeviceBuffer<u8>>,
+    target: &mut DeviceBuffer<T>,
+    offset: usize,
+) -> Result<()> {
+    let items = source.len();
+    if items == 0 {
+        return Ok(());
+    }
+    let source_at = source.address(stream);
+    let index_at = index.address(stream);
+    let found_at = found.map(|f| f.address(stream));
+    let target_at = target.address_mut(stream);
+    let params = GhSwapGatherParams {
+        source: source_at.address as *const u8,
+        index: index_at.address as *const u32,
+        found: found_at
+            .as_ref()
+            .map_or(std::ptr::null(), |f| f.address as *const u8),
+        count: items as u64,
+        element_bytes: size_of::<T>() as u32,
+        reserved: 0,
+        target: element::<T>(target_at.address, offset) as *mut u8,
+    };
+    // SAFETY: `index` and `found` hold `items` elements like `source` (one partition);
+    // each index is a place within the segment that starts at `offset`, and the caller
+    // checked that the segment lies within `target`.
+    unsafe { GATHER.launch(stream, shape(stream, items), params) }
+}
+
+/// A new buffer holding `source[range]`.
+pub(crate) fn copy_range<T: Pod>(
+    stream: &Stream,
+    source: &DeviceBuffer<T>,
+    range: Range<usize>,
+) -> Result<DeviceBuffer<T>> {
+    if range.end > source.len() {
+        return Err(gpuhash_core::Error::InvalidInput(format!(
+            "copy_range: {range:?} overruns a buffer of {}",
+            source.len()
+        )));
+    }
+    let mut target = DeviceBuffer::unfilled(stream, range.len())?;
+    let bytes = target.size_bytes();
+    if bytes == 0 {
+        return Ok(target);
+    }
+    let source_at = source.address(stream);
+    let target_at = target.address_mut(stream);
+    let params = GhSwapCopyParams {
+        source: element::<T>(source_at.address, range.start) as *const u8,
+        target: target_at.address as *mut u8,
+        bytes: bytes as u64,
+    };
+    // SAFETY: `range` lies within `source` (checked above) and `target` holds its bytes;
+    // both stay allocated until the copy has run (frees are ordered on the stream).
+    unsafe { COPY.launch(stream, shape(stream, bytes), params) }?;
+    drop((source_at, target_at));
+    Ok(target)
+}

@@ -1,0 +1,116 @@
+//! # gpuhash-swap
+//!
+//! Starfish ("High-performance Hash Table Indexing System Supporting Paging Memory", Xiong
+//! et al., 2022): a map larger than the GPU's memory, split into child tables of which only
+//! as many live on the device as a budget allows; the others wait in host memory as
+//! images ([`gpuhash_core::image`]) and are paged in when a batch needs them.
+//!
+//! [`SwapTable<T>`] takes any child table `T` of the contract that has an image
+//! ([`Map`] + [`Image`]); [`SwapMap<K, V>`] is the default, DyHash children
+//! ([`gpuhash_cuckoo::CuckooTable`]). It implements [`Table`] and [`Map`] itself, so code
+//! written against the contract runs on it unchanged, host forms included.
+//!
+//! ## Structure
+//!
+//! - **Children.** `n` children (from [`SwapOptions::children`], or the capacity over
+//!   [`SwapOptions::child_capacity`], one million pairs by default as in the paper). Each
+//!   key lives in exactly one: [`policy::child_of`], the high 32 bits of
+//!   `fmix64(key ^ seed)` scaled to `[0, n)`, which does not follow the children's own
+//!   hashing (keys of one child still spread over its buckets).
+//! - **A batch** (a device form; the host forms are the contract's, on top) is cut into
+//!   segments of [`SwapTable::segment_len`] elements, as many as the scratch budget holds.
+//!   Each segment is partitioned on the device (`cuda-src/swap/partition.cu`): a kernel
+//!   picks each key's child and counts the keys of each child; the counts come to the
+//!   host (which needs each child's range) and are scanned there; a second kernel scatters
+//!   keys, values and each element's input place into per-child ranges. Then, child by
+//!   child, the child is paged in if needed and its own device form runs on its range;
+//!   a last kernel puts the answers back in input order.
+//! - **Residency.** At most [`SwapTable::resident_limit`] children are on the device: the
+//!   device budget less the scratch, over the device memory of a child made at the child
+//!   capacity (measured once, when the table is made). Bringing a child in pages out the
+//!   least recently used one. Paging in is [`Image::from_image`], paging out
+//!   [`Image::to_image`]: no rehashing. Every child keeps its last image on the host, so a
+//!   child that no batch changed since it came in is dropped, not copied back;
+//!   [`SwapTable::stats`] counts page-ins, page-outs (write-backs) and drops.
+//! - **Host memory.** Images are [`gpuhash_core::image::TableImage`]s in ordinary
+//!   (pageable) host memory, not pinned buffers: a page-in or page-out copies through the
+//!   driver's staging. An optional host budget bounds the images' bytes.
+//! - **Threads.** A table takes `&self` everywhere; one lock serializes batches, so four
+//!   host threads on one table are correct but do not run their batches at once.
+//!
+//! ## Where it departs from the paper
+//!
+//! - A query visits one child, the one its key hashes to; the paper searches every child
+//!   in turn, blanking found queries. Inserts likewise go to the key's child, not to the
+//!   child being built, so a key is never in two children and an upsert replaces its value.
+//! - Children are the contract's tables (DyHash by default), not the paper's cuckoo tables
+//!   with a 108-slot stash; a child grows on its own (DyHash resizes), so a child holding
+//!   more than the child capacity takes more device memory than the budget counted.
+//! - Paging is sequential: partition, then page and run child by child on the caller's
+//!   stream. The paper overlaps the copy of one child with the build of the next.
+//!
+//! ## Waits
+//!
+//! A device form waits for its stream once a segment (the per-child counts come to the
+//! host) and before each page-out (the child's work must be done before its image is
+//! taken or it is dropped). Equal keys in one insert batch: one whole value wins,
+//! unspecified which.
+//!
+//! ## After an error
+//!
+//! Each child takes a batch's part whole or not at all (DyHash leaves itself as it was
+//! when it runs out of memory), but the table is **not** atomic across children: when a
+//! batch fails at child `c` of segment `s`, the children before it (and every earlier
+//! segment) keep their part of the batch, and `c` and the children after it have none of
+//! it. A failed page-out leaves the victim resident and unchanged; a failed page-in leaves
+//! the child on the host, unchanged. The answers buffers of a failed batch hold answers for
+//! the segments before the failure only. [`Table::clear`] that fails leaves some children
+//! cleared. Running out of device memory is an error of kind `OutOfDeviceMemory`;
+//! exceeding the host budget on a page-out is `OutOfPinnedMemory`.
+//!
+//! ## Left for later
+//!
+//! - Pinned host buffers for the images, and overlap of paging with kernels across streams.
+//! - Zero-copy probing of host-resident children from mapped memory.
+//! - Device-side filters that answer misses without paging a child in.
+//! - Export builds every child's pairs on the device at once, outside the budget.
+//!
+//! ## Example
+//!
+//! ```no_run
+//! use gpuhash_core::Device;
+//! use gpuhash_core::table::{Map, Table};
+//! use gpuhash_swap::{SwapMap, SwapOptions};
+//!
+//! let device = Device::default()?;
+//! // 16 children of 2^20 pairs; room on the device for a few of them.
+//! let options = SwapOptions::with_capacity(16 << 20).device_budget(512 << 20);
+//! let map = SwapMap::<u64, u64>::new(&device, options)?;
+//! let keys: Vec<u64> = (0..1 << 20).collect();
+//! map.insert(&keys, &keys)?;
+//! assert_eq!(map.get(&keys[..4])?, vec![Some(0), Some(1), Some(2), Some(3)]);
+//! assert_eq!(map.len()?, keys.len());
+//! println!("{:?}", map.stats());
+//! # Ok::<(), gpuhash_cuckoo::CuckooError>(())
+//! ```
+//!
+//! [`Map`]: gpuhash_core::table::Map
+//! [`Table`]: gpuhash_core::table::Table
+//! [`Table::clear`]: gpuhash_core::table::Table::clear
+//! [`Image`]: gpuhash_core::image::Image
+//! [`Image::from_image`]: gpuhash_core::image::Image::from_image
+//! [`Image::to_image`]: gpuhash_core::image::Image::to_image
+
+mod contract;
+mod launch;
+#[allow(unused_imports, reason = "generated")]
+mod layouts;
+mod options;
+mod partition;
+pub mod policy;
+mod residency;
+mod table;
+
+pub use options::{DEFAULT_CHILD_CAPACITY, DEFAULT_SCRATCH_BYTES, MakeChild, SwapOptions};
+pub use residency::SwapStats;
+pub use table::{SwapMap, SwapTable};

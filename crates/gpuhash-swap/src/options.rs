@@ -1,0 +1,136 @@
+//! [`SwapOptions`]: the budgets and children of a [`crate::SwapTable`].
+
+use std::fmt;
+use std::sync::Arc;
+
+use gpuhash_core::Device;
+use gpuhash_core::table::{Key, Table, Value};
+use gpuhash_cuckoo::CuckooTable;
+
+/// Builds a child table of a capacity (in pairs) on a device.
+pub type MakeChild<T> =
+    Arc<dyn Fn(&Device, usize) -> Result<T, <T as Table>::Error> + Send + Sync>;
+
+/// The paper's child table: one million pairs.
+pub const DEFAULT_CHILD_CAPACITY: usize = 1 << 20;
+/// Device bytes kept for the partition of a batch segment unless set.
+pub const DEFAULT_SCRATCH_BYTES: u64 = 64 << 20;
+
+/// How a [`crate::SwapTable`] divides its keys and its memory. Built by setters:
+/// `SwapOptions::with_capacity(n).device_budget(bytes)`.
+#[non_exhaustive]
+pub struct SwapOptions<T: Table> {
+    /// Pairs the table is made for: with [`SwapOptions::child_capacity`], it sets how
+    /// many children there are unless [`SwapOptions::children`] is set.
+    pub capacity: usize,
+    /// Pairs a child is made for (the paper's default: one million). Children grow past
+    /// it as their own tables do; the budget counts a child at this capacity.
+    pub child_capacity: usize,
+    /// Children, when set; otherwise `capacity / child_capacity`, rounded up, at least 1.
+    pub children: Option<usize>,
+    /// Device bytes for resident children and scratch (default: no limit, every child
+    /// resident).
+    pub device_budget: u64,
+    /// Host bytes for the children's images, when limited.
+    pub host_budget: Option<u64>,
+    /// Device bytes, within the device budget, for partitioning a batch: a batch is
+    /// processed in segments of as many elements as this holds.
+    pub scratch_bytes: u64,
+    /// Builds a child.
+    pub make_child: MakeChild<T>,
+}
+
+impl<K: Key, V: Value> Default for SwapOptions<CuckooTable<K, V>> {
+    fn default() -> Self {
+        Self {
+            capacity: DEFAULT_CHILD_CAPACITY,
+            child_capacity: DEFAULT_CHILD_CAPACITY,
+            children: None,
+            device_budget: u64::MAX,
+            host_budget: None,
+            scratch_bytes: DEFAULT_SCRATCH_BYTES,
+            make_child: Arc::new(|device, capacity| CuckooTable::with_capacity(device, capacity)),
+        }
+    }
+}
+
+impl<K: Key, V: Value> SwapOptions<CuckooTable<K, V>> {
+    /// The defaults, for `capacity` pairs.
+    pub fn with_capacity(capacity: usize) -> Self {
+        Self::default().capacity(capacity)
+    }
+}
+
+macro_rules! setters {
+    ($($(#[$doc:meta])* $field:ident: $type:ty),* $(,)?) => {
+        $(
+            $(#[$doc])*
+            pub fn $field(mut self, $field: $type) -> Self {
+                self.$field = $field.into();
+                self
+            }
+        )*
+    };
+}
+
+impl<T: Table> SwapOptions<T> {
+    setters! {
+        /// Sets [`SwapOptions::capacity`].
+        capacity: usize,
+        /// Sets [`SwapOptions::child_capacity`].
+        child_capacity: usize,
+        /// Sets [`SwapOptions::children`].
+        children: usize,
+        /// Sets [`SwapOptions::device_budget`].
+        device_budget: u64,
+        /// Sets [`SwapOptions::host_budget`].
+        host_budget: u64,
+        /// Sets [`SwapOptions::scratch_bytes`].
+        scratch_bytes: u64,
+    }
+
+    /// The same options with children that `make_child(device, capacity)` builds.
+    pub fn make_child<U: Table>(
+        self,
+        make_child: impl Fn(&Device, usize) -> Result<U, U::Error> + Send + Sync + 'static,
+    ) -> SwapOptions<U> {
+        SwapOptions {
+            capacity: self.capacity,
+            child_capacity: self.child_capacity,
+            children: self.children,
+            device_budget: self.device_budget,
+            host_budget: self.host_budget,
+            scratch_bytes: self.scratch_bytes,
+            make_child: Arc::new(make_child),
+        }
+    }
+
+    /// How many children the table has.
+    pub fn children_count(&self) -> usize {
+        self.children
+            .unwrap_or_else(|| self.capacity.div_ceil(self.child_capacity.max(1)))
+            .max(1)
+    }
+}
+
+impl<T: Table> Clone for SwapOptions<T> {
+    fn clone(&self) -> Self {
+        Self {
+            make_child: Arc::clone(&self.make_child),
+            ..*self
+        }
+    }
+}
+
+impl<T: Table> fmt::Debug for SwapOptions<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SwapOptions")
+            .field("capacity", &self.capacity)
+            .field("child_capacity", &self.child_capacity)
+            .field("children", &self.children)
+            .field("device_budget", &self.device_budget)
+            .field("host_budget", &self.host_budget)
+            .field("scratch_bytes", &self.scratch_bytes)
+            .finish_non_exhaustive()
+    }
+}

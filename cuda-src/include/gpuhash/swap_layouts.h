@@ -1,0 +1,53 @@
+// Kernel parameter layouts of gpuhash-swap: the partition of a batch by child table.
+#pragma once
+
+#include <stdint.h>
+
+// Threads a block of every swap kernel.
+#define GH_SWAP_THREADS 256u
+// The seed of the child choice, xored into the key before fmix64, so that the choice
+// does not follow the hashing of the child tables themselves.
+#define GH_SWAP_SEED 0x5bd1e9955bd1e995ull
+
+// Chooses each key's child and counts the keys of each child.
+typedef struct GhSwapCountParams {
+    const uint32_t* keys;  // key_words words a key
+    uint64_t count;
+    uint32_t key_words;    // 1 or 2
+    uint32_t children;
+    uint32_t* child_of;    // out: the child of each key
+    uint32_t* counts;      // in: zeros; out: keys a child
+} GhSwapCountParams;
+
+// Moves each key (and value) into its child's range, recording where it came from.
+typedef struct GhSwapScatterParams {
+    const uint32_t* keys;
+    const uint8_t* values;      // null when the verb has no values
+    const uint32_t* child_of;
+    uint64_t count;
+    uint32_t key_words;
+    uint32_t value_bytes;
+    uint32_t* cursors;          // in: each child's first place; advanced by the kernel
+    uint32_t* out_keys;
+    uint8_t* out_values;        // null with values
+    uint32_t* out_index;        // the input place of each partitioned element
+} GhSwapScatterParams;
+
+// Puts answers back in input order: target[index[i]] = source[i], where found is null
+// or found[i] != 0.
+typedef struct GhSwapGatherParams {
+    const uint8_t* source;
+    const uint32_t* index;
+    const uint8_t* found;
+    uint64_t count;
+    uint32_t element_bytes;
+    uint32_t reserved;
+    uint8_t* target;
+} GhSwapGatherParams;
+
+// Copies bytes: a child's range of a partitioned batch into a buffer of its own.
+typedef struct GhSwapCopyParams {
+    const uint8_t* source;
+    uint8_t* target;
+    uint64_t bytes;
+} GhSwapCopyParams;
