@@ -4,7 +4,7 @@
 //! the median of the timed runs as markdown tables (M items/s; bandwidth where it counts).
 //!
 //! ```text
-//! gpuhash-bench [core] [slab-alloc] [slab-hash] [slab-hash-w2] [slab-hash-curve] [cuckoo]
+//! gpuhash-bench [core] [slab-alloc] [slab-hash] [slab-hash-w2] [slab-hash-curve] [cuckoo] [swap]
 //!               [--log2-n N] [--runs R] [--w4-batches B] [--svg PATH] [--csv PATH]
 //! ```
 //!
@@ -26,6 +26,8 @@
 //!   with min(n, 2^24) pairs; prints the table, writes the points as CSV to `--csv PATH`
 //!   (default `slab-hash-curve.csv`) and as an SVG line chart to `--svg PATH` (default
 //!   `slab-hash-curve.svg`), both relative to the current directory.
+//! - `swap`: Starfish (gpuhash-swap) on W5, a table 4x its device budget, beside the same
+//!   table fully resident (`swap_bench`).
 //! - `cuckoo`: DyHash (gpuhash-cuckoo) on W1 at loads 0.5 to 0.95 and W4 with B batches a
 //!   phase (`--w4-batches`, default 16; 0 skips it).
 //!
@@ -39,6 +41,7 @@ mod measure;
 mod plot;
 mod slab_alloc_bench;
 mod slab_hash_bench;
+mod swap_bench;
 
 use std::error::Error;
 use std::path::PathBuf;
@@ -51,8 +54,8 @@ use gpuhash_slab_alloc::{Claim, Variant};
 use gpuhash_slab_hash::SlabHashMap;
 use measure::{Measurement, Runs};
 
-const USAGE: &str = "usage: gpuhash-bench [core] [slab-alloc] [slab-hash] [slab-hash-w2] [slab-hash-curve] [cuckoo] [contract] [--log2-n N] [--runs R] [--w4-batches B] [--svg PATH] [--csv PATH]";
-const WORKLOADS: [&str; 7] = [
+const USAGE: &str = "usage: gpuhash-bench [core] [slab-alloc] [slab-hash] [slab-hash-w2] [slab-hash-curve] [cuckoo] [contract] [swap] [--log2-n N] [--runs R] [--w4-batches B] [--svg PATH] [--csv PATH]";
+const WORKLOADS: [&str; 8] = [
     "core",
     "slab-alloc",
     "slab-hash",
@@ -60,6 +63,7 @@ const WORKLOADS: [&str; 7] = [
     "slab-hash-curve",
     "cuckoo",
     "contract",
+    "swap",
 ];
 
 /// Command-line options.
@@ -288,6 +292,7 @@ fn run(options: &Options) -> Result<(), Box<dyn Error>> {
                 );
             }
             "cuckoo" => cuckoo::run(&device, options.log2_n, options.runs, options.w4_batches)?,
+            "swap" => swap_bench::run(&device, options.log2_n)?,
             _ => unreachable!("parse_options admits only known workloads"),
         }
         println!();

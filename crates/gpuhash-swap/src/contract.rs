@@ -114,8 +114,12 @@ fn run_child<T: Map>(
             answers.values.copy_from_at(stream, range.start, &values)?;
             found
         }
-        Verb::Contains(_) => flags(stream, keys.len(), |found| table.contains_async(stream, &keys, found))?,
-        Verb::Remove(_) => flags(stream, keys.len(), |found| table.remove_async(stream, &keys, found))?,
+        Verb::Contains(_) => flags(stream, keys.len(), |found| {
+            table.contains_async(stream, &keys, found)
+        })?,
+        Verb::Remove(_) => flags(stream, keys.len(), |found| {
+            table.remove_async(stream, &keys, found)
+        })?,
     };
     Ok(answers.found.copy_from_at(stream, range.start, &found)?)
 }
@@ -142,7 +146,14 @@ fn gather_answers<K, V: gpuhash_core::table::Value>(
 ) -> gpuhash_core::Result<()> {
     let index = &partition.index;
     if let Verb::Get { values, .. } = verb {
-        launch::gather(stream, &answers.values, index, Some(&answers.found), values, start)?;
+        launch::gather(
+            stream,
+            &answers.values,
+            index,
+            Some(&answers.found),
+            values,
+            start,
+        )?;
     }
     match verb.found() {
         Some(found) => launch::gather(stream, &answers.found, index, None, found, start),

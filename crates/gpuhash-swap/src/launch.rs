@@ -99,9 +99,9 @@ pub(crate) fn scatter<K: Pod, V: Pod>(
     let out_index = target.index.address_mut(stream);
     let params = GhSwapScatterParams {
         keys: element::<K>(keys_at.address, range.start) as *const u32,
-        values: values_at
-            .as_ref()
-            .map_or(std::ptr::null(), |v| element::<V>(v.address, range.start) as *const u8),
+        values: values_at.as_ref().map_or(std::ptr::null(), |v| {
+            element::<V>(v.address, range.start) as *const u8
+        }),
         child_of: child_at.address as *const u32,
         count: items as u64,
         key_words: (size_of::<K>() / 4) as u32,

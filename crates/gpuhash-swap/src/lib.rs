@@ -52,8 +52,8 @@
 //! ## Waits
 //!
 //! A device form waits for its stream once a segment (the per-child counts come to the
-//! host) and before each page-out (the child's work must be done before its image is
-//! taken or it is dropped). Equal keys in one insert batch: one whole value wins,
+//! host) and for the whole device before each page-out (the child's work, from any
+//! thread's stream, must be done before its image is taken or it is dropped). Equal keys in one insert batch: one whole value wins,
 //! unspecified which.
 //!
 //! ## After an error

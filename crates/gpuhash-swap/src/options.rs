@@ -8,8 +8,7 @@ use gpuhash_core::table::{Key, Table, Value};
 use gpuhash_cuckoo::CuckooTable;
 
 /// Builds a child table of a capacity (in pairs) on a device.
-pub type MakeChild<T> =
-    Arc<dyn Fn(&Device, usize) -> Result<T, <T as Table>::Error> + Send + Sync>;
+pub type MakeChild<T> = Arc<dyn Fn(&Device, usize) -> Result<T, <T as Table>::Error> + Send + Sync>;
 
 /// The paper's child table: one million pairs.
 pub const DEFAULT_CHILD_CAPACITY: usize = 1 << 20;

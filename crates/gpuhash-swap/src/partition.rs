@@ -49,7 +49,15 @@ impl<K: Pod, V: Pod> Partition<K, V> {
             values: partition.values.as_mut(),
             index: &mut partition.index,
         };
-        launch::scatter(stream, keys, values, segment, &child_of, &mut cursors, target)?;
+        launch::scatter(
+            stream,
+            keys,
+            values,
+            segment,
+            &child_of,
+            &mut cursors,
+            target,
+        )?;
         Ok(partition)
     }
 

@@ -149,7 +149,10 @@ mod tests {
             }
             let mean = keys as f64 / f64::from(children);
             for &count in &counts {
-                assert!((f64::from(count) - mean).abs() < 0.05 * mean + 64.0, "{counts:?}");
+                assert!(
+                    (f64::from(count) - mean).abs() < 0.05 * mean + 64.0,
+                    "{counts:?}"
+                );
             }
         }
     }
@@ -219,15 +222,13 @@ mod tests {
             let mut last_used: Vec<(usize, usize)> = Vec::new();
             for (time, &child) in uses.iter().enumerate() {
                 let child = usize::from(child % 8);
-                if !lru.is_resident(child) {
-                    if let Some(victim) = lru.victim() {
-                        let oldest = last_used.iter().filter(|(c, _)| lru.is_resident(*c))
-                            .min_by_key(|&&(_, t)| t).map(|&(c, _)| c);
-                        if oldest != Some(victim) {
-                            return false;
-                        }
-                        lru.evict(victim);
+                if !lru.is_resident(child) && let Some(victim) = lru.victim() {
+                    let oldest = last_used.iter().filter(|(c, _)| lru.is_resident(*c))
+                        .min_by_key(|&&(_, t)| t).map(|&(c, _)| c);
+                    if oldest != Some(victim) {
+                        return false;
                     }
+                    lru.evict(victim);
                 }
                 lru.touch(child);
                 last_used.retain(|&(c, _)| c != child);

@@ -93,8 +93,8 @@ impl<T: Map + Image> Residency<T> {
     }
 
     /// Child `index` on the device, paged in (and the least recently used paged out) as
-    /// needed. `changes` marks it dirty. Work on `stream` that used a child being paged out
-    /// is waited for first.
+    /// needed. `changes` marks it dirty. Work on the device that used a child being paged
+    /// out is waited for first.
     pub(crate) fn table(
         &mut self,
         device: &Device,
@@ -104,7 +104,7 @@ impl<T: Map + Image> Residency<T> {
     ) -> Result<&T, T::Error> {
         if !self.lru.is_resident(index) {
             if let Some(victim) = self.lru.victim() {
-                self.page_out(stream, victim)?;
+                self.page_out(device, stream, victim)?;
             }
             self.page_in(device, index)?;
         }
@@ -129,9 +129,10 @@ impl<T: Map + Image> Residency<T> {
     }
 
     /// Writes a dirty child's image back (within the host budget) and drops its table;
-    /// on an error the child stays resident and unchanged.
-    fn page_out(&mut self, stream: &Stream, index: usize) -> Result<(), T::Error> {
-        stream.synchronize()?;
+    /// on an error the child stays resident and unchanged. Waits for the whole device
+    /// first: other threads' batches may have left work on the child on their streams.
+    fn page_out(&mut self, device: &Device, stream: &Stream, index: usize) -> Result<(), T::Error> {
+        device.synchronize()?;
         let held = self.host_bytes();
         let child = &mut self.children[index];
         let resident = child.resident.as_ref().expect("a resident victim");

@@ -35,7 +35,10 @@ impl<T: Map + Image> std::fmt::Debug for SwapTable<T> {
 impl<K: gpuhash_core::table::Key, V: gpuhash_core::table::Value> SwapMap<K, V> {
     /// A table of DyHash children for `capacity` pairs with no device budget (every child
     /// resident): [`SwapTable::new`] with [`SwapOptions::with_capacity`].
-    pub fn with_capacity(device: &Device, capacity: usize) -> Result<Self, gpuhash_cuckoo::CuckooError> {
+    pub fn with_capacity(
+        device: &Device,
+        capacity: usize,
+    ) -> Result<Self, gpuhash_cuckoo::CuckooError> {
         Self::new(device, SwapOptions::with_capacity(capacity))
     }
 }
@@ -58,7 +61,12 @@ impl<T: Map + Image> SwapTable<T> {
             children,
         )
         .map_err(gpuhash_core::Error::InvalidInput)?;
-        let residency = Residency::<T>::new(first.to_image()?, children, plan.resident, options.host_budget)?;
+        let residency = Residency::<T>::new(
+            first.to_image()?,
+            children,
+            plan.resident,
+            options.host_budget,
+        )?;
         Ok(Self {
             device: device.clone(),
             plan,

@@ -9,8 +9,9 @@
 //! | [`slab_alloc`] (`gpuhash-slab-alloc`, feature `slab-alloc`) | SlabAlloc: warp-synchronous allocator of 128-byte slabs |
 //! | [`slab_hash`] (`gpuhash-slab-hash`, feature `slab-hash`, on by default) | slab hash map, set and multimap: dynamic, fully concurrent, chained |
 //! | [`cuckoo`] (`gpuhash-cuckoo`, feature `cuckoo`, on by default) | DyHash: dynamic cuckoo subtables resized one at a time |
+//! | [`swap`] (`gpuhash-swap`, feature `swap`) | Starfish: a map larger than GPU memory, child tables paged between device and host |
 //!
-//! The out-of-core swap table and the hyperspace index join as their crates land.
+//! The hyperspace index joins when its crate lands.
 //!
 //! Every crate's error converts into [`Error`], so one `?` serves them all:
 //!
@@ -39,6 +40,8 @@ pub use gpuhash_cuckoo as cuckoo;
 pub use gpuhash_slab_alloc as slab_alloc;
 #[cfg(feature = "slab-hash")]
 pub use gpuhash_slab_hash as slab_hash;
+#[cfg(feature = "swap")]
+pub use gpuhash_swap as swap;
 
 /// The types most programs use.
 pub mod prelude {
@@ -51,4 +54,6 @@ pub mod prelude {
     pub use gpuhash_cuckoo::{CuckooOptions, CuckooTable};
     #[cfg(feature = "slab-hash")]
     pub use gpuhash_slab_hash::{SlabHashMap, SlabHashMultiMap, SlabHashOptions, SlabHashSet};
+    #[cfg(feature = "swap")]
+    pub use gpuhash_swap::{SwapMap, SwapOptions, SwapTable};
 }

@@ -1,0 +1,81 @@
+//! `gpuhash-bench swap`: Starfish (gpuhash-swap) on W5, a table 4x its device budget.
+//!
+//! n standard pairs (u32 keys and values) go into a swap table of DyHash children whose
+//! device budget holds a quarter of them; inserts are timed from host slices, transfers
+//! and paging included, then gets of all hits and all misses in batches of 2^10, 2^14,
+//! 2^20 keys and n keys. The same table with no budget (every child resident) is timed
+//! beside it. Wall-clock time: the host forms wait for their work.
+
+use std::time::Instant;
+
+use gpuhash_core::Device;
+use gpuhash_core::table::{Map, Table};
+use gpuhash_core::workload::{self, KeySet};
+use gpuhash_cuckoo::{CuckooError, CuckooTable};
+use gpuhash_swap::{SwapMap, SwapOptions};
+
+/// Pairs a child is made for: n over 16 children, at least 2^16.
+fn child_capacity(n: usize) -> usize {
+    (n / 16).max(1 << 16)
+}
+
+/// Runs W5 and prints its rows.
+pub fn run(device: &Device, log2_n: u32) -> Result<(), CuckooError> {
+    let n = 1usize << log2_n;
+    let (keys, values) = workload::host_pairs(KeySet::Hits, 0, n as u32);
+    let (misses, _) = workload::host_pairs(KeySet::Misses, 0, n as u32);
+    let child = CuckooTable::<u32, u32>::with_capacity(device, child_capacity(n))?;
+    let children = n.div_ceil(child_capacity(n));
+    let scratch = SwapOptions::<CuckooTable<u32, u32>>::default().scratch_bytes;
+    let budget = scratch + child.memory()?.bytes_reserved * (children as u64 / 4).max(1);
+    println!(
+        "W5: n = 2^{log2_n} u32 pairs, {children} DyHash children, device budget {budget} bytes"
+    );
+    println!("| table | verb | batch | M ops/s |");
+    println!("| --- | --- | --- | --- |");
+    for (name, budget) in [
+        ("paged (1/4 resident)", budget),
+        ("fully resident", u64::MAX),
+    ] {
+        let options = SwapOptions::with_capacity(n)
+            .child_capacity(child_capacity(n))
+            .device_budget(budget);
+        let table = SwapMap::<u32, u32>::new(device, options)?;
+        let started = Instant::now();
+        table.insert(&keys, &values)?;
+        row(name, "insert", n, n, started);
+        for batch in [1 << 10, 1 << 14, 1 << 20, n] {
+            time_gets(&table, name, "get hit", &keys, batch)?;
+            time_gets(&table, name, "get miss", &misses, batch)?;
+        }
+        println!("stats of {name}: {:?}", table.stats());
+    }
+    Ok(())
+}
+
+/// Gets of every key of `keys` in batches of `batch`, checked: hits must be all found,
+/// misses all missing.
+fn time_gets(
+    table: &SwapMap<u32, u32>,
+    name: &str,
+    verb: &str,
+    keys: &[u32],
+    batch: usize,
+) -> Result<(), CuckooError> {
+    let hits = verb == "get hit";
+    let started = Instant::now();
+    for chunk in keys.chunks(batch.min(keys.len())) {
+        let found = table.get(chunk)?;
+        assert!(
+            found.iter().all(|f| f.is_some() == hits),
+            "{name}: {verb} answered wrong"
+        );
+    }
+    row(name, verb, batch, keys.len(), started);
+    Ok(())
+}
+
+fn row(name: &str, verb: &str, batch: usize, items: usize, started: Instant) {
+    let rate = items as f64 / started.elapsed().as_secs_f64() / 1e6;
+    println!("| {name} | {verb} | {batch} | {rate:.1} |");
+}
