@@ -1,7 +1,7 @@
 //! The combining suite: upserts and `insert_or_find` of a [`CombiningMap`] against a
 //! `HashMap` fold, through the host forms and the device forms.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use gpuhash_core::table::{Combine, CombiningMap, Key, Map, Table};
 use gpuhash_core::workload::zipf_keys;
@@ -190,8 +190,8 @@ where
     Ok(())
 }
 
-/// Candidates `first..first + n` in batch order: every key gets one id, equal keys the
-/// same, keys already there keep theirs, so the ids stay dense.
+/// Candidates numbered in batch order, each batch after the last: every key gets one id
+/// of its own, equal keys the same, keys already there keep theirs.
 fn dense_ids<M, F>(make: &F, via: Via<'_>) -> Result<(), String>
 where
     M: CombiningMap,
@@ -200,12 +200,12 @@ where
 {
     let map = made(make(device(), 1 << 14))?;
     let mut ids: HashMap<u64, u64> = HashMap::new();
+    let mut first = 0u64;
     for batch in 0..3 {
         let keys: Vec<M::Key> = zipf_keys(40_000, 20_000, 100 + batch)
             .into_iter()
             .map(|k| key_from_bits(u64::from(k)))
             .collect();
-        let first = ids.len() as u64;
         let candidates: Vec<M::Value> = (0..keys.len() as u64)
             .map(|i| key_from_bits(first + i))
             .collect();
@@ -225,6 +225,11 @@ where
             }
         }
         ids.extend(fresh);
+        first += keys.len() as u64;
+    }
+    let distinct: HashSet<u64> = ids.values().copied().collect();
+    if distinct.len() != ids.len() {
+        return Err(format!("{} keys share {} ids", ids.len(), distinct.len()));
     }
     check_content(&map, &ids, "insert_or_find")
 }

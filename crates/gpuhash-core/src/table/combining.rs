@@ -77,7 +77,8 @@ pub trait CombiningMap: Map {
     }
 
     /// The value each key holds, storing `candidates[i]` for a key that was new: with
-    /// candidates `0..n`, dense ids of the keys (equal keys get one id).
+    /// candidates `0..n` (the batch positions), an id below n for each key, equal keys
+    /// sharing one, keys already there keeping theirs.
     fn insert_or_find(
         &self,
         keys: &[Self::Key],
