@@ -4,7 +4,8 @@
 //! the median of the timed runs as markdown tables (M items/s; bandwidth where it counts).
 //!
 //! ```text
-//! gpuhash-bench [core] [slab-alloc] [slab-hash] [slab-hash-w2] [slab-hash-curve] [cuckoo] [swap]
+//! gpuhash-bench [core] [slab-alloc] [slab-hash] [slab-hash-w2] [slab-hash-curve] [cuckoo]
+//!               [contract] [swap] [upsert]
 //!               [--log2-n N] [--runs R] [--w4-batches B] [--svg PATH] [--csv PATH]
 //! ```
 //!
@@ -28,6 +29,8 @@
 //!   `slab-hash-curve.svg`), both relative to the current directory.
 //! - `swap`: Starfish (gpuhash-swap) on W5, a table 4x its device budget, beside the same
 //!   table fully resident (`swap_bench`).
+//! - `upsert`: a counting batch of n keys (upsert adding 1 per key) beside plain inserts
+//!   of the same keys, uniform and Zipf-skewed (exponent 1.0), on the slab hash map.
 //! - `cuckoo`: DyHash (gpuhash-cuckoo) on W1 at loads 0.5 to 0.95 and W4 with B batches a
 //!   phase (`--w4-batches`, default 16; 0 skips it).
 //!
@@ -42,6 +45,7 @@ mod plot;
 mod slab_alloc_bench;
 mod slab_hash_bench;
 mod swap_bench;
+mod upsert_bench;
 
 use std::error::Error;
 use std::path::PathBuf;
@@ -54,8 +58,8 @@ use gpuhash_slab_alloc::{Claim, Variant};
 use gpuhash_slab_hash::SlabHashMap;
 use measure::{Measurement, Runs};
 
-const USAGE: &str = "usage: gpuhash-bench [core] [slab-alloc] [slab-hash] [slab-hash-w2] [slab-hash-curve] [cuckoo] [contract] [swap] [--log2-n N] [--runs R] [--w4-batches B] [--svg PATH] [--csv PATH]";
-const WORKLOADS: [&str; 8] = [
+const USAGE: &str = "usage: gpuhash-bench [core] [slab-alloc] [slab-hash] [slab-hash-w2] [slab-hash-curve] [cuckoo] [contract] [swap] [upsert] [--log2-n N] [--runs R] [--w4-batches B] [--svg PATH] [--csv PATH]";
+const WORKLOADS: [&str; 9] = [
     "core",
     "slab-alloc",
     "slab-hash",
@@ -64,6 +68,7 @@ const WORKLOADS: [&str; 8] = [
     "cuckoo",
     "contract",
     "swap",
+    "upsert",
 ];
 
 /// Command-line options.
@@ -291,6 +296,7 @@ fn run(options: &Options) -> Result<(), Box<dyn Error>> {
                     options.svg.display()
                 );
             }
+            "upsert" => upsert(&device, &stream, n, runs)?,
             "cuckoo" => cuckoo::run(&device, options.log2_n, options.runs, options.w4_batches)?,
             "swap" => swap_bench::run(&device, options.log2_n)?,
             _ => unreachable!("parse_options admits only known workloads"),
@@ -329,5 +335,21 @@ fn contract(device: &Device, stream: &Stream, n: usize, runs: Runs) -> Result<()
     }
     let cuckoo = CuckooTable::<u32, u32>::with_capacity(device, n)?;
     contract_bench::end_to_end("DyHash", &cuckoo, n, bus, runs)?;
+    Ok(())
+}
+
+/// The upsert workload: counting batches beside inserts of the same keys.
+fn upsert(device: &Device, stream: &Stream, n: usize, runs: Runs) -> Result<(), Box<dyn Error>> {
+    println!(
+        "## upsert: n = 2^{} keys, u32 keys and values, into an emptied map sized for n",
+        n.trailing_zeros()
+    );
+    println!("{}", Measurement::HEADER);
+    let slab = SlabHashMap::<u32, u32>::with_capacity(device, n)?;
+    for keys in upsert_bench::key_sets(stream, n)? {
+        for row in upsert_bench::rows(stream, "slab hash map", &slab, &keys, runs)? {
+            println!("{}", row.row(f64::NAN));
+        }
+    }
     Ok(())
 }

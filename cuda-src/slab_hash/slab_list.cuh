@@ -125,6 +125,56 @@ __device__ __forceinline__ bool swap_key(uint32_t *slab, uint32_t lane, uint64_t
     return atomicCAS(word, expected, desired) == expected;
 }
 
+// Combines `value` into the word at `word` with one atomic: unsigned add, min or max.
+template <typename T>
+__device__ __forceinline__ void combine_atomic(T *word, uint32_t op, T value) {
+    if (op == GH_OP_UPSERT_ADD) {
+        atomicAdd(word, value);
+    } else if (op == GH_OP_UPSERT_MIN) {
+        atomicMin(word, value);
+    } else {
+        atomicMax(word, value);
+    }
+}
+
+// Combines `value` into the 32- or 64-bit value stored from `lane`.
+template <uint32_t kWords>
+__device__ __forceinline__ void combine_value(uint32_t *slab, uint32_t lane, uint32_t op, uint64_t value) {
+    if constexpr (kWords == 1) {
+        combine_atomic(slab + lane, op, (uint32_t)value);
+    } else {
+        combine_atomic(reinterpret_cast<unsigned long long *>(slab + lane), op, (unsigned long long)value);
+    }
+}
+
+// The 32- or 64-bit value stored from `lane` of an entry whose key this thread has read:
+// the fence orders the read after the key's, so a value published before its key is seen.
+template <uint32_t kWords>
+__device__ __forceinline__ uint64_t read_published_value(const uint32_t *slab, uint32_t lane) {
+    __threadfence();
+    if constexpr (kWords == 1) {
+        return __ldcg(slab + lane);
+    } else {
+        return __ldcg(reinterpret_cast<const unsigned long long *>(slab + lane));
+    }
+}
+
+// What a map operation that found its key (published: the warp read it) at `lane` does to
+// the key's value: an insert replaces it, an upsert combines into it, an insert_or_find
+// reads it. Returns the value an insert_or_find read, else 0.
+template <typename Shape>
+__device__ __forceinline__ uint64_t meet_found_value(uint32_t *slab, uint32_t lane, uint32_t op, uint64_t value) {
+    const uint32_t at = lane + Shape::kValueLane;
+    if (op == GH_OP_INSERT) {
+        store_value<Shape::kValueWords>(slab, at, value);
+    } else if (op == GH_OP_INSERT_OR_FIND) {
+        return read_published_value<Shape::kValueWords>(slab, at);
+    } else {
+        combine_value<Shape::kValueWords>(slab, at, op, value);
+    }
+    return 0;
+}
+
 // Stores an entry in the empty spot at `lane`, so that no reader, in this launch or a
 // concurrent one on another stream, ever sees the key without its value. A key alone, or
 // a 32-bit key with a 32-bit value, goes in with one compare-and-swap. A wider entry
@@ -263,14 +313,18 @@ __device__ void serve_warp(const GhSlabTable &table, WarpAllocator &allocator, b
             } else if (at_tail) {
                 step = Step{true, GH_STATUS_ABSENT, 0};
             }
-        } else {  // GH_OP_INSERT
+        } else {  // GH_OP_INSERT, and a map's upserts and insert_or_find
             if (matches != 0 && kKind != GH_TABLE_MULTIMAP) {
-                // Unique keys: a map replaces the value, a set has nothing to do.
+                // Unique keys: a map replaces, combines or reads the value (a lost claim
+                // below comes back here, so equal keys combine into one entry); a set has
+                // nothing to do.
                 uint32_t found = __ffs(matches) - 1;
+                uint64_t held = 0;
                 if (kKind == GH_TABLE_MAP && lane == found) {
-                    store_value<Shape::kValueWords>(slab, lane + Shape::kValueLane, src_value);
+                    held = meet_found_value<Shape>(slab, lane, src_op, src_value);
                 }
-                step = Step{true, kKind == GH_TABLE_SET ? GH_STATUS_ABSENT : GH_STATUS_DONE, 0};
+                held = broadcast<Shape::kValueBufferWords>(held, found);
+                step = Step{true, kKind == GH_TABLE_SET ? GH_STATUS_ABSENT : GH_STATUS_DONE, held};
             } else {
                 // Entries are only ever added at the first empty spot of the list, so a
                 // key not met before that spot is in the list nowhere.
@@ -284,7 +338,8 @@ __device__ void serve_warp(const GhSlabTable &table, WarpAllocator &allocator, b
                     if (__ballot_sync(kFullWarp, stored) == 0) {
                         continue;  // another warp took the spot: read the slab again
                     }
-                    step = Step{true, GH_STATUS_DONE, 0};
+                    // An insert_or_find answers the candidate it stored.
+                    step = Step{true, GH_STATUS_DONE, src_op == GH_OP_INSERT_OR_FIND ? src_value : 0};
                 } else if (at_tail) {
                     if (!extend_list(allocator, table.alloc, slab)) {
                         step = Step{true, GH_STATUS_NO_SLAB, 0};

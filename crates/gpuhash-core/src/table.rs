@@ -23,6 +23,9 @@
 //!   batch (which takes effect, or fails and changes nothing, whole), and stages the
 //!   answers back. They take `&self`, so several host
 //!   threads use one table at once.
+//! - [`CombiningMap`]: a [`Map`] whose upserts combine values in place ([`Combine`]: add,
+//!   min, max), so counting or summing per key is one batch, and whose `insert_or_find`
+//!   gives each key its value or stores a candidate (dictionary encoding).
 //! - One error story: every table's error type is a [`TableError`], convertible from this
 //!   crate's [`Error`], and answers [`TableError::kind`] with an [`ErrorKind`], so a caller
 //!   matches "out of device memory" in one place whichever table raised it.
@@ -49,6 +52,10 @@ use crate::hits::{DeviceHits, Hits, count_hits};
 use crate::last_copy::LastCopyKernels;
 use crate::staging::{downloaded, parallel_collect, upload};
 use crate::{Device, DeviceBuffer, Error, Stream};
+
+mod combining;
+
+pub use combining::{Combine, CombiningMap, check_values_out};
 
 mod sealed {
     pub trait Sealed {}

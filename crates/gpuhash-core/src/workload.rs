@@ -56,6 +56,31 @@ pub fn host_pairs(set: KeySet, first: u32, count: u32) -> (Vec<u32>, Vec<u32>) {
         .unzip()
 }
 
+/// `count` keys of `ranks` distinct ones, Zipf-skewed with exponent 1.0 (rank r, from 0,
+/// drawn with probability about proportional to 1 / (r + 1)): the key of rank r is
+/// [`KeySet::Hits`]'s key of index r. Deterministic for a `seed`; computed on the host.
+pub fn zipf_keys(count: usize, ranks: u32, seed: u64) -> Vec<u32> {
+    let mut state = seed;
+    let log_span = f64::from(ranks).ln_1p();
+    (0..count)
+        .map(|_| {
+            let unit = (splitmix64(&mut state) >> 11) as f64 / (1u64 << 53) as f64;
+            // The inverse of the continuous CDF ln(1 + x) / ln(1 + ranks).
+            let rank = ((unit * log_span).exp() - 1.0) as u32;
+            KeySet::Hits.key(rank.min(ranks - 1))
+        })
+        .collect()
+}
+
+/// The next word of SplitMix64.
+fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
 /// Queues, on `stream`, the keys of indices `first..first + keys.len()` into `keys` and,
 /// when given, their values into `values` (which must have the keys' length).
 pub fn generate(
@@ -119,5 +144,16 @@ mod tests {
         assert_eq!(all.len(), 2 << 16);
         assert_eq!(values[0], 1);
         assert_eq!(values[(1 << 16) - 1], 1 << 16);
+    }
+
+    #[test]
+    fn zipf_keys_are_skewed_and_repeatable() {
+        let keys = zipf_keys(1 << 16, 1 << 20, 7);
+        assert_eq!(keys, zipf_keys(1 << 16, 1 << 20, 7));
+        let top = keys.iter().filter(|&&k| k == KeySet::Hits.key(0)).count();
+        // ln 2 / ln(2^20 + 1) of the draws, about 5%.
+        assert!((2500..4100).contains(&top), "rank 0 drawn {top} times");
+        let ranks: std::collections::HashSet<u32> = keys.iter().copied().collect();
+        assert!(ranks.len() > 10_000 && ranks.len() < 1 << 16);
     }
 }

@@ -112,6 +112,23 @@
 //! copy's, as inserting the pairs one by one in order would leave it: the earlier copies are
 //! found on the device ([`gpuhash_core::last_copy::mark_repeated`]) and skipped.
 //!
+//! ## Combining
+//!
+//! [`SlabHashMap`] is a [`CombiningMap`]: `upsert` adds, mins or maxes each value into its
+//! key's value (unsigned, `u32` or `u64`, the add wrapping), and `insert_or_find` gives each
+//! key its value or stores a candidate. They run in the warp-cooperative kernel, which
+//! handles each key as an insert does. A key found has its value combined by one atomic
+//! (`atomicAdd`, `atomicMin`, `atomicMax` of the value's width), or read for
+//! `insert_or_find`; a key found only once its key is published (a busy spot holds no
+//! key, and an upsert waits on it as an insert of a unique key does), so no combine
+//! touches a value before it is written. A key not found is claimed at the first empty spot
+//! as an insert claims it, with the value (or candidate) as its first value. Two copies of
+//! a new key, in one batch or in batches on other streams, race for that claim: one wins,
+//! and the loser reads the slab again, finds the winner's key and combines into its value.
+//! So every value of a batch is combined exactly once, and of equal new keys exactly one
+//! candidate is stored and answered to all. The host forms run again what found no free
+//! slab, as `insert` does.
+//!
 //! ## Images
 //!
 //! [`Image::to_image`] copies the head slabs and the allocator's memory (its bitmaps and
@@ -194,5 +211,5 @@ pub use set::SlabHashSet;
 #[cfg(doc)]
 use gpuhash_core::{
     image::Image,
-    table::{Key, Map, MultiMap, Set, Table},
+    table::{CombiningMap, Key, Map, MultiMap, Set, Table},
 };

@@ -2,11 +2,16 @@
 
 use std::marker::PhantomData;
 
-use gpuhash_core::table::{DevicePairs, Key, Map, check_pairs};
+use gpuhash_core::table::{
+    Combine, CombiningMap, DevicePairs, Key, Map, check_pairs, check_values_out,
+};
 use gpuhash_core::{DeviceBuffer, Stream};
 
 use crate::contract::{OverSlabs, table_contract};
-use crate::layouts::{GH_OP_GET, GH_OP_INSERT, GH_OP_REMOVE};
+use crate::layouts::{
+    GH_OP_GET, GH_OP_INSERT, GH_OP_INSERT_OR_FIND, GH_OP_REMOVE, GH_OP_UPSERT_ADD,
+    GH_OP_UPSERT_MAX, GH_OP_UPSERT_MIN,
+};
 use crate::shape::{Kind, Shape};
 use crate::table::{Batch, SlabTable};
 use crate::{Op, OpCode, Outcome, Result};
@@ -143,5 +148,61 @@ impl<K: Key, V: Key> Map for SlabHashMap<K, V> {
         self.table
             .run_host(None, GH_OP_INSERT, keys, Some(values), false)
             .map(drop)
+    }
+}
+
+/// Upserts and `insert_or_find` run in the warp-cooperative kernel, where a key found has
+/// its value combined by one atomic and a key not found is claimed as an insert claims it
+/// (see the crate docs, *Combining*).
+impl<K: Key, V: Key> CombiningMap for SlabHashMap<K, V> {
+    fn upsert_async(
+        &self,
+        stream: &Stream,
+        keys: &DeviceBuffer<K>,
+        values: &DeviceBuffer<V>,
+        combine: Combine,
+    ) -> Result<()> {
+        let batch = Batch::uniform(upsert_op(combine), keys, Some(values));
+        self.table.queue(stream, &batch, None, None)
+    }
+
+    fn insert_or_find_async(
+        &self,
+        stream: &Stream,
+        keys: &DeviceBuffer<K>,
+        candidates: &DeviceBuffer<V>,
+        values_out: &mut DeviceBuffer<V>,
+    ) -> Result<()> {
+        check_values_out(keys.len(), values_out.len())?;
+        let batch = Batch::uniform(GH_OP_INSERT_OR_FIND, keys, Some(candidates));
+        self.table.queue(stream, &batch, Some(values_out), None)
+    }
+
+    /// Upserts each pair; as [`Map::insert`], upserts that find no free slab run again
+    /// once the table has made room, or [`crate::SlabHashError::NotInserted`] names them.
+    fn upsert(&self, keys: &[K], values: &[V], combine: Combine) -> Result<()> {
+        check_pairs(keys.len(), values.len())?;
+        self.table
+            .run_host(None, upsert_op(combine), keys, Some(values), false)
+            .map(drop)
+    }
+
+    /// The value each key holds after the batch; runs again what found no free slab, as
+    /// [`CombiningMap::upsert`] does.
+    fn insert_or_find(&self, keys: &[K], candidates: &[V]) -> Result<Vec<V>> {
+        check_pairs(keys.len(), candidates.len())?;
+        let (_, values) =
+            self.table
+                .run_host(None, GH_OP_INSERT_OR_FIND, keys, Some(candidates), true)?;
+        Ok(values)
+    }
+}
+
+/// The kernels' operation code of an upsert that combines so.
+fn upsert_op(combine: Combine) -> u32 {
+    match combine {
+        Combine::Add => GH_OP_UPSERT_ADD,
+        Combine::Min => GH_OP_UPSERT_MIN,
+        Combine::Max => GH_OP_UPSERT_MAX,
     }
 }

@@ -16,7 +16,8 @@ use parking_lot::RwLock;
 
 use crate::launch::{self, OpsBuffers};
 use crate::layouts::{
-    GH_EMPTY_KEY, GH_OP_INSERT, GH_OP_REMOVE, GH_RESERVED_BUCKETS, GH_STATUS_PENDING, GhSlabTable,
+    GH_EMPTY_KEY, GH_OP_INSERT, GH_OP_INSERT_OR_FIND, GH_OP_REMOVE, GH_OP_UPSERT_ADD,
+    GH_OP_UPSERT_MAX, GH_OP_UPSERT_MIN, GH_RESERVED_BUCKETS, GH_STATUS_PENDING, GhSlabTable,
 };
 use crate::op::OpCode;
 use crate::options::SlabHashOptions;
@@ -69,7 +70,7 @@ impl<'a, K: Key, V: Key> Batch<'a, K, V> {
         keys: &'a DeviceBuffer<K>,
         values: Option<&'a DeviceBuffer<V>>,
     ) -> Self {
-        let max_inserts = if op == GH_OP_INSERT { keys.len() } else { 0 };
+        let max_inserts = if may_insert(op) { keys.len() } else { 0 };
         Self {
             ops: None,
             uniform_op: op,
@@ -276,7 +277,7 @@ impl SlabTable {
         let values = values.map(|v| upload(&stream, v)).transpose()?;
         let max_inserts = match ops {
             Some(ops) => ops.iter().filter(|&&op| op == OpCode::INSERT).count(),
-            None if uniform_op == GH_OP_INSERT => keys.len(),
+            None if may_insert(uniform_op) => keys.len(),
             None => 0,
         };
         let ops = ops
@@ -364,6 +365,18 @@ impl SlabTable {
             launch::ops(stream, self.shape, table, buffers)
         })?)
     }
+}
+
+/// Whether a uniform batch of `op` may store new keys (and so needs room for them).
+fn may_insert(op: u32) -> bool {
+    matches!(
+        op,
+        GH_OP_INSERT
+            | GH_OP_UPSERT_ADD
+            | GH_OP_UPSERT_MIN
+            | GH_OP_UPSERT_MAX
+            | GH_OP_INSERT_OR_FIND
+    )
 }
 
 /// Indices of the elements still PENDING; waits for the stream.

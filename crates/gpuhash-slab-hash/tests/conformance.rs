@@ -3,7 +3,7 @@
 
 use gpuhash_slab_hash::{SlabHashMap, SlabHashMultiMap, SlabHashSet};
 use gpuhash_test_support::{
-    image_round_trip, map_conformance, multimap_conformance, set_conformance,
+    combining_conformance, image_round_trip, map_conformance, multimap_conformance, set_conformance,
 };
 
 #[test]
@@ -12,6 +12,17 @@ fn maps_pass_the_map_suite() {
     map_conformance(SlabHashMap::<u32, u32>::with_capacity);
     map_conformance(SlabHashMap::<u64, u64>::with_capacity);
     image_round_trip(SlabHashMap::<u32, u64>::with_capacity);
+}
+
+/// Every slab shape of a map: one 64-bit compare-and-swap (u32 pairs, and u64 keys or
+/// values alone), and the busy-spot claims of wider entries.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn maps_pass_the_combining_suite() {
+    combining_conformance(SlabHashMap::<u32, u32>::with_capacity);
+    combining_conformance(SlabHashMap::<u32, u64>::with_capacity);
+    combining_conformance(SlabHashMap::<u64, u32>::with_capacity);
+    combining_conformance(SlabHashMap::<u64, u64>::with_capacity);
 }
 
 #[test]

@@ -11,7 +11,9 @@
 //! - The conformance suite of the table contract ([`gpuhash_core::table`]):
 //!   [`map_conformance`], [`set_conformance`] and [`multimap_conformance`] run the same
 //!   checks on any table through a constructor, each against a host model, through the
-//!   host forms and the device forms; [`image_round_trip`] checks a table's images.
+//!   host forms and the device forms; [`image_round_trip`] checks a table's images;
+//!   [`combining_conformance`] checks the upserts and `insert_or_find` of a
+//!   [`gpuhash_core::table::CombiningMap`] against a `HashMap` fold.
 //! - [`batch_cost`], the fixed cost of a batch of 1024 keys, for benchmarks.
 //!
 //! ## Example
@@ -34,6 +36,7 @@
 //! `a_map_conforms(|device, capacity| SomeMap::<u32, u64>::with_capacity(device, capacity))`.
 
 mod batch_cost;
+mod combining;
 mod conformance;
 mod gpu;
 mod images;
@@ -43,6 +46,7 @@ mod shape;
 mod steps;
 
 pub use batch_cost::{BATCH_KEYS, BatchCost, batch_cost};
+pub use combining::combining_conformance;
 pub use conformance::{map_conformance, multimap_conformance, set_conformance};
 pub use gpu::{all_memory, device, fill_device_except, shared_memory, stream};
 pub use images::{damaged_images, foreign_headers, image_round_trip};

@@ -48,7 +48,9 @@ pub mod prelude {
     pub use crate::{Error, Result};
     pub use gpuhash_core::image::Image;
     pub use gpuhash_core::last_copy::DuplicateKeys;
-    pub use gpuhash_core::table::{ErrorKind, Map, MultiMap, Set, Table, TableError};
+    pub use gpuhash_core::table::{
+        Combine, CombiningMap, ErrorKind, Map, MultiMap, Set, Table, TableError,
+    };
     pub use gpuhash_core::{Device, DeviceBuffer, EventTimer, Stream};
     #[cfg(feature = "cuckoo")]
     pub use gpuhash_cuckoo::{CuckooOptions, CuckooTable};

@@ -34,6 +34,15 @@
 #define GH_OP_REMOVE 2u
 /* Multimap: count the key's pairs. */
 #define GH_OP_COUNT 3u
+/* Map upserts: a key found has the value combined into its own by one atomic of the
+ * value's width (unsigned add, min or max); a key not found is stored with the value, as
+ * an insert stores it. */
+#define GH_OP_UPSERT_ADD 4u
+#define GH_OP_UPSERT_MIN 5u
+#define GH_OP_UPSERT_MAX 6u
+/* Map: a key found keeps its value and answers it in results; a key not found is stored
+ * with the value given (its candidate) and answers that. */
+#define GH_OP_INSERT_OR_FIND 7u
 
 /* Per-element status, one byte an element. A pass serves every element when its
  * answer_all is set, else only the PENDING ones (a retry after the allocator grew). Lookups
@@ -41,7 +50,7 @@
  * user asked for. */
 /* Get and remove: the key is not there. Set insert: the key was there already. */
 #define GH_STATUS_ABSENT 0u
-/* Insert: stored (or replaced); get: found; remove: removed; count: counted. */
+/* Insert, upsert, insert_or_find: stored (or replaced, combined, found); get: found; remove: removed; count: counted. */
 #define GH_STATUS_DONE 1u
 /* Not yet served: an insert that found no free slab ends so, to be run again. */
 #define GH_STATUS_PENDING 2u
@@ -65,8 +74,8 @@ typedef struct GhSlabOpsParams {
     const uint32_t *keys;
     /* Insert values; null for sets. */
     const uint32_t *values;
-    /* Get: the value found (written only when found); count and multimap remove: how
-     * many pairs. May be null. */
+    /* Get: the value found (written only when found); insert_or_find: the value the key
+     * holds after it; count and multimap remove: how many pairs. May be null. */
     uint32_t *results;
     /* One status byte an element; may be null when answer_all is set. */
     uint8_t *status;
