@@ -9,7 +9,7 @@
 //! | [`slab_alloc`] (`gpuhash-slab-alloc`, feature `slab-alloc`) | SlabAlloc: warp-synchronous allocator of 128-byte slabs |
 //! | [`slab_hash`] (`gpuhash-slab-hash`, feature `slab-hash`, on by default) | slab hash map, set and multimap: dynamic, fully concurrent, chained |
 //! | [`cuckoo`] (`gpuhash-cuckoo`, feature `cuckoo`, on by default) | DyHash: dynamic cuckoo subtables resized one at a time |
-//! | [`swap`] (`gpuhash-swap`, feature `swap`) | Starfish: a map larger than GPU memory, child tables paged between device and host |
+//! | [`swap`] (`gpuhash-swap`, feature `swap`, on by default) | Starfish: a map larger than GPU memory, child tables paged between device and host |
 //!
 //! The hyperspace index joins when its crate lands.
 //!
