@@ -30,7 +30,8 @@
 //! - `swap`: Starfish (gpuhash-swap) on W5, a table 4x its device budget, beside the same
 //!   table fully resident (`swap_bench`).
 //! - `upsert`: a counting batch of n keys (upsert adding 1 per key) beside plain inserts
-//!   of the same keys, uniform and Zipf-skewed (exponent 1.0), on the slab hash map.
+//!   of the same keys, uniform and Zipf-skewed (exponent 1.0), on the slab hash map and
+//!   DyHash.
 //! - `cuckoo`: DyHash (gpuhash-cuckoo) on W1 at loads 0.5 to 0.95 and W4 with B batches a
 //!   phase (`--w4-batches`, default 16; 0 skips it).
 //!
@@ -346,8 +347,12 @@ fn upsert(device: &Device, stream: &Stream, n: usize, runs: Runs) -> Result<(), 
     );
     println!("{}", Measurement::HEADER);
     let slab = SlabHashMap::<u32, u32>::with_capacity(device, n)?;
+    let cuckoo = CuckooTable::<u32, u32>::with_capacity(device, n)?;
     for keys in upsert_bench::key_sets(stream, n)? {
         for row in upsert_bench::rows(stream, "slab hash map", &slab, &keys, runs)? {
+            println!("{}", row.row(f64::NAN));
+        }
+        for row in upsert_bench::rows(stream, "DyHash", &cuckoo, &keys, runs)? {
             println!("{}", row.row(f64::NAN));
         }
     }

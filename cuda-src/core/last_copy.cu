@@ -1,6 +1,8 @@
 // The last copy of each key in one batch: which elements a later element
 // repeats, and the batch compacted to the others, in input order. Tables whose
-// inserts let any copy of a key win use it to make the last one win.
+// inserts let any copy of a key win use it to make the last one win. The
+// same scratch table also combines the copies' values of each key (Add, Min,
+// Max) or keeps its first copy, for tables whose upserts take distinct keys.
 #include "gpuhash/hash.cuh"
 
 namespace {
@@ -140,6 +142,109 @@ __device__ void scatter_kept(const GhLastCopyCompactParams &p) {
     }
 }
 
+// ---- Combining the copies of each key (GhCombineParams).
+
+__device__ __forceinline__ uint64_t read_value(const uint32_t *words, uint64_t i, uint32_t value_words) {
+    if (value_words == 1) return words[i];
+    return (uint64_t)words[2 * i] | ((uint64_t)words[2 * i + 1] << 32);
+}
+
+__device__ __forceinline__ void write_value(uint32_t *words, uint64_t i, uint32_t value_words, uint64_t v) {
+    if (value_words == 1) {
+        words[i] = (uint32_t)v;
+    } else {
+        words[2 * i] = (uint32_t)v;
+        words[2 * i + 1] = (uint32_t)(v >> 32);
+    }
+}
+
+// Combines `v` into the accumulator of slot `s`, atomically at the value's width.
+__device__ __forceinline__ void combine_into(uint32_t *acc, uint64_t s, uint32_t value_words, uint32_t op,
+                                             uint64_t v) {
+    if (value_words == 1) {
+        uint32_t *a = &acc[s];
+        const uint32_t w = (uint32_t)v;
+        if (op == GH_COMBINE_ADD) atomicAdd(a, w);
+        else if (op == GH_COMBINE_MIN) atomicMax(a, ~w);
+        else atomicMax(a, w);
+    } else {
+        // Two words a slot, so the pair is 8-byte aligned.
+        unsigned long long *a = reinterpret_cast<unsigned long long *>(&acc[2 * s]);
+        const unsigned long long w = v;
+        if (op == GH_COMBINE_ADD) atomicAdd(a, w);
+        else if (op == GH_COMBINE_MIN) atomicMax(a, ~w);
+        else atomicMax(a, w);
+    }
+}
+
+// The combined value of slot `s` (Min's accumulator holds the complement).
+__device__ __forceinline__ uint64_t combined_of(const GhCombineParams &p, uint64_t s) {
+    const uint64_t v = read_value(p.acc, s, p.value_words);
+    if (p.op != GH_COMBINE_MIN) return v;
+    return p.value_words == 1 ? (uint64_t)(uint32_t)~(uint32_t)v : ~v;
+}
+
+__device__ __forceinline__ uint32_t winner_mark(const GhCombineParams &p, uint64_t i) {
+    return p.first ? ~(uint32_t)i : (uint32_t)i;
+}
+
+template <typename K>
+__device__ void combine_record(const GhCombineParams &p) {
+    const K *keys = static_cast<const K *>(p.keys);
+    const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < p.count; i += stride) {
+        const uint64_t s = claim_slot(p.table, keys[i]);
+        atomicMax(&p.table.last[s], winner_mark(p, i));
+        if (p.op != GH_COMBINE_KEEP) combine_into(p.acc, s, p.value_words, p.op, read_value(p.values, i, p.value_words));
+    }
+}
+
+template <typename K>
+__device__ void combine_mark(const GhCombineParams &p) {
+    const K *keys = static_cast<const K *>(p.keys);
+    const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < p.count; i += stride) {
+        const uint64_t s = find_slot(p.table, keys[i]);
+        p.repeated[i] = p.table.last[s] != winner_mark(p, i);
+        if (p.values_out != nullptr) write_value(p.values_out, i, p.value_words, combined_of(p, s));
+    }
+}
+
+template <typename K>
+__device__ void combine_store(const GhCombineParams &p) {
+    const K *keys = static_cast<const K *>(p.keys);
+    const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < p.count; i += stride) {
+        const uint64_t s = find_slot(p.table, keys[i]);
+        write_value(p.acc, s, p.value_words, read_value(p.values, i, p.value_words));
+    }
+}
+
+template <typename K>
+__device__ void combine_load(const GhCombineParams &p) {
+    const K *keys = static_cast<const K *>(p.keys);
+    const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < p.count; i += stride) {
+        const uint64_t s = find_slot(p.table, keys[i]);
+        write_value(p.values_out, i, p.value_words, read_value(p.acc, s, p.value_words));
+    }
+}
+
+__device__ void combine_fold(const GhCombineFoldParams &p) {
+    const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+    const uint64_t mask = p.value_words == 1 ? 0xffffffffull : ~0ull;
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < p.count; i += stride) {
+        if (p.found[i] == 0) continue;
+        const uint64_t held = read_value(p.held, i, p.value_words);
+        const uint64_t v = read_value(p.values, i, p.value_words);
+        uint64_t out = held;
+        if (p.op == GH_COMBINE_ADD) out = (held + v) & mask;
+        else if (p.op == GH_COMBINE_MIN) out = held < v ? held : v;
+        else if (p.op == GH_COMBINE_MAX) out = held > v ? held : v;
+        write_value(p.values, i, p.value_words, out);
+    }
+}
+
 }  // namespace
 
 #define GH_LAST_COPY_KERNELS(K, suffix)                                                                   \
@@ -149,6 +254,17 @@ __device__ void scatter_kept(const GhLastCopyCompactParams &p) {
         gh_last_copy_scatter_##suffix(GhLastCopyCompactParams p) {                                        \
         scatter_kept<K>(p);                                                                               \
     }
+
+#define GH_COMBINE_KERNELS(K, suffix)                                                                      \
+    extern "C" __global__ void gh_combine_record_##suffix(GhCombineParams p) { combine_record<K>(p); }     \
+    extern "C" __global__ void gh_combine_mark_##suffix(GhCombineParams p) { combine_mark<K>(p); }         \
+    extern "C" __global__ void gh_combine_store_##suffix(GhCombineParams p) { combine_store<K>(p); }       \
+    extern "C" __global__ void gh_combine_load_##suffix(GhCombineParams p) { combine_load<K>(p); }
+
+GH_COMBINE_KERNELS(uint32_t, u32)
+GH_COMBINE_KERNELS(uint64_t, u64)
+
+extern "C" __global__ void gh_combine_fold(GhCombineFoldParams p) { combine_fold(p); }
 
 GH_LAST_COPY_KERNELS(uint32_t, u32)
 GH_LAST_COPY_KERNELS(uint64_t, u64)

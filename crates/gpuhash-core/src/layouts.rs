@@ -16,6 +16,10 @@ pub const GH_HASH_FMIX: u32 = 0;
 pub const GH_HASH_UNIVERSAL: u32 = 1;
 pub const GH_LAST_COPY_THREADS: u32 = 256;
 pub const GH_LAST_COPY_PER_THREAD: u32 = 8;
+pub const GH_COMBINE_KEEP: u32 = 0;
+pub const GH_COMBINE_ADD: u32 = 1;
+pub const GH_COMBINE_MIN: u32 = 2;
+pub const GH_COMBINE_MAX: u32 = 3;
 #[repr(C)]
 #[derive(Default, Debug, Copy, Clone, PartialEq, Eq)]
 pub struct GhUniversal32 {
@@ -249,6 +253,93 @@ const _: () = {
         [::core::mem::offset_of!(GhLastCopyCompactParams, pad) - 76usize];
 };
 impl Default for GhLastCopyCompactParams {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone, PartialEq, Eq)]
+pub struct GhCombineParams {
+    pub keys: *const ::core::ffi::c_void,
+    pub values: *const u32,
+    pub count: u64,
+    pub table: GhLastCopyTable,
+    pub acc: *mut u32,
+    pub values_out: *mut u32,
+    pub repeated: *mut u8,
+    pub op: u32,
+    pub value_words: u32,
+    pub first: u32,
+    pub pad: u32,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of GhCombineParams"][::core::mem::size_of::<GhCombineParams>() - 88usize];
+    ["Alignment of GhCombineParams"][::core::mem::align_of::<GhCombineParams>() - 8usize];
+    ["Offset of field: GhCombineParams::keys"]
+        [::core::mem::offset_of!(GhCombineParams, keys) - 0usize];
+    ["Offset of field: GhCombineParams::values"]
+        [::core::mem::offset_of!(GhCombineParams, values) - 8usize];
+    ["Offset of field: GhCombineParams::count"]
+        [::core::mem::offset_of!(GhCombineParams, count) - 16usize];
+    ["Offset of field: GhCombineParams::table"]
+        [::core::mem::offset_of!(GhCombineParams, table) - 24usize];
+    ["Offset of field: GhCombineParams::acc"]
+        [::core::mem::offset_of!(GhCombineParams, acc) - 48usize];
+    ["Offset of field: GhCombineParams::values_out"]
+        [::core::mem::offset_of!(GhCombineParams, values_out) - 56usize];
+    ["Offset of field: GhCombineParams::repeated"]
+        [::core::mem::offset_of!(GhCombineParams, repeated) - 64usize];
+    ["Offset of field: GhCombineParams::op"]
+        [::core::mem::offset_of!(GhCombineParams, op) - 72usize];
+    ["Offset of field: GhCombineParams::value_words"]
+        [::core::mem::offset_of!(GhCombineParams, value_words) - 76usize];
+    ["Offset of field: GhCombineParams::first"]
+        [::core::mem::offset_of!(GhCombineParams, first) - 80usize];
+    ["Offset of field: GhCombineParams::pad"]
+        [::core::mem::offset_of!(GhCombineParams, pad) - 84usize];
+};
+impl Default for GhCombineParams {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone, PartialEq, Eq)]
+pub struct GhCombineFoldParams {
+    pub held: *const u32,
+    pub found: *const u8,
+    pub values: *mut u32,
+    pub count: u64,
+    pub op: u32,
+    pub value_words: u32,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of GhCombineFoldParams"][::core::mem::size_of::<GhCombineFoldParams>() - 40usize];
+    ["Alignment of GhCombineFoldParams"][::core::mem::align_of::<GhCombineFoldParams>() - 8usize];
+    ["Offset of field: GhCombineFoldParams::held"]
+        [::core::mem::offset_of!(GhCombineFoldParams, held) - 0usize];
+    ["Offset of field: GhCombineFoldParams::found"]
+        [::core::mem::offset_of!(GhCombineFoldParams, found) - 8usize];
+    ["Offset of field: GhCombineFoldParams::values"]
+        [::core::mem::offset_of!(GhCombineFoldParams, values) - 16usize];
+    ["Offset of field: GhCombineFoldParams::count"]
+        [::core::mem::offset_of!(GhCombineFoldParams, count) - 24usize];
+    ["Offset of field: GhCombineFoldParams::op"]
+        [::core::mem::offset_of!(GhCombineFoldParams, op) - 32usize];
+    ["Offset of field: GhCombineFoldParams::value_words"]
+        [::core::mem::offset_of!(GhCombineFoldParams, value_words) - 36usize];
+};
+impl Default for GhCombineFoldParams {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
         unsafe {

@@ -463,6 +463,142 @@ fn last_copy_refuses_bad_input_with_error_values() {
     last_copy_matches_the_model(&stream, &[3u64, 4, 3]);
 }
 
+/// `last_copy::reduce` (each way), `Reduced::spread` and `last_copy::fold_held` against a
+/// host model, for keys `keys` and values made from `value_of(i)`.
+fn reduce_matches_the_model<K: Key, V: Key>(
+    stream: &Stream,
+    keys: &[K],
+    value_of: impl Fn(u64) -> V,
+) {
+    use gpuhash_core::table::Combine;
+    use last_copy::Reduce;
+    let bits = 32 * V::WORDS;
+    let values: Vec<V> = (0..keys.len() as u64).map(&value_of).collect();
+    let d_keys = DeviceBuffer::from_host(stream, keys).unwrap();
+    let d_values = DeviceBuffer::from_host(stream, &values).unwrap();
+    let how_list = [
+        Reduce::Combined(Combine::Add),
+        Reduce::Combined(Combine::Min),
+        Reduce::Combined(Combine::Max),
+        Reduce::First,
+    ];
+    for how in how_list {
+        // The model: keys in the order of their winning copy, and each key's value.
+        let mut acc: HashMap<K, (usize, u64)> = HashMap::new();
+        for (i, (&k, &v)) in keys.iter().zip(&values).enumerate() {
+            let v = v.widen();
+            acc.entry(k)
+                .and_modify(|(at, held)| match how {
+                    Reduce::Combined(c) => {
+                        *at = i;
+                        *held = c.apply(*held, v, bits);
+                    }
+                    Reduce::First => {}
+                })
+                .or_insert((i, v));
+        }
+        let mut expected: Vec<(usize, K, u64)> =
+            acc.iter().map(|(&k, &(at, v))| (at, k, v)).collect();
+        expected.sort_unstable();
+        let expected: Vec<(K, u64)> = expected.into_iter().map(|(_, k, v)| (k, v)).collect();
+
+        let mut reduced = last_copy::reduce(stream, &d_keys, &d_values, how).unwrap();
+        let got: Vec<(K, u64)> = reduced
+            .keys
+            .to_host(stream)
+            .unwrap()
+            .into_iter()
+            .zip(reduced.values.to_host(stream).unwrap())
+            .map(|(k, v)| (k, v.widen()))
+            .collect();
+        assert!(
+            got == expected,
+            "{how:?}, {} keys: reduced batch differs",
+            keys.len()
+        );
+
+        // Spread: every copy gets its key's result (here the reduced value plus one).
+        let results: Vec<V> = expected
+            .iter()
+            .map(|&(_, v)| value_of(v.wrapping_add(1)))
+            .collect();
+        let d_results = DeviceBuffer::from_host(stream, &results).unwrap();
+        let mut out = DeviceBuffer::<V>::zeroed(stream, keys.len()).unwrap();
+        reduced
+            .spread(stream, &d_results, &d_keys, &mut out)
+            .unwrap();
+        let by_key: HashMap<K, V> = expected
+            .iter()
+            .map(|&(k, _)| k)
+            .zip(results.iter().copied())
+            .collect();
+        let spread: Vec<V> = keys.iter().map(|k| by_key[k]).collect();
+        assert!(
+            out.to_host(stream).unwrap() == spread,
+            "{how:?}, {} keys: spread differs",
+            keys.len()
+        );
+
+        // Fold: every other key held, with a value of its own.
+        let n = expected.len();
+        let found: Vec<u8> = (0..n).map(|j| (j % 2) as u8).collect();
+        let held: Vec<V> = (0..n as u64)
+            .map(|j| value_of(j.wrapping_mul(0x9e37_79b9_7f4a_7c15)))
+            .collect();
+        let combine = match how {
+            Reduce::Combined(c) => Some(c),
+            Reduce::First => None,
+        };
+        let folded: Vec<u64> = (0..n)
+            .map(|j| {
+                let v = expected[j].1;
+                match (found[j], combine) {
+                    (0, _) => v,
+                    (_, Some(c)) => c.apply(held[j].widen(), v, bits),
+                    (_, None) => held[j].widen(),
+                }
+            })
+            .collect();
+        let d_found = DeviceBuffer::from_host(stream, &found).unwrap();
+        let d_held = DeviceBuffer::from_host(stream, &held).unwrap();
+        last_copy::fold_held(stream, &d_held, &d_found, &mut reduced.values, combine).unwrap();
+        let got: Vec<u64> = reduced
+            .values
+            .to_host(stream)
+            .unwrap()
+            .into_iter()
+            .map(Key::widen)
+            .collect();
+        assert!(got == folded, "{how:?}, {} keys: fold differs", keys.len());
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn reduce_combines_the_copies_of_each_key() {
+    let _memory = shared_memory();
+    let (_, stream) = gpu();
+    let narrow = |keys: Vec<u64>| -> Vec<u32> { keys.into_iter().map(|k| k as u32).collect() };
+    // Values near the top of their width, so that sums wrap.
+    let v32 = |i: u64| (hash::fmix64(i) as u32) | 0x8000_0000;
+    let v64 = |i: u64| hash::fmix64(i) | 1 << 63;
+    for (n, distinct) in [
+        (1, 1),
+        (2049, 3000),
+        (300_000, 20_000),
+        ((1 << 22) + 5, 1 << 20),
+    ] {
+        let keys = keys_with_repeats(n, distinct, n as u64 + 5);
+        reduce_matches_the_model(&stream, &narrow(keys.clone()), v32);
+        reduce_matches_the_model(&stream, &narrow(keys.clone()), v64);
+        reduce_matches_the_model(&stream, &keys, v32);
+        reduce_matches_the_model(&stream, &keys, v64);
+    }
+    reduce_matches_the_model(&stream, &vec![0u32; 100_000], v64);
+    reduce_matches_the_model(&stream, &vec![u64::MAX; 100_000], v32);
+    reduce_matches_the_model::<u32, u32>(&stream, &[], v32);
+}
+
 /// Host slice to pinned buffer to device and back to a second pinned buffer, whole; reading
 /// the second buffer right after queuing the copy waits for it.
 fn pinned_round_trip<T>(device: &Device, stream: &Stream, data: &[T])

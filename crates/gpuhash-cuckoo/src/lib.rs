@@ -150,6 +150,40 @@
 //! inserting the pairs one by one would leave it, at the cost of reducing the batch first
 //! (measured beside the default in `gpuhash-bench cuckoo`, W1).
 //!
+//! ## Combining
+//!
+//! A table of `u32` or `u64` values is a [`CombiningMap`]: `upsert` adds (wrapping),
+//! mins or maxes each value into the one its key holds (or stores it for a new key), and
+//! `insert_or_find` keeps what a key holds and stores a candidate for a new one, giving
+//! every copy of a key the value it holds afterwards. Other value widths have no
+//! `CombiningMap` impl, so calling these on them does not compile.
+//!
+//! How: both are writing batches (below), run as one insert whose values are worked out
+//! first. The batch is reduced on the device to one entry per key
+//! ([`gpuhash_core::last_copy::reduce`]: a scratch open-addressing table over the batch's
+//! keys whose slots accumulate each key's value by `atomicAdd`/`atomicMax` at the value's
+//! width; for `insert_or_find`, the first copy's candidate); the distinct keys are looked
+//! up; a kernel folds each held value into its key's reduced value (or keeps the held
+//! value); and the results go in as an ordinary insert of distinct keys (step 1 above
+//! onward). For `insert_or_find`, each distinct key's final value is then written to every
+//! copy of the batch through the scratch table.
+//!
+//! Exactness: every value of a batch is combined into its key's value exactly once, and
+//! of equal new keys in an `insert_or_find` batch the first copy's candidate is stored.
+//! The read, fold and insert are exact because writing batches run one at a time
+//! (whatever host threads and streams they come from), so nothing changes a key between
+//! its lookup and its insert; running out of memory leaves the table as it was, as for an
+//! insert.
+//!
+//! Cost: an insert of the batch's distinct keys, plus the reduction (two passes over the
+//! batch, the compaction's three launches, and one wait to count the distinct keys), a
+//! lookup of the distinct keys and the fold; scratch space of 2 to 4 slots a pair (a key,
+//! a 4-byte index and a value each) and one value a pair while the batch runs. A batch of many copies of few
+//! keys (counting skewed keys) inserts only the few. Measured beside the slab hash's in
+//! `gpuhash-bench upsert`.
+//!
+//! [`CombiningMap`]: gpuhash_core::table::CombiningMap
+//!
 //! ## Concurrency
 //!
 //! Batch calls take `&self`; the table is `Send + Sync`. Reading batches run concurrently

@@ -7,6 +7,7 @@
 //! different streams in the order the locks give them on the host; `scratch` holds the
 //! device space a writing batch works in.
 
+mod combining;
 mod contract;
 mod image;
 mod insert;

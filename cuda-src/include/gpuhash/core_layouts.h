@@ -103,6 +103,48 @@ typedef struct GhLastCopyCompactParams {
     uint32_t pad;
 } GhLastCopyCompactParams;
 
+/* Combining a batch's copies of each key (gpuhash_core::last_copy::reduce),
+ * over the scratch table above. Values are value_words (1 or 2) 4-byte words,
+ * read as one unsigned integer of that width (two words: low word first).
+ * Record: each element i raises last[] of its key's slot to i (to ~i when
+ * first is set, so that the earliest copy wins) and, unless op is
+ * GH_COMBINE_KEEP, combines its value into acc[] of the slot: Add and Max
+ * directly, Min as the Max of complements (so a zeroed acc starts every op).
+ * Mark: repeated[i] = 1 where the winning index of its key is not i, and, with
+ * values_out set, values_out[i] = its key's combined value. Store: acc[] of
+ * the slot of keys[i] = values[i] (the keys distinct). Load: values_out[i] =
+ * acc[] of the slot of keys[i]. acc holds (mask + 2) * value_words words. */
+#define GH_COMBINE_KEEP 0u
+#define GH_COMBINE_ADD 1u
+#define GH_COMBINE_MIN 2u
+#define GH_COMBINE_MAX 3u
+
+typedef struct GhCombineParams {
+    const void *keys;
+    const uint32_t *values;
+    uint64_t count;
+    GhLastCopyTable table;
+    uint32_t *acc;
+    uint32_t *values_out;
+    uint8_t *repeated;
+    uint32_t op;
+    uint32_t value_words;
+    uint32_t first;
+    uint32_t pad;
+} GhCombineParams;
+
+/* Folding what a table holds into a reduced batch: for i < count with
+ * found[i] != 0, values[i] = held[i] op values[i], or held[i] with
+ * GH_COMBINE_KEEP; values where found[i] == 0 stay. */
+typedef struct GhCombineFoldParams {
+    const uint32_t *held;
+    const uint8_t *found;
+    uint32_t *values;
+    uint64_t count;
+    uint32_t op;
+    uint32_t value_words;
+} GhCombineFoldParams;
+
 /* Hits of a lookup batch: for every i with found[i] != 0, the index base + i
  * goes to hit_index and value i (value_words words) to hit_values, at a place
  * taken from *hits (which counts them, across launches). Hits come out in no

@@ -44,7 +44,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
     /// An insert that failed (out of memory, say) may have grown the table before it
     /// changed any pair; with its scratch space freed, shrink back within bounds (as far
     /// as memory allows) and pass the error on.
-    fn after_failed_insert(&self, stream: &Stream, result: Result<()>) -> Result<()> {
+    pub(super) fn after_failed_insert(&self, stream: &Stream, result: Result<()>) -> Result<()> {
         if result.is_err() {
             let _ = self
                 .refresh(stream)
@@ -70,7 +70,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
         }
     }
 
-    fn insert_batch(
+    pub(super) fn insert_batch(
         &self,
         stream: &Stream,
         keys: &DeviceBuffer<K>,
