@@ -15,10 +15,28 @@ pub(crate) trait OverSlabs: Sized {
     fn over(table: SlabTable) -> Self;
 }
 
-/// Implements construction, `flush`, `Table` and `Image` for `$ty` with generics
-/// `[$($generics)*]`, whose key type is `K`; `$entries` names what it holds.
+/// Implements [`OverSlabs`] (slabs of `$shape`), construction, `flush`, `Table` and `Image`
+/// for `$ty` with generics `[$($generics)*]`, whose key type is `K`, fields `table` and
+/// `types`; `$entries` names what it holds.
 macro_rules! table_contract {
-    ([$($generics:tt)*] $ty:ty, $entries:literal) => {
+    ([$($generics:tt)*] $ty:ty, $entries:literal, $shape:expr) => {
+        impl<$($generics)*> crate::contract::OverSlabs for $ty {
+            fn shape() -> crate::shape::Shape {
+                $shape
+            }
+
+            fn table(&self) -> &crate::table::SlabTable {
+                &self.table
+            }
+
+            fn over(table: crate::table::SlabTable) -> Self {
+                Self {
+                    table,
+                    types: std::marker::PhantomData,
+                }
+            }
+        }
+
         impl<$($generics)*> $ty {
             #[doc = concat!("An empty table of ", $entries, " on `device`; waits for its memory.")]
             pub fn new(

@@ -7,7 +7,7 @@ use gpuhash_core::table::{
 };
 use gpuhash_core::{DeviceBuffer, Stream};
 
-use crate::contract::{OverSlabs, table_contract};
+use crate::contract::table_contract;
 use crate::layouts::{
     GH_OP_GET, GH_OP_INSERT, GH_OP_INSERT_OR_FIND, GH_OP_REMOVE, GH_OP_UPSERT_ADD,
     GH_OP_UPSERT_MAX, GH_OP_UPSERT_MIN,
@@ -31,24 +31,7 @@ pub struct SlabHashMap<K: Key = u32, V: Key = u32> {
     types: PhantomData<fn(K, V)>,
 }
 
-impl<K: Key, V: Key> OverSlabs for SlabHashMap<K, V> {
-    fn shape() -> Shape {
-        Shape::of::<K, V>(Kind::Map)
-    }
-
-    fn table(&self) -> &SlabTable {
-        &self.table
-    }
-
-    fn over(table: SlabTable) -> Self {
-        Self {
-            table,
-            types: PhantomData,
-        }
-    }
-}
-
-table_contract!([K: Key, V: Key] SlabHashMap<K, V>, "pairs");
+table_contract!([K: Key, V: Key] SlabHashMap<K, V>, "pairs", Shape::of::<K, V>(Kind::Map));
 
 impl<K: Key, V: Key> SlabHashMap<K, V> {
     /// Runs a batch of mixed operations in one launch, as concurrent work: operations on

@@ -6,7 +6,7 @@ use gpuhash_core::table::{DevicePairs, DeviceRows, Key, MultiMap, check_pairs};
 use gpuhash_core::{DeviceBuffer, Stream};
 
 use crate::Result;
-use crate::contract::{OverSlabs, table_contract};
+use crate::contract::table_contract;
 use crate::layouts::{GH_OP_COUNT, GH_OP_INSERT, GH_OP_REMOVE};
 use crate::shape::{Kind, Shape};
 use crate::table::{Batch, SlabTable};
@@ -21,24 +21,7 @@ pub struct SlabHashMultiMap<K: Key = u32, V: Key = u32> {
     types: PhantomData<fn(K, V)>,
 }
 
-impl<K: Key, V: Key> OverSlabs for SlabHashMultiMap<K, V> {
-    fn shape() -> Shape {
-        Shape::of::<K, V>(Kind::MultiMap)
-    }
-
-    fn table(&self) -> &SlabTable {
-        &self.table
-    }
-
-    fn over(table: SlabTable) -> Self {
-        Self {
-            table,
-            types: PhantomData,
-        }
-    }
-}
-
-table_contract!([K: Key, V: Key] SlabHashMultiMap<K, V>, "pairs");
+table_contract!([K: Key, V: Key] SlabHashMultiMap<K, V>, "pairs", Shape::of::<K, V>(Kind::MultiMap));
 
 impl<K: Key, V: Key> SlabHashMultiMap<K, V> {
     /// Queues `op` (count or remove every pair) on `keys`, answering a count a key.

@@ -6,7 +6,7 @@ use gpuhash_core::table::{Key, Set};
 use gpuhash_core::{DeviceBuffer, Stream};
 
 use crate::Result;
-use crate::contract::{OverSlabs, table_contract};
+use crate::contract::table_contract;
 use crate::layouts::{GH_OP_GET, GH_OP_INSERT, GH_OP_REMOVE};
 use crate::shape::{Kind, Shape};
 use crate::table::{Batch, SlabTable};
@@ -20,24 +20,7 @@ pub struct SlabHashSet<K: Key = u32> {
     types: PhantomData<fn(K)>,
 }
 
-impl<K: Key> OverSlabs for SlabHashSet<K> {
-    fn shape() -> Shape {
-        Shape::of::<K, u32>(Kind::Set)
-    }
-
-    fn table(&self) -> &SlabTable {
-        &self.table
-    }
-
-    fn over(table: SlabTable) -> Self {
-        Self {
-            table,
-            types: PhantomData,
-        }
-    }
-}
-
-table_contract!([K: Key] SlabHashSet<K>, "keys");
+table_contract!([K: Key] SlabHashSet<K>, "keys", Shape::of::<K, u32>(Kind::Set));
 
 impl<K: Key> Set for SlabHashSet<K> {
     /// Queues inserts on `stream` and returns without waiting; the batch finishes on its
