@@ -6,11 +6,11 @@ use std::collections::{HashMap, HashSet};
 
 mod common;
 
-use common::{TestWord, device, keys_of, options, sorted, stream};
+use common::{device, key_from_bits, keys_of, options, sorted, stream};
 use gpuhash_core::DeviceBuffer;
 use gpuhash_core::hash::fmix32;
 use gpuhash_core::image::{Image, TableImage};
-use gpuhash_core::table::{ErrorKind, Map, MultiMap, Set, Table, TableError};
+use gpuhash_core::table::{ErrorKind, Key, Map, MultiMap, Set, Table, TableError};
 use gpuhash_slab_hash::{Op, OpCode, Outcome, SlabHashMap, SlabHashMultiMap, SlabHashSet, Variant};
 
 fn bools(bytes: &DeviceBuffer<u8>) -> Vec<bool> {
@@ -175,13 +175,13 @@ fn a_mixed_device_batch_answers_in_bytes_and_values() {
 
 /// Pairs of `n` distinct keys, queued in one `insert_async` into a table whose allocator
 /// starts with a few thousand slabs; nothing but a wait on the stream after it.
-fn async_batch_larger_than_the_reserve<K: TestWord, V: TestWord>(variant: Variant) {
+fn async_batch_larger_than_the_reserve<K: Key, V: Key>(variant: Variant) {
     let s = stream();
     let map = SlabHashMap::<K, V>::new(device(), options(1000, Some(64)).variant(variant)).unwrap();
     let keys = keys_of::<K>(2_000_000);
     let values: Vec<V> = keys
         .iter()
-        .map(|k| V::from_bits(k.widen() ^ 0x5a))
+        .map(|k| key_from_bits::<V>(k.widen() ^ 0x5a))
         .collect();
     let reserved_before = map.memory().unwrap().bytes_reserved;
     map.insert_async(
@@ -225,14 +225,21 @@ fn through_bytes<T: Image>(table: &T) -> T {
     T::load(device(), &mut bytes.as_slice()).unwrap()
 }
 
-fn map_image_round_trip<K: TestWord, V: TestWord>(variant: Variant) {
+fn map_image_round_trip<K: Key, V: Key>(variant: Variant) {
     let map =
         SlabHashMap::<K, V>::new(device(), options(1 << 12, Some(200)).variant(variant)).unwrap();
     let keys = keys_of::<K>(50_000);
-    let values: Vec<V> = keys.iter().map(|k| V::from_bits(k.widen() | 1)).collect();
+    let values: Vec<V> = keys
+        .iter()
+        .map(|k| key_from_bits::<V>(k.widen() | 1))
+        .collect();
     map.insert(&keys, &values).unwrap();
     map.remove(&keys[..1000]).unwrap(); // tombstones travel too
-    let probe: Vec<K> = keys.iter().copied().chain([K::from_bits(12345)]).collect();
+    let probe: Vec<K> = keys
+        .iter()
+        .copied()
+        .chain([key_from_bits::<K>(12345)])
+        .collect();
     let (answers, pairs) = (map.get(&probe).unwrap(), sorted(&map.export().unwrap()));
     let copied = SlabHashMap::<K, V>::from_image(device(), &map.to_image().unwrap()).unwrap();
     let loaded = through_bytes(&map);
@@ -252,7 +259,7 @@ fn map_image_round_trip<K: TestWord, V: TestWord>(variant: Variant) {
     );
 }
 
-fn set_and_multimap_image_round_trip<K: TestWord>(variant: Variant) {
+fn set_and_multimap_image_round_trip<K: Key>(variant: Variant) {
     let keys = keys_of::<K>(20_000);
     let set = SlabHashSet::<K>::new(device(), options(1 << 10, Some(50)).variant(variant)).unwrap();
     set.insert(&keys).unwrap();

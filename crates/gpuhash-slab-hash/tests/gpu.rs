@@ -6,10 +6,10 @@ use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 mod common;
 
-use common::{TestWord, device, keys_of, options, sorted, stream};
+use common::{device, key_from_bits, keys_of, options, sorted, stream};
 use gpuhash_core::hash::fmix32;
 use gpuhash_core::last_copy::DuplicateKeys;
-use gpuhash_core::table::{Map, MultiMap, Set, Table};
+use gpuhash_core::table::{Key, Map, MultiMap, Set, Table};
 use gpuhash_core::{DeviceBuffer, Error};
 use gpuhash_slab_hash::{Op, Outcome, SlabHashError, SlabHashMap, SlabHashMultiMap, SlabHashSet};
 use quickcheck::{QuickCheck, TestResult};
@@ -478,12 +478,12 @@ fn multimap_keeps_duplicates_and_gathers_every_value() {
     assert_eq!(exported, expected);
 }
 
-fn map_of_width_follows_a_hash_map<K: TestWord, V: TestWord>() {
+fn map_of_width_follows_a_hash_map<K: Key, V: Key>() {
     let map = SlabHashMap::<K, V>::new(device(), options(1 << 14, None)).unwrap();
     let keys = keys_of::<K>(40_000);
     let values: Vec<V> = keys
         .iter()
-        .map(|k| V::from_bits(gpuhash_core::hash::fmix64(k.widen()) | 1))
+        .map(|k| key_from_bits::<V>(gpuhash_core::hash::fmix64(k.widen()) | 1))
         .collect();
     map.insert(&keys, &values).unwrap();
     let mut model: HashMap<K, V> = keys.iter().copied().zip(values.iter().copied()).collect();
@@ -494,7 +494,7 @@ fn map_of_width_follows_a_hash_map<K: TestWord, V: TestWord>() {
     // Replace some values, remove others (the reserved words among them).
     let replaced: Vec<V> = keys[..100]
         .iter()
-        .map(|k| V::from_bits(k.widen() ^ 0xff))
+        .map(|k| key_from_bits::<V>(k.widen() ^ 0xff))
         .collect();
     map.insert(&keys[..100], &replaced).unwrap();
     model.extend(keys[..100].iter().copied().zip(replaced));
@@ -526,7 +526,7 @@ fn maps_of_every_key_and_value_width_follow_a_hash_map() {
 
 /// Batches with many copies of each key into a map that keeps the last copy, through the
 /// host form and the device form, against a HashMap filled in batch order.
-fn last_copy_wins_at_width<K: TestWord, V: TestWord>() {
+fn last_copy_wins_at_width<K: Key, V: Key>() {
     let options = options(1 << 14, None).duplicate_keys(DuplicateKeys::LastCopy);
     let map = SlabHashMap::<K, V>::new(device(), options).unwrap();
     let distinct = keys_of::<K>(3000);
@@ -536,7 +536,7 @@ fn last_copy_wins_at_width<K: TestWord, V: TestWord>() {
             .map(|i| distinct[fmix32(i ^ round as u32) as usize % distinct.len()])
             .collect();
         let values: Vec<V> = (0..60_000u64)
-            .map(|i| V::from_bits(round << 40 | i))
+            .map(|i| key_from_bits::<V>(round << 40 | i))
             .collect();
         if round == 1 {
             let s = stream();

@@ -3,52 +3,31 @@
 //! steady when keys come and go with no call from the user. Run on a GPU machine with
 //! `--include-ignored` (see docs/gpu-testing.md).
 
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
 
-use gpuhash_core::Device;
 use gpuhash_core::hash::fmix64;
 use gpuhash_core::table::{Key, Map, MultiMap, Set, Table};
 use gpuhash_slab_hash::{Op, Outcome, SlabHashMap, SlabHashMultiMap, SlabHashOptions, SlabHashSet};
+use gpuhash_test_support::{device, key_from_bits};
 
 /// One test at a time: they time their threads against each other and size the device's
 /// memory use.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-fn device() -> &'static Device {
-    static DEVICE: OnceLock<Device> = OnceLock::new();
-    DEVICE.get_or_init(|| Device::default().expect("these tests need a CUDA device"))
-}
-
-trait Word: Key {
-    fn from_bits(bits: u64) -> Self;
-}
-
-impl Word for u32 {
-    fn from_bits(bits: u64) -> Self {
-        bits as u32
-    }
-}
-
-impl Word for u64 {
-    fn from_bits(bits: u64) -> Self {
-        bits
-    }
-}
-
 /// The one value ever stored under `key`: never all-ones, never zero, so that a value
 /// nobody wrote (an unwritten slot's all-ones, a zeroed buffer) cannot pass for it.
-fn value_of<V: Word>(key: u64) -> V {
-    V::from_bits((fmix64(key ^ 0x5151) >> 2) | 2)
+fn value_of<V: Key>(key: u64) -> V {
+    key_from_bits::<V>((fmix64(key ^ 0x5151) >> 2) | 2)
 }
 
 /// Keys of writer `w`: the reserved words and keys equal in the low bits among them.
-fn writer_keys<K: Word>(w: u64, n: u64) -> Vec<K> {
+fn writer_keys<K: Key>(w: u64, n: u64) -> Vec<K> {
     let mut keys: Vec<K> = (0..n)
-        .map(|i| K::from_bits(fmix64(w * 1_000_003 + i)))
+        .map(|i| key_from_bits::<K>(fmix64(w * 1_000_003 + i)))
         .collect();
     if w == 0 {
-        keys.extend([u64::MAX, u64::MAX - 1, u64::MAX - 2, 0].map(K::from_bits));
+        keys.extend([u64::MAX, u64::MAX - 1, u64::MAX - 2, 0].map(key_from_bits::<K>));
     }
     keys.sort_unstable();
     keys.dedup();
@@ -68,7 +47,7 @@ struct Tally {
 }
 
 impl Tally {
-    fn check<K: Word, V: Word>(&self, keys: &[K], found: impl Iterator<Item = (usize, V)>) {
+    fn check<K: Key, V: Key>(&self, keys: &[K], found: impl Iterator<Item = (usize, V)>) {
         let mut wrong = 0;
         for (i, v) in found {
             if v != value_of::<V>(keys[i].widen()) {
@@ -95,7 +74,7 @@ impl Tally {
 
 /// Writers insert their keys (each with its one value) and remove them again, round after
 /// round, while readers look all of them up; `read` returns what one lookup batch found.
-fn race<K: Word, V: Word>(
+fn race<K: Key, V: Key>(
     what: &str,
     insert: impl Fn(&[K]) + Sync,
     remove: impl Fn(&[K]) + Sync,
@@ -144,11 +123,11 @@ fn options() -> SlabHashOptions {
     SlabHashOptions::with_capacity(WRITERS * KEYS_PER_WRITER)
 }
 
-fn values_for<K: Word, V: Word>(keys: &[K]) -> Vec<V> {
+fn values_for<K: Key, V: Key>(keys: &[K]) -> Vec<V> {
     keys.iter().map(|k| value_of::<V>(k.widen())).collect()
 }
 
-fn map_readers_see_whole_pairs<K: Word, V: Word>(what: &str) {
+fn map_readers_see_whole_pairs<K: Key, V: Key>(what: &str) {
     let map = SlabHashMap::<K, V>::new(device(), options()).unwrap();
     race::<K, V>(
         what,
@@ -168,7 +147,7 @@ fn map_readers_see_whole_pairs<K: Word, V: Word>(what: &str) {
 
 /// The same race with readers that look keys up through mixed batches (`apply`), which
 /// run the warp-cooperative kernel rather than the tiled one.
-fn mixed_batch_readers_see_whole_pairs<K: Word, V: Word>(what: &str) {
+fn mixed_batch_readers_see_whole_pairs<K: Key, V: Key>(what: &str) {
     let map = SlabHashMap::<K, V>::new(device(), options()).unwrap();
     race::<K, V>(
         what,
@@ -206,7 +185,7 @@ fn map_readers_on_other_threads_never_see_a_value_nobody_wrote() {
     map_readers_see_whole_pairs::<u64, u64>("map u64 -> u64");
 }
 
-fn multimap_readers_see_whole_pairs<K: Word, V: Word>(what: &str) {
+fn multimap_readers_see_whole_pairs<K: Key, V: Key>(what: &str) {
     let map = SlabHashMultiMap::<K, V>::new(device(), options()).unwrap();
     race::<K, V>(
         what,
@@ -239,7 +218,7 @@ const CHURN_ROUNDS: usize = 12;
 /// Reserved bytes after the first round and after the last, for a table that takes every
 /// key, loses every key, and takes them again, `CHURN_ROUNDS` times, with no call but
 /// insert and remove; the table must hold the keys of the last round exactly.
-fn churn<K: Word>(
+fn churn<K: Key>(
     insert: impl Fn(&[K]),
     remove: impl Fn(&[K]),
     reserved: impl Fn() -> u64,
@@ -286,7 +265,7 @@ fn assert_steady(what: &str, (first, last): (u64, u64)) {
     );
 }
 
-fn map_churn<K: Word, V: Word>(what: &str) {
+fn map_churn<K: Key, V: Key>(what: &str) {
     let map =
         SlabHashMap::<K, V>::new(device(), SlabHashOptions::with_capacity(CHURN_KEYS)).unwrap();
     let sizes = churn::<K>(

@@ -1,21 +1,10 @@
 //! Helpers the GPU test files share.
 #![allow(dead_code, reason = "each test file uses its own part of the helpers")]
 
-use std::sync::OnceLock;
-
 use gpuhash_core::table::Key;
-use gpuhash_core::{Device, Stream};
 use gpuhash_slab_hash::SlabHashOptions;
 
-pub fn device() -> &'static Device {
-    static DEVICE: OnceLock<Device> = OnceLock::new();
-    DEVICE.get_or_init(|| Device::default().expect("these tests need a CUDA device"))
-}
-
-pub fn stream() -> &'static Stream {
-    static STREAM: OnceLock<Stream> = OnceLock::new();
-    STREAM.get_or_init(|| device().new_stream().unwrap())
-}
+pub use gpuhash_test_support::{device, key_from_bits, stream};
 
 pub fn options(expected: u64, buckets: Option<u32>) -> SlabHashOptions {
     let options = SlabHashOptions::with_capacity(expected);
@@ -31,32 +20,15 @@ pub fn sorted<T: Ord + Clone>(items: &[T]) -> Vec<T> {
     items
 }
 
-/// Key and value types of the width tests.
-pub trait TestWord: Key {
-    fn from_bits(bits: u64) -> Self;
-}
-
-impl TestWord for u32 {
-    fn from_bits(bits: u64) -> Self {
-        bits as u32
-    }
-}
-
-impl TestWord for u64 {
-    fn from_bits(bits: u64) -> Self {
-        bits
-    }
-}
-
 /// Keys for a width: the two reserved words and zero, keys that agree in their low 32 bits
 /// (for u64), and hashed ones; all distinct.
-pub fn keys_of<K: TestWord>(n: u64) -> Vec<K> {
+pub fn keys_of<K: Key>(n: u64) -> Vec<K> {
     let mut keys: Vec<K> = [u64::MAX, u64::MAX - 1, 0]
         .into_iter()
-        .map(K::from_bits)
+        .map(key_from_bits::<K>)
         .collect();
-    keys.extend((1..200u64).map(|i| K::from_bits((i << 32) | 0x1234_5678)));
-    keys.extend((0..n).map(|i| K::from_bits(gpuhash_core::hash::fmix64(i + 7))));
+    keys.extend((1..200u64).map(|i| key_from_bits::<K>((i << 32) | 0x1234_5678)));
+    keys.extend((0..n).map(|i| key_from_bits::<K>(gpuhash_core::hash::fmix64(i + 7))));
     keys.sort_unstable();
     keys.dedup();
     keys
