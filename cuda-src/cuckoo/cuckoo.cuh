@@ -277,26 +277,32 @@ __device__ __forceinline__ void mark_dirty(const GhCuckooSubtable &s, uint64_t b
     atomicOr(s.dirty + bucket / 32, 1u << (bucket % 32));
 }
 
-__device__ __forceinline__ bool try_lock(uint32_t *lock) {
+// Takes the lock for `owner` (not 0) if it is open, so that the lock word says who
+// writes under it. Returns the word found there: 0 when this call took the lock.
+__device__ __forceinline__ uint32_t lock_as(uint32_t *lock, uint32_t owner) {
     uint32_t old;
     asm volatile("atom.acquire.gpu.global.cas.b32 %0, [%1], %2, %3;"
                  : "=r"(old)
-                 : "l"(lock), "r"(0u), "r"(1u)
+                 : "l"(lock), "r"(0u), "r"(owner)
                  : "memory");
-    return old == 0;
+    return old;
 }
+
+__device__ __forceinline__ bool try_lock(uint32_t *lock) { return lock_as(lock, 1u) == 0; }
 
 __device__ __forceinline__ void unlock(uint32_t *lock) {
     asm volatile("st.release.gpu.global.b32 [%0], %1;" ::"l"(lock), "r"(0u) : "memory");
 }
 
 // Writes the reserved key's value into the side slot, under the slot's lock;
-// saves the value it replaces in `old` (when not null and one was present).
+// saves the value it replaces in `old` (when not null and one was present). Only
+// copies of the reserved key in one batch take that lock, and any copy's value may
+// win: a copy that finds it taken leaves the slot to the copy writing now, so a batch
+// of a million copies costs a million failed atomics, not a million turns in a queue.
 template <uint32_t MaxW>
 __device__ __forceinline__ void side_write(uint32_t *side, const uint32_t (&value)[MaxW], uint32_t words,
                                            uint32_t *old) {
-    while (!try_lock(side + GH_CUCKOO_SIDE_LOCK)) {
-    }
+    if (!try_lock(side + GH_CUCKOO_SIDE_LOCK)) return;
     bool present = __ldcg(side + GH_CUCKOO_SIDE_PRESENT) != 0;
 #pragma unroll
     for (uint32_t w = 0; w < MaxW; ++w) {

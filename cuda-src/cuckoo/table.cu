@@ -84,14 +84,18 @@ __device__ void update(const GhCuckooUpdateParams &p) {
         uint32_t s, slot;
         uint64_t bucket;
         if (!locate(t, subs, p.table.subtables, key, false, &s, &bucket, &slot)) continue;
-        // Keys do not move in this kernel: only duplicates of one key meet here,
-        // and the lock makes one whole value win.
+        // Keys do not move in this kernel, so a bucket's lock is held by a copy of one
+        // of its keys, and the lock word names the slot (+ 1) that copy writes. The lock
+        // makes one whole value win; any copy's may, so a copy that finds its own slot
+        // being written leaves it to that copy. Copies of a hot key would otherwise
+        // queue for the lock one at a time, each turn slowed by all the others' atomics.
         uint32_t *lock = subs[s].locks + bucket;
-        bool locked = false;
+        uint32_t holder = 0;
         do {
-            if (t.rank == 0) locked = try_lock(lock);
-            locked = t.shfl(locked, 0);
-        } while (!locked);
+            if (t.rank == 0) holder = lock_as(lock, slot + 1);
+            holder = t.shfl(holder, 0);
+        } while (holder != 0 && holder != slot + 1);
+        if (holder != 0) continue;
         uint32_t *dst = subs[s].values + slot_index<K>(bucket, slot) * words;
         for (uint32_t w = t.rank; w < words; w += kTile) {
             if (old != nullptr) old[w] = __ldcg(dst + w);
