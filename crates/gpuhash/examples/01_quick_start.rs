@@ -1,6 +1,6 @@
 //! The README's first example: a map of u64 keys to u32 values on device 0.
 //!
-//! `cargo run -p gpuhash --example quick_start`; without a GPU it reports why and exits.
+//! `cargo run -p gpuhash --example 01_quick_start`; without a GPU it reports why and exits.
 
 use gpuhash::prelude::*;
 
