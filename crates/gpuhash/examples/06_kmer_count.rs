@@ -9,10 +9,12 @@
 //! reverse complement are one key (the smaller of the two), as DNA is read from either
 //! strand. Bases other than A, C, G, T end a run; no k-mer spans them.
 
+mod common;
+
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::time::Instant;
 
+use common::{mix64, ms, threads};
 use gpuhash::prelude::*;
 
 const K: usize = 31;
@@ -93,92 +95,11 @@ fn count_on_gpu(kmers: &[u64]) -> gpuhash::Result<(HashMap<u64, u32>, f64, f64)>
     Ok((counts, device_ms, with_copies_ms))
 }
 
-/// Counts on every core: each thread cuts its share of the k-mers into one part per
-/// thread (by hash), then each thread counts one part alone, so no map is shared or
-/// merged.
+/// Counts on every core ([`common::group_by`]); the per-thread maps joined into one std
+/// map only to compare, outside the timed work.
 fn count_on_cpu(kmers: &[u64]) -> (HashMap<u64, u32>, f64) {
-    let started = Instant::now();
-    let n = threads();
-    let chunk = kmers.len().div_ceil(n).max(1);
-    let parts: Vec<Vec<Vec<u64>>> = std::thread::scope(|scope| {
-        let workers: Vec<_> = kmers
-            .chunks(chunk)
-            .map(|share| {
-                scope.spawn(move || {
-                    let mut parts = vec![Vec::with_capacity(share.len() / n + 16); n];
-                    for &kmer in share {
-                        parts[part_of(kmer, n)].push(kmer);
-                    }
-                    parts
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .map(|w| w.join().expect("worker"))
-            .collect()
-    });
-    let maps: Vec<FastMap> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..n)
-            .map(|p| {
-                let parts = &parts;
-                scope.spawn(move || {
-                    let size: usize = parts.iter().map(|shares| shares[p].len()).sum();
-                    let mut counts =
-                        FastMap::with_capacity_and_hasher(size / 2, Default::default());
-                    for shares in parts {
-                        for &kmer in &shares[p] {
-                            *counts.entry(kmer).or_insert(0) += 1;
-                        }
-                    }
-                    counts
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .map(|w| w.join().expect("worker"))
-            .collect()
-    });
-    let elapsed = ms(started);
-    // Joined into one std map only to compare; not part of the timed work.
-    let counts = maps.into_iter().flatten().collect();
-    (counts, elapsed)
-}
-
-type FastMap = HashMap<u64, u32, BuildHasherDefault<Mix64>>;
-
-/// A multiply-xorshift hash of one u64 (the std map's default, SipHash, is built for
-/// untrusted keys and is several times slower).
-#[derive(Default)]
-struct Mix64(u64);
-
-impl Hasher for Mix64 {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-    fn write_u64(&mut self, value: u64) {
-        self.0 = mix64(value ^ self.0);
-    }
-}
-
-fn mix64(mut x: u64) -> u64 {
-    x = (x ^ (x >> 33)).wrapping_mul(0xff51_afd7_ed55_8ccd);
-    x = (x ^ (x >> 33)).wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    x ^ (x >> 33)
-}
-
-fn part_of(kmer: u64, parts: usize) -> usize {
-    (((mix64(kmer ^ 0x5bd1_e995) >> 32) * parts as u64) >> 32) as usize
-}
-
-fn threads() -> usize {
-    std::thread::available_parallelism().map_or(1, usize::from)
+    let (maps, elapsed) = common::group_by(kmers, |count: &mut u32, _| *count += 1);
+    (maps.into_iter().flatten().collect(), elapsed)
 }
 
 /// Every canonical k-mer of the sequence, in order, extracted on every core.
@@ -290,8 +211,4 @@ fn arguments() -> Result<(Option<String>, usize), String> {
         }
     }
     Ok((path, bases))
-}
-
-fn ms(started: Instant) -> f64 {
-    started.elapsed().as_secs_f64() * 1e3
 }

@@ -25,6 +25,9 @@
 //! assert_eq!(map.get(&[u64::MAX, 2])?, vec![Some(20), None]);
 //! # Ok(()) }
 //! ```
+//!
+//! ## Features
+#![doc = document_features::document_features!()]
 #![deny(unsafe_code)]
 
 mod error;
