@@ -2,7 +2,8 @@
 //!
 //! The ground every gpuhash table stands on: a [`Device`] and its [`Stream`]s, typed
 //! device memory ([`DeviceBuffer`]), pinned host memory and copies to and from it that run
-//! at the bus's speed ([`pinned`]), event timing ([`EventTimer`]), loading and launching
+//! at the bus's speed ([`pinned`]; the caller's own memory pinned in place is a
+//! [`HostRegistered`]), event timing ([`EventTimer`]), loading and launching
 //! the CUDA kernels each crate embeds ([`launch`]), one [`Error`] type, and the pieces all
 //! tables share: the [`table`] contract (the traits every table implements, their host forms
 //! staged through pinned memory by [`staging`]), table [`image`]s, the [`hash`] functions, the
@@ -71,6 +72,6 @@ pub use buffer::{DeviceAddress, DeviceBuffer};
 pub use device::{Device, DeviceProperties, LentStream};
 pub use error::{Error, Result};
 pub use launch::{Kernel, KernelImage, LaunchShape};
-pub use pinned::{MappedAddress, PinnedBuffer, PinnedPool, PooledPinned};
+pub use pinned::{HostRegistered, MappedAddress, PinnedBuffer, PinnedPool, PooledPinned};
 pub use stream::Stream;
 pub use timer::EventTimer;

@@ -80,6 +80,7 @@
 mod memory;
 mod pending;
 mod pool;
+mod registered;
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -93,6 +94,8 @@ use crate::{Device, DeviceBuffer, Error, Result, Stream};
 use memory::Allocation;
 use pending::{Access, Pending};
 pub use pool::{PinnedPool, PooledPinned};
+pub(crate) use registered::RegisteredRanges;
+pub use registered::{HostRegistered, Registrable, RegistrableMut};
 
 /// `len` values of a plain-old-data type `T` in page-locked host memory, freed on drop.
 ///
