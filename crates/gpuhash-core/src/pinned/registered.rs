@@ -25,8 +25,8 @@ use std::fmt;
 use std::ops::{Deref, DerefMut, Range};
 
 use bytemuck::Pod;
-use cudarc::driver::sys::{self, cudaError_enum};
 use cudarc::driver::DriverError;
+use cudarc::driver::sys::{self, cudaError_enum};
 
 use crate::{Device, Error, Result};
 
@@ -174,9 +174,7 @@ impl<S: Registrable> Drop for HostRegistered<S> {
         if self.addresses.is_empty() {
             return;
         }
-        self.device
-            .registered_ranges()
-            .remove(self.addresses.start);
+        self.device.registered_ranges().remove(self.addresses.start);
         let context = self.device.context();
         // Errors are kept in the context, as cudarc does for its own drops. Waiting first
         // makes sure no queued copy still uses the memory once it is unpinned.
@@ -242,10 +240,11 @@ impl RegisteredRanges {
     /// True when one registered range holds all of `range`, which is not empty.
     pub(crate) fn covers(&self, range: &Range<usize>) -> bool {
         !range.is_empty()
-            && self.ends_by_start
-            .range(..=range.start)
-            .next_back()
-            .is_some_and(|(_, &end)| range.end <= end)
+            && self
+                .ends_by_start
+                .range(..=range.start)
+                .next_back()
+                .is_some_and(|(_, &end)| range.end <= end)
     }
 }
 
