@@ -20,7 +20,8 @@
 //! - [`launch`]: [`KernelImage`]s loaded once per device, [`Kernel<P>`] typed by its
 //!   parameter struct, and the one `unsafe` launch call.
 //! - Safe types: [`Device`], [`Stream`], [`DeviceBuffer`], [`PinnedBuffer`] and its
-//!   [`PinnedPool`], and the tables of higher crates.
+//!   [`PinnedPool`], the caller's own memory pinned in place ([`HostRegistered`], from
+//!   [`Device::register`]), and the tables of higher crates.
 //!
 //! cudarc is loaded at run time, so a binary built here runs, and fails cleanly, on a
 //! machine without a GPU: [`Device::new`] returns [`Error::NoDriver`] or

@@ -5,8 +5,8 @@
 //! returns a [`HostRegistered`] that keeps the slice borrowed (or owned) while it is pinned
 //! and unpins it on drop. The registered slice is used as a slice (`Deref`, and `DerefMut`
 //! for a mutable one): pass it to the host forms of the [`table`](crate::table) contract
-//! (`insert`, `get_into`, ...) or to [`DeviceBuffer::copy_from_host`] and
-//! [`DeviceBuffer::copy_to_host`], and they copy straight from and to it.
+//! (`insert`, `get_into`, ...) or to [`DeviceBuffer::copy_from_host`](crate::DeviceBuffer::copy_from_host) and
+//! [`DeviceBuffer::copy_to_host`](crate::DeviceBuffer::copy_to_host), and they copy straight from and to it.
 //!
 //! ## How a copy finds out that memory is registered
 //!
