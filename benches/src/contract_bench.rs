@@ -2,15 +2,17 @@
 //! device buffers), and host-slice batches of n pairs end to end against the bus they
 //! cross: insert, get, get_hits and count_hits from host arrays, each as a share of its
 //! bus bound (bytes in over the H2D rate plus bytes out over the D2H rate, both measured
-//! in the same run by `core_bench::bus`).
+//! in the same run by `core_bench::bus`); and the same batches from caller memory
+//! registered with the driver, answers written into the caller's buffers.
 
 use std::time::Instant;
 
+use bytemuck::Pod;
 use gpuhash_core::hash::fmix32;
 use gpuhash_core::staging::{download, parallel_collect, upload};
 use gpuhash_core::table::{Map, TableError};
-use gpuhash_core::{Device, DeviceBuffer, Error, Stream};
-use gpuhash_test_support::batch_cost;
+use gpuhash_core::{Device, DeviceBuffer, Error, HostRegistered, Stream};
+use gpuhash_test_support::{PageAlone, batch_cost};
 
 use crate::measure::Runs;
 
@@ -74,6 +76,20 @@ fn check<E: From<Error>>(ok: bool, what: &str) -> Result<(), E> {
     }
 }
 
+/// Queries of which half hit (the even ones: keys `fmix32(i)`) and half miss (keys of the
+/// other half of the u32 range's generator).
+fn half_hits(n: usize) -> Vec<u32> {
+    (0..n as u32)
+        .map(|i| {
+            if i % 2 == 0 {
+                fmix32(i)
+            } else {
+                fmix32(i | 1 << 31)
+            }
+        })
+        .collect()
+}
+
 /// Host-slice batches of `n` u32 pairs (keys `fmix32(i)`, values `i + 1`) on `table`, end
 /// to end from host arrays; every answer checked.
 pub fn end_to_end<M>(name: &str, table: &M, n: usize, bus: Bus, runs: Runs) -> Result<(), M::Error>
@@ -83,16 +99,7 @@ where
 {
     let keys: Vec<u32> = (0..n as u32).map(fmix32).collect();
     let values: Vec<u32> = (0..n as u32).map(|i| i + 1).collect();
-    // Half the queries miss: keys of the other half of the u32 range's generator.
-    let queries: Vec<u32> = (0..n as u32)
-        .map(|i| {
-            if i % 2 == 0 {
-                fmix32(i)
-            } else {
-                fmix32(i | 1 << 31)
-            }
-        })
-        .collect();
+    let queries = half_hits(n);
     let t = median_s(runs, || table.clear(), || table.insert(&keys, &values))?;
     row(&format!("{name}: insert"), n, t, bus.bound_s(8 * n, 0));
     let mut got = Vec::new();
@@ -153,6 +160,119 @@ where
     check::<M::Error>(count == n.div_ceil(2), "count_hits counted wrongly")?;
     row(&format!("{name}: count_hits"), n, t, bus.bound_s(4 * n, 0));
     Ok(())
+}
+
+/// Host-slice batches as [`end_to_end`] does them, from caller memory registered with the
+/// driver (so copies run as DMA straight from and to it, with no staging) and with answers
+/// written into buffers the caller keeps ([`Map::get_into`]); first the cost of registering
+/// and unregistering one array of n keys, which a caller pays once.
+pub fn end_to_end_registered<M>(
+    name: &str,
+    table: &M,
+    n: usize,
+    bus: Bus,
+    runs: Runs,
+) -> Result<(), M::Error>
+where
+    M: Map<Key = u32, Value = u32>,
+    M::Error: TableError,
+{
+    let device = table.device();
+    let mut keys = PageAlone::from_slice(&(0..n as u32).map(fmix32).collect::<Vec<_>>());
+    let mut values = PageAlone::from_slice(&(0..n as u32).map(|i| i + 1).collect::<Vec<_>>());
+    let mut queries = PageAlone::from_slice(&half_hits(n));
+    let t = median_s::<Error>(
+        runs,
+        || Ok(()),
+        || device.register(queries.values()).map(drop),
+    )?;
+    row(
+        &format!("{name}: register and unregister n keys"),
+        n,
+        t,
+        0.0,
+    );
+    {
+        let (keys, values) = (
+            registered::<_, M::Error>(device, &mut keys)?,
+            registered::<_, M::Error>(device, &mut values)?,
+        );
+        let t = median_s(runs, || table.clear(), || table.insert(&keys, &values))?;
+        row(
+            &format!("{name}: insert, registered keys and values"),
+            n,
+            t,
+            bus.bound_s(8 * n, 0),
+        );
+    }
+    let (mut found, mut got) = (vec![0u8; n], vec![0u32; n]);
+    let t = median_s::<M::Error>(
+        runs,
+        || Ok(()),
+        || table.get_into(queries.values(), &mut found, &mut got),
+    )?;
+    check_half_hits::<M::Error>(&found, &got)?;
+    row(
+        &format!("{name}: get_into reused buffers, half hits"),
+        n,
+        t,
+        bus.bound_s(4 * n, 5 * n),
+    );
+    let mut found = PageAlone::from_slice(&vec![0u8; n]);
+    let mut got = PageAlone::from_slice(&vec![0u32; n]);
+    {
+        let queries = registered::<_, M::Error>(device, &mut queries)?;
+        let mut got = registered::<_, M::Error>(device, &mut got)?;
+        let mut found = registered::<_, M::Error>(device, &mut found)?;
+        let t = median_s::<M::Error>(
+            runs,
+            || Ok(()),
+            || table.get_into(&queries, &mut found, &mut got),
+        )?;
+        check_half_hits::<M::Error>(&found, &got)?;
+        row(
+            &format!("{name}: get_into registered, half hits"),
+            n,
+            t,
+            bus.bound_s(4 * n, 5 * n),
+        );
+        let mut count = 0;
+        let t = median_s::<M::Error>(
+            runs,
+            || Ok(()),
+            || {
+                count = table.count_hits(&queries)?;
+                Ok(())
+            },
+        )?;
+        check::<M::Error>(count == n.div_ceil(2), "count_hits counted wrongly")?;
+        row(
+            &format!("{name}: count_hits, registered keys"),
+            n,
+            t,
+            bus.bound_s(4 * n, 0),
+        );
+    }
+    Ok(())
+}
+
+/// `memory` registered with `device`.
+fn registered<'a, T: Pod, E: From<Error>>(
+    device: &Device,
+    memory: &'a mut PageAlone<T>,
+) -> Result<HostRegistered<&'a mut [T]>, E> {
+    Ok(device.register(memory.values_mut())?)
+}
+
+/// Fails unless the even queries were found with value `i + 1` and the odd ones not.
+fn check_half_hits<E: From<Error>>(found: &[u8], values: &[u32]) -> Result<(), E> {
+    check(
+        (0..found.len()).all(|i| {
+            let hit = i % 2 == 0;
+            found[i] == u8::from(hit) && (!hit || values[i] == i as u32 + 1)
+        }),
+        "get_into answered wrongly",
+    )
 }
 
 /// The host-side parts of a host-slice batch alone, for the split of its time: staging n

@@ -333,9 +333,11 @@ fn contract(device: &Device, stream: &Stream, n: usize, runs: Runs) -> Result<()
     {
         let slab = SlabHashMap::<u32, u32>::with_capacity(device, n)?;
         contract_bench::end_to_end("slab hash map", &slab, n, bus, runs)?;
+        contract_bench::end_to_end_registered("slab hash map", &slab, n, bus, runs)?;
     }
     let cuckoo = CuckooTable::<u32, u32>::with_capacity(device, n)?;
     contract_bench::end_to_end("DyHash", &cuckoo, n, bus, runs)?;
+    contract_bench::end_to_end_registered("DyHash", &cuckoo, n, bus, runs)?;
     Ok(())
 }
 

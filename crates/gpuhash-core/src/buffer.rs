@@ -79,6 +79,11 @@ impl<T: Pod> DeviceBuffer<T> {
     }
 
     /// Overwrites the buffer with `values`, which must have the buffer's length.
+    ///
+    /// From pageable memory the copy returns once the driver has staged the values; from
+    /// memory registered with [`Device::register`](crate::Device::register) it runs as one
+    /// DMA at the bus's speed, and the call waits for it, so that either way the caller may
+    /// change `values` as soon as it returns.
     pub fn copy_from_host(&mut self, stream: &Stream, values: &[T]) -> Result<()> {
         self.check_len("copy_from_host: buffer and host slice", values.len())?;
         if !values.is_empty() {
@@ -87,11 +92,16 @@ impl<T: Pod> DeviceBuffer<T> {
             stream
                 .inner
                 .memcpy_htod(bytemuck::cast_slice(values), &mut view)?;
+            if stream.device().is_registered(values) {
+                stream.synchronize()?;
+            }
         }
         Ok(())
     }
 
-    /// Copies the buffer into `out`, which must have the buffer's length, and waits for it.
+    /// Copies the buffer into `out`, which must have the buffer's length, and waits for it;
+    /// into memory registered with [`Device::register`](crate::Device::register), as one DMA
+    /// at the bus's speed.
     pub fn copy_to_host(&self, stream: &Stream, out: &mut [T]) -> Result<()> {
         self.check_len("copy_to_host: buffer and host slice", out.len())?;
         if !out.is_empty() {

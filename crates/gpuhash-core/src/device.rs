@@ -7,9 +7,10 @@ use std::sync::{Arc, OnceLock};
 use cudarc::driver::sys::{self, CUdevice_attribute, cudaError_enum};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, result};
 use cudarc::nvrtc::Ptx;
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 
 use crate::launch::KernelImage;
+use crate::pinned::RegisteredRanges;
 use crate::{Error, PinnedPool, Result, Stream};
 
 /// The oldest driver the kernels are built for (CUDA 13.0, as `cuDriverGetVersion` counts).
@@ -58,6 +59,8 @@ struct DeviceInner {
     idle_streams: Mutex<Vec<Arc<CudaStream>>>,
     /// The shared pool of pinned host buffers, made on first use.
     pinned_pool: OnceLock<PinnedPool>,
+    /// Host memory registered through [`Device::register`].
+    registered: Mutex<RegisteredRanges>,
 }
 
 impl fmt::Debug for Device {
@@ -89,6 +92,7 @@ impl Device {
                 functions: Mutex::new(HashMap::new()),
                 idle_streams: Mutex::new(Vec::new()),
                 pinned_pool: OnceLock::new(),
+                registered: Mutex::new(RegisteredRanges::default()),
             }),
         })
     }
@@ -183,6 +187,11 @@ impl Device {
     /// The cudarc context.
     pub(crate) fn context(&self) -> &Arc<CudaContext> {
         &self.inner.context
+    }
+
+    /// The host memory registered through this device, locked.
+    pub(crate) fn registered_ranges(&self) -> MutexGuard<'_, RegisteredRanges> {
+        self.inner.registered.lock()
     }
 
     /// Blocks until all work on every stream of this device has finished.

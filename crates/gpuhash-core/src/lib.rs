@@ -2,7 +2,8 @@
 //!
 //! The ground every gpuhash table stands on: a [`Device`] and its [`Stream`]s, typed
 //! device memory ([`DeviceBuffer`]), pinned host memory and copies to and from it that run
-//! at the bus's speed ([`pinned`]), event timing ([`EventTimer`]), loading and launching
+//! at the bus's speed ([`pinned`]; the caller's own memory pinned in place is a
+//! [`HostRegistered`]), event timing ([`EventTimer`]), loading and launching
 //! the CUDA kernels each crate embeds ([`launch`]), one [`Error`] type, and the pieces all
 //! tables share: the [`table`] contract (the traits every table implements, their host forms
 //! staged through pinned memory by [`staging`]), table [`image`]s, the [`hash`] functions, the
@@ -19,7 +20,8 @@
 //! - [`launch`]: [`KernelImage`]s loaded once per device, [`Kernel<P>`] typed by its
 //!   parameter struct, and the one `unsafe` launch call.
 //! - Safe types: [`Device`], [`Stream`], [`DeviceBuffer`], [`PinnedBuffer`] and its
-//!   [`PinnedPool`], and the tables of higher crates.
+//!   [`PinnedPool`], the caller's own memory pinned in place ([`HostRegistered`], from
+//!   [`Device::register`]), and the tables of higher crates.
 //!
 //! cudarc is loaded at run time, so a binary built here runs, and fails cleanly, on a
 //! machine without a GPU: [`Device::new`] returns [`Error::NoDriver`] or
@@ -71,6 +73,6 @@ pub use buffer::{DeviceAddress, DeviceBuffer};
 pub use device::{Device, DeviceProperties, LentStream};
 pub use error::{Error, Result};
 pub use launch::{Kernel, KernelImage, LaunchShape};
-pub use pinned::{MappedAddress, PinnedBuffer, PinnedPool, PooledPinned};
+pub use pinned::{HostRegistered, MappedAddress, PinnedBuffer, PinnedPool, PooledPinned};
 pub use stream::Stream;
 pub use timer::EventTimer;

@@ -9,6 +9,9 @@
 //! once a call and each copies its own chunks: starting threads for every chunk cost more
 //! than the copies on the hosts we measured (docs/benchmarks/contract.md).
 //!
+//! A slice the caller registered ([`Device::register`](crate::Device::register)) is not
+//! staged: it is copied straight, in one DMA, at the bus's speed.
+//!
 //! A host form then runs its table's device form once on the whole batch, so that the
 //! batch takes effect, or fails and leaves the table as it was, as one.
 
@@ -47,8 +50,11 @@ fn chunks(len: usize) -> Vec<Range<usize>> {
 /// Copies `host` to a new device buffer through pinned memory; queued on `stream`, returns
 /// once the last chunk's copy is queued.
 pub fn upload<T: Pod + Send + Sync>(stream: &Stream, host: &[T]) -> Result<DeviceBuffer<T>, Error> {
-    if size_of_val(host) <= DIRECT_BYTES {
-        return DeviceBuffer::from_host(stream, host);
+    if size_of_val(host) <= DIRECT_BYTES || stream.device().is_registered(host) {
+        // Small, or registered: one copy, which waits for itself when registered.
+        let mut device = DeviceBuffer::unfilled(stream, host.len())?;
+        device.copy_from_host(stream, host)?;
+        return Ok(device);
     }
     let mut device = DeviceBuffer::unfilled(stream, host.len())?;
     let ranges = chunks(host.len());
@@ -109,7 +115,7 @@ pub fn download<T: Pod + Send + Sync>(
             right: host.len(),
         });
     }
-    if size_of_val(host) <= DIRECT_BYTES {
+    if size_of_val(host) <= DIRECT_BYTES || stream.device().is_registered(host) {
         return device.copy_to_host(stream, host);
     }
     let ranges = chunks(host.len());

@@ -22,7 +22,10 @@
 //!   through pinned memory ([`crate::staging`]), runs its device form once on the whole
 //!   batch (which takes effect, or fails and changes nothing, whole), and stages the
 //!   answers back. They take `&self`, so several host
-//!   threads use one table at once.
+//!   threads use one table at once. Their `_into` forms (`get_into`, `contains_into`,
+//!   `count_into`) write the answers into the caller's buffers instead of new vectors;
+//!   slices the caller registered with [`Device::register`] are copied straight, with no
+//!   staging.
 //! - [`CombiningMap`]: a [`Map`] whose upserts combine values in place ([`Combine`]: add,
 //!   min, max), so counting or summing per key is one batch, and whose `insert_or_find`
 //!   gives each key its value or stores a candidate (dictionary encoding).
@@ -50,7 +53,7 @@ use bytemuck::Pod;
 
 use crate::hits::{DeviceHits, Hits, count_hits};
 use crate::last_copy::LastCopyKernels;
-use crate::staging::{downloaded, parallel_collect, upload};
+use crate::staging::{download, parallel_collect, upload};
 use crate::{Device, DeviceBuffer, Error, Stream};
 
 mod combining;
@@ -300,14 +303,36 @@ pub trait Map: Table {
 
     /// The value of each key, or `None`.
     fn get(&self, keys: &[Self::Key]) -> Result<Vec<Option<Self::Value>>, Self::Error> {
+        let mut found = bytemuck::zeroed_vec(keys.len());
+        let mut values = bytemuck::zeroed_vec(keys.len());
+        self.get_into(keys, &mut found, &mut values)?;
+        Ok(parallel_collect(keys.len(), |i| {
+            (found[i] != 0).then_some(values[i])
+        }))
+    }
+
+    /// Looks each key up into the caller's buffers, which must have the keys' length
+    /// ([`ErrorKind::InvalidInput`] otherwise, and nothing is written): `found[i]` becomes 1
+    /// with the value in `values[i]`, or 0 (and `values[i]` is then unspecified).
+    ///
+    /// Buffers reused from batch to batch spare the host the page faults of fresh ones;
+    /// registered ones ([`Device::register`]), the staging copies too: keys, flags and
+    /// values then travel as one DMA each.
+    fn get_into(
+        &self,
+        keys: &[Self::Key],
+        found: &mut [u8],
+        values: &mut [Self::Value],
+    ) -> Result<(), Self::Error> {
+        check_lengths("get_into: keys and found", keys.len(), found.len())?;
+        check_lengths("get_into: keys and values", keys.len(), values.len())?;
         with_stream(self.device(), |s| {
-            let mut found = DeviceBuffer::unfilled(s, keys.len())?;
-            let mut values = DeviceBuffer::unfilled(s, keys.len())?;
-            self.get_async(s, &upload(s, keys)?, &mut found, &mut values)?;
-            let (found, values) = (downloaded(s, &found)?, downloaded(s, &values)?);
-            Ok(parallel_collect(keys.len(), |i| {
-                (found[i] != 0).then_some(values[i])
-            }))
+            let mut found_on_device = DeviceBuffer::unfilled(s, keys.len())?;
+            let mut values_on_device = DeviceBuffer::unfilled(s, keys.len())?;
+            let keys = upload(s, keys)?;
+            self.get_async(s, &keys, &mut found_on_device, &mut values_on_device)?;
+            download(s, &found_on_device, found)?;
+            Ok(download(s, &values_on_device, values)?)
         })
     }
 
@@ -339,6 +364,14 @@ pub trait Map: Table {
     /// Whether each key is there.
     fn contains(&self, keys: &[Self::Key]) -> Result<Vec<bool>, Self::Error> {
         flags_of(self.device(), keys, |s, k, f| self.contains_async(s, k, f))
+    }
+
+    /// Whether each key is there, into the caller's `found` (1 yes, 0 no), which must have
+    /// the keys' length ([`ErrorKind::InvalidInput`] otherwise); see [`Map::get_into`].
+    fn contains_into(&self, keys: &[Self::Key], found: &mut [u8]) -> Result<(), Self::Error> {
+        answers_into(self.device(), keys, found, |s, k, f| {
+            self.contains_async(s, k, f)
+        })
     }
 
     /// Removes each key; true where it was there.
@@ -389,6 +422,14 @@ pub trait Set: Table {
     /// Whether each key is there.
     fn contains(&self, keys: &[Self::Key]) -> Result<Vec<bool>, Self::Error> {
         flags_of(self.device(), keys, |s, k, f| self.contains_async(s, k, f))
+    }
+
+    /// Whether each key is there, into the caller's `found` (1 yes, 0 no), which must have
+    /// the keys' length ([`ErrorKind::InvalidInput`] otherwise); see [`Map::get_into`].
+    fn contains_into(&self, keys: &[Self::Key], found: &mut [u8]) -> Result<(), Self::Error> {
+        answers_into(self.device(), keys, found, |s, k, f| {
+            self.contains_async(s, k, f)
+        })
     }
 
     /// Removes each key; true where it was there.
@@ -459,6 +500,14 @@ pub trait MultiMap: Table {
         answers_of(self.device(), keys, |s, k, c| self.count_async(s, k, c))
     }
 
+    /// How many values each key holds, into the caller's `counts`, which must have the
+    /// keys' length ([`ErrorKind::InvalidInput`] otherwise); see [`Map::get_into`].
+    fn count_into(&self, keys: &[Self::Key], counts: &mut [u32]) -> Result<(), Self::Error> {
+        answers_into(self.device(), keys, counts, |s, k, c| {
+            self.count_async(s, k, c)
+        })
+    }
+
     /// Whether each key holds a value.
     fn contains(&self, keys: &[Self::Key]) -> Result<Vec<bool>, Self::Error> {
         Ok(self.count(keys)?.into_iter().map(|c| c > 0).collect())
@@ -523,10 +572,23 @@ fn answers_of<K: Key, A: Pod + Send + Sync, E: From<Error>>(
     keys: &[K],
     device_form: impl Fn(&Stream, &DeviceBuffer<K>, &mut DeviceBuffer<A>) -> Result<(), E>,
 ) -> Result<Vec<A>, E> {
+    let mut answers = bytemuck::zeroed_vec(keys.len());
+    answers_into(device, keys, &mut answers, device_form)?;
+    Ok(answers)
+}
+
+/// [`answers_of`] into the caller's `answers`, which must have the keys' length.
+fn answers_into<K: Key, A: Pod + Send + Sync, E: From<Error>>(
+    device: &Device,
+    keys: &[K],
+    answers: &mut [A],
+    device_form: impl Fn(&Stream, &DeviceBuffer<K>, &mut DeviceBuffer<A>) -> Result<(), E>,
+) -> Result<(), E> {
+    check_lengths("keys and answers", keys.len(), answers.len())?;
     with_stream(device, |s| {
-        let mut answers = DeviceBuffer::unfilled(s, keys.len())?;
-        device_form(s, &upload(s, keys)?, &mut answers)?;
-        Ok(downloaded(s, &answers)?)
+        let mut on_device = DeviceBuffer::unfilled(s, keys.len())?;
+        device_form(s, &upload(s, keys)?, &mut on_device)?;
+        Ok(download(s, &on_device, answers)?)
     })
 }
 
@@ -542,13 +604,14 @@ fn flags_of<K: Key, E: From<Error>>(
 
 /// [`Error::LengthMismatch`] unless a batch has as many values as keys.
 pub fn check_pairs(keys: usize, values: usize) -> Result<(), Error> {
-    if keys == values {
+    check_lengths("keys and values", keys, values)
+}
+
+/// [`Error::LengthMismatch`] (naming `what`) unless `left == right`.
+fn check_lengths(what: &'static str, left: usize, right: usize) -> Result<(), Error> {
+    if left == right {
         Ok(())
     } else {
-        Err(Error::LengthMismatch {
-            what: "keys and values",
-            left: keys,
-            right: values,
-        })
+        Err(Error::LengthMismatch { what, left, right })
     }
 }

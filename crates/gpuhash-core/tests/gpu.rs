@@ -2,11 +2,11 @@
 //! Run on a GPU machine with `--include-ignored` (see docs/gpu-testing.md).
 
 use gpuhash_core::hash::{self, DeviceHash, Hash32, Hash64, Universal32, Universal64};
-use gpuhash_core::last_copy;
 use gpuhash_core::layouts::{GH_PRIME32, GH_PRIME61};
 use gpuhash_core::table::Key;
 use gpuhash_core::workload::{self, INDEX_LIMIT, KeySet};
 use gpuhash_core::{Device, DeviceBuffer, Error, EventTimer, PinnedBuffer, PinnedPool, Stream};
+use gpuhash_core::{last_copy, staging};
 use quickcheck::{QuickCheck, TestResult};
 use std::collections::HashMap;
 use std::sync::{OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -987,4 +987,89 @@ fn hits_gather_exactly_the_found_answers_across_chunks() {
         small.gather(s, 0, &f, &v),
         Err(Error::InvalidInput(_))
     ));
+}
+
+/// `len` values of a vector whose pages hold nothing else, so that a registration of them
+/// never shares a page with another: the vector and where the values start in it.
+fn page_alone<T: bytemuck::Pod>(values: &[T]) -> (Vec<T>, usize) {
+    let pad = 8192 / size_of::<T>();
+    let mut storage: Vec<T> = bytemuck::zeroed_vec(values.len() + 2 * pad);
+    let start = storage.as_ptr().align_offset(4096).min(pad);
+    storage[start..start + values.len()].copy_from_slice(values);
+    (storage, start)
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn registered_memory_is_copied_straight_both_ways() {
+    let _memory = shared_memory();
+    let (device, stream) = gpu();
+    for n in [1usize, 1000, 100_003, 3 * staging::CHUNK + 5] {
+        let data: Vec<u32> = (0..n as u32).map(hash::fmix32).collect();
+        let (mut input_storage, at) = page_alone(&data);
+        let input = device.register(&mut input_storage[at..at + n]).unwrap();
+        assert!(device.is_registered(&input[..]) && device.is_registered(&input[n / 2..]));
+        let (mut output, out_at) = page_alone(&vec![7u32; n]);
+        let mut output = device.register(&mut output[out_at..out_at + n]).unwrap();
+
+        // Through the staging entry points, which take the direct path.
+        let on_device = staging::upload(&stream, &input).unwrap();
+        staging::download(&stream, &on_device, &mut output).unwrap();
+        assert!(output[..] == data[..], "n = {n}: upload and download");
+        // Through the buffer's own copies.
+        output.fill(7);
+        let mut again = DeviceBuffer::<u32>::zeroed(&stream, n).unwrap();
+        again.copy_from_host(&stream, &input).unwrap();
+        again.copy_to_host(&stream, &mut output).unwrap();
+        assert!(
+            output[..] == data[..],
+            "n = {n}: copy_from_host and copy_to_host"
+        );
+        // A short output is refused and left alone.
+        output.fill(7);
+        assert!(matches!(
+            staging::download(&stream, &on_device, &mut output[1..]),
+            Err(Error::LengthMismatch { .. })
+        ));
+        assert!(output.iter().all(|&v| v == 7));
+        drop((input, output));
+        assert!(
+            !device.is_registered(&input_storage[at..at + n]),
+            "forgotten once dropped"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn registering_memory_twice_is_an_error_value() {
+    let _memory = shared_memory();
+    let (device, stream) = gpu();
+    let data: Vec<u64> = (0..100_000u64).map(hash::fmix64).collect();
+    let (storage, at) = page_alone(&data);
+    let values = &storage[at..at + data.len()];
+    let first = device.register(values).unwrap();
+    assert!(matches!(
+        device.register(values),
+        Err(Error::InvalidInput(_))
+    ));
+    assert!(matches!(
+        device.register(&values[10..20]),
+        Err(Error::InvalidInput(_))
+    ));
+    // The first registration still works, and the slice reads as before.
+    assert_eq!(
+        staging::upload(&stream, &first)
+            .unwrap()
+            .to_host(&stream)
+            .unwrap(),
+        data
+    );
+    drop(first);
+    // Registered again after the first is gone; owned memory too; empty memory pins nothing.
+    drop(device.register(values).unwrap());
+    let owned = device.register(data.clone()).unwrap();
+    assert!(owned[..] == data[..] && device.is_registered(&owned));
+    let empty = device.register(&[] as &[u64]).unwrap();
+    assert!(empty.is_empty() && !device.is_registered(&empty));
 }

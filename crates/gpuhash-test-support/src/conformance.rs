@@ -7,6 +7,7 @@ use std::collections::HashSet;
 use gpuhash_core::Device;
 use gpuhash_core::table::{ErrorKind, Key, Map, MultiMap, Set, Table, TableError, Value};
 
+use crate::caller_buffers::{map_caller_buffers, multimap_caller_buffers, set_caller_buffers};
 use crate::gpu::{all_memory, device, fill_device_except, shared_memory, stream};
 use crate::inputs::{SeededRng, adversarial_keys, value_of, values_of};
 use crate::model::Model;
@@ -18,14 +19,17 @@ use crate::steps::{Step, batch_values, find_failure, small_key};
 /// the adversarial keys, equal keys in one batch (one of their values stays, whole),
 /// mismatched lengths, four host threads on one table, and out of device memory in the
 /// middle of a batch; the first four through the device forms on a caller's stream as
-/// well. Takes the memory guards itself: call it holding neither. Prints nothing when the
+/// well; then the `_into` forms into reused and registered caller buffers
+/// ([`PageAlone`](crate::PageAlone)). Takes the memory guards itself: call it holding neither. Prints nothing when the
 /// map conforms; otherwise panics naming the map type, the check and the failing step.
 pub fn map_conformance<M, F>(make: F)
 where
     M: Map,
     F: Fn(&Device, usize) -> Result<M, M::Error>,
 {
-    conformance::<M, MapShape, F>(make);
+    conformance::<M, MapShape, _>(&make);
+    let _memory = shared_memory();
+    expect::<M>("caller buffers", Via::Host, map_caller_buffers(&make));
 }
 
 /// [`map_conformance`] for sets: an insert of a key the set holds changes nothing.
@@ -34,7 +38,9 @@ where
     S: Set,
     F: Fn(&Device, usize) -> Result<S, S::Error>,
 {
-    conformance::<S, SetShape, F>(make);
+    conformance::<S, SetShape, _>(&make);
+    let _memory = shared_memory();
+    expect::<S>("caller buffers", Via::Host, set_caller_buffers(&make));
 }
 
 /// [`map_conformance`] for multimaps: every insert adds a value, equal copies included,
@@ -44,7 +50,9 @@ where
     M: MultiMap,
     F: Fn(&Device, usize) -> Result<M, M::Error>,
 {
-    conformance::<M, MultiMapShape, F>(make);
+    conformance::<M, MultiMapShape, _>(&make);
+    let _memory = shared_memory();
+    expect::<M>("caller buffers", Via::Host, multimap_caller_buffers(&make));
 }
 
 fn conformance<T, Tag, F>(make: F)

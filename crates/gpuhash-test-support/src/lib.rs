@@ -11,7 +11,8 @@
 //! - The conformance suite of the table contract ([`gpuhash_core::table`]):
 //!   [`map_conformance`], [`set_conformance`] and [`multimap_conformance`] run the same
 //!   checks on any table through a constructor, each against a host model, through the
-//!   host forms and the device forms; [`image_round_trip`] checks a table's images;
+//!   host forms and the device forms, and the `_into` forms into reused and registered
+//!   caller buffers ([`PageAlone`]); [`image_round_trip`] checks a table's images;
 //!   [`combining_conformance`] checks the upserts and `insert_or_find` of a
 //!   [`gpuhash_core::table::CombiningMap`] against a `HashMap` fold.
 //! - [`batch_cost`], the fixed cost of a batch of 1024 keys, for benchmarks.
@@ -36,6 +37,7 @@
 //! `a_map_conforms(|device, capacity| SomeMap::<u32, u64>::with_capacity(device, capacity))`.
 
 mod batch_cost;
+mod caller_buffers;
 mod combining;
 mod conformance;
 mod gpu;
@@ -46,6 +48,7 @@ mod shape;
 mod steps;
 
 pub use batch_cost::{BATCH_KEYS, BatchCost, batch_cost};
+pub use caller_buffers::PageAlone;
 pub use combining::combining_conformance;
 pub use conformance::{map_conformance, multimap_conformance, set_conformance};
 pub use gpu::{all_memory, device, fill_device_except, shared_memory, stream};

@@ -54,7 +54,7 @@ pub mod prelude {
     pub use gpuhash_core::table::{
         Combine, CombiningMap, ErrorKind, Map, MultiMap, Set, Table, TableError,
     };
-    pub use gpuhash_core::{Device, DeviceBuffer, EventTimer, Stream};
+    pub use gpuhash_core::{Device, DeviceBuffer, EventTimer, HostRegistered, Stream};
     #[cfg(feature = "cuckoo")]
     pub use gpuhash_cuckoo::{CuckooOptions, CuckooTable};
     #[cfg(feature = "slab-hash")]

@@ -20,6 +20,9 @@
 //! - [`PinnedPool`] and [`PooledPinned<T>`]: buffers by size class (powers of two), returned
 //!   to the pool on drop, with an optional cap on the bytes the pool pins;
 //!   [`Device::pinned_pool`](crate::Device::pinned_pool) is one shared pool per device.
+//! - [`HostRegistered`]: the caller's own slice, page-locked in place by
+//!   [`Device::register`](crate::Device::register) and unpinned on drop; gpuhash's copies
+//!   from and to it run as one DMA each, with no staging (see [`registered`]'s docs).
 //!
 //! ## How queued copies borrow a buffer
 //!
@@ -80,6 +83,7 @@
 mod memory;
 mod pending;
 mod pool;
+pub mod registered;
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -93,6 +97,8 @@ use crate::{Device, DeviceBuffer, Error, Result, Stream};
 use memory::Allocation;
 use pending::{Access, Pending};
 pub use pool::{PinnedPool, PooledPinned};
+pub(crate) use registered::RegisteredRanges;
+pub use registered::{HostRegistered, Registrable, RegistrableMut};
 
 /// `len` values of a plain-old-data type `T` in page-locked host memory, freed on drop.
 ///
