@@ -79,8 +79,9 @@ pub fn escape(text: &str) -> String {
 }
 
 impl Chart {
-    /// The x ticks and y ticks: x covers the points, y runs from 0 up past the highest.
-    fn ticks(&self) -> (Vec<f64>, Vec<f64>) {
+    /// The x ticks (about `x_steps` of them) and y ticks: x covers the points, y runs
+    /// from 0 up past the highest.
+    fn ticks(&self, x_steps: usize) -> (Vec<f64>, Vec<f64>) {
         let points = || {
             self.series
                 .iter()
@@ -96,7 +97,10 @@ impl Chart {
             (0.0, 1.0)
         };
         let y_high = if y_high > 0.0 { y_high } else { 1.0 };
-        (nice_ticks(x_low, x_high, 8), nice_ticks(0.0, y_high, 6))
+        (
+            nice_ticks(x_low, x_high, x_steps),
+            nice_ticks(0.0, y_high, 6),
+        )
     }
 
     /// The chart as a standalone SVG document.
@@ -106,6 +110,7 @@ impl Chart {
             top: TOP,
             width: WIDTH - LEFT - RIGHT,
             height: HEIGHT - TOP - BOTTOM,
+            x_steps: 8,
         };
         let mut s = open_svg(WIDTH, HEIGHT);
         self.draw(&mut s, &frame);
@@ -117,7 +122,7 @@ impl Chart {
     /// Draws the title above `frame`, the grid, ticks and axes, the axis labels and the
     /// lines into `s`.
     fn draw(&self, s: &mut String, frame: &Frame) {
-        let (x_ticks, y_ticks) = self.ticks();
+        let (x_ticks, y_ticks) = self.ticks(frame.x_steps);
         let (x0, x1) = (x_ticks[0], x_ticks[x_ticks.len() - 1]);
         let (y0, y1) = (y_ticks[0], y_ticks[y_ticks.len() - 1]);
         let Frame {
@@ -125,6 +130,7 @@ impl Chart {
             top,
             width,
             height,
+            ..
         } = *frame;
         let px = |x: f64| left + (x - x0) / (x1 - x0) * width;
         let py = |y: f64| top + height - (y - y0) / (y1 - y0) * height;
@@ -265,6 +271,7 @@ impl Figure {
                 top,
                 width: PANEL_PLOT_WIDTH,
                 height: PANEL_PLOT_HEIGHT,
+                x_steps: 4,
             };
             chart.draw(&mut s, &frame);
         }
@@ -274,13 +281,15 @@ impl Figure {
     }
 }
 
-/// Where a chart's plot area lies, in SVG units.
+/// Where a chart's plot area lies, in SVG units, and about how many steps its x ticks
+/// make.
 #[derive(Clone, Copy)]
 struct Frame {
     left: f64,
     top: f64,
     width: f64,
     height: f64,
+    x_steps: usize,
 }
 
 /// The opening of an SVG document of this size, on a white background.
