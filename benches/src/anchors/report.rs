@@ -170,15 +170,14 @@ fn ratio_cell(run: &Run, ours: &Row, op: usize) -> String {
         "~~{ratio:.2}~~ ({}; does not count: {} built {:.4}",
         anchor.system, off.system, off.built
     );
-    if ours.built_as_asked() {
-        if let Some((fair, fair_rate)) = best(run, Side::Anchor, ours.asked, op, true) {
-            let _ = write!(
-                cell,
-                "; over {}, best that built it: **{:.2}**",
-                fair.system,
-                rate / fair_rate
-            );
-        }
+    let fair = best(run, Side::Anchor, ours.asked, op, true);
+    if let Some((fair, fair_rate)) = fair.filter(|_| ours.built_as_asked()) {
+        let _ = write!(
+            cell,
+            "; over {}, best that built it: **{:.2}**",
+            fair.system,
+            rate / fair_rate
+        );
     }
     cell.push(')');
     cell
