@@ -7,6 +7,7 @@
 //! gpuhash-bench [core] [slab-alloc] [slab-hash] [slab-hash-w2] [slab-hash-curve] [cuckoo]
 //!               [contract] [swap] [upsert]
 //!               [--log2-n N] [--runs R] [--w4-batches B] [--svg PATH] [--csv PATH]
+//! gpuhash-bench anchors [--logs DIR] [--out DIR]
 //! ```
 //!
 //! - `core`: the device's copy bandwidth and DESIGN.md's workload generator (n = 2^N
@@ -37,7 +38,13 @@
 //!
 //! With no workload named, all run. Without a usable GPU it prints one line saying why and
 //! exits with status 1.
+//!
+//! `anchors` needs no GPU: it reads the logs of one run of the anchor harness (the public
+//! GPU hash tables timed on W1 beside `gpuhash-bench slab-hash cuckoo`) from `--logs DIR`
+//! (default `target/anchors/out`) and writes `anchors.md` and `anchors.svg` into `--out
+//! DIR` (default: the logs folder); see [`anchors`] and `benches/anchors.sh`.
 
+mod anchors;
 mod contract_bench;
 mod core_bench;
 mod cuckoo;
@@ -59,7 +66,9 @@ use gpuhash_slab_alloc::{Claim, Variant};
 use gpuhash_slab_hash::SlabHashMap;
 use measure::{Measurement, Runs};
 
-const USAGE: &str = "usage: gpuhash-bench [core] [slab-alloc] [slab-hash] [slab-hash-w2] [slab-hash-curve] [cuckoo] [contract] [swap] [upsert] [--log2-n N] [--runs R] [--w4-batches B] [--svg PATH] [--csv PATH]";
+const USAGE: &str = "usage: gpuhash-bench [core] [slab-alloc] [slab-hash] [slab-hash-w2] [slab-hash-curve] [cuckoo] [contract] [swap] [upsert] [--log2-n N] [--runs R] [--w4-batches B] [--svg PATH] [--csv PATH]\n   or: gpuhash-bench anchors [--logs DIR] [--out DIR]";
+/// The report that reads a run of the anchors instead of timing anything.
+const ANCHORS: &str = "anchors";
 const WORKLOADS: [&str; 9] = [
     "core",
     "slab-alloc",
@@ -80,6 +89,12 @@ struct Options {
     w4_batches: u32,
     svg: PathBuf,
     csv: PathBuf,
+    /// `anchors`: write the anchor report instead of running workloads.
+    anchors: bool,
+    /// Where the anchor logs are.
+    logs: PathBuf,
+    /// Where the anchor report goes; the logs folder if not given.
+    out: Option<PathBuf>,
 }
 
 fn parse_options() -> Result<Options, String> {
@@ -90,11 +105,18 @@ fn parse_options() -> Result<Options, String> {
         w4_batches: 16,
         svg: PathBuf::from("slab-hash-curve.svg"),
         csv: PathBuf::from("slab-hash-curve.csv"),
+        anchors: false,
+        logs: PathBuf::from("target/anchors/out"),
+        out: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         if WORKLOADS.contains(&arg.as_str()) {
             options.workloads.push(arg);
+            continue;
+        }
+        if arg == ANCHORS {
+            options.anchors = true;
             continue;
         }
         let value = args
@@ -112,8 +134,15 @@ fn parse_options() -> Result<Options, String> {
             "--w4-batches" => options.w4_batches = if value == "0" { 0 } else { number(64)? },
             "--svg" => options.svg = PathBuf::from(&value),
             "--csv" => options.csv = PathBuf::from(&value),
+            "--logs" => options.logs = PathBuf::from(&value),
+            "--out" => options.out = Some(PathBuf::from(&value)),
             _ => return Err(format!("unknown argument {arg}; {USAGE}")),
         }
+    }
+    if options.anchors && !options.workloads.is_empty() {
+        return Err(format!(
+            "{ANCHORS} reads logs and runs no workload; name it alone. {USAGE}"
+        ));
     }
     if options.workloads.is_empty() {
         options.workloads = WORKLOADS.iter().map(|w| w.to_string()).collect();
@@ -133,6 +162,13 @@ fn main() -> ExitCode {
 }
 
 fn run(options: &Options) -> Result<(), Box<dyn Error>> {
+    if options.anchors {
+        let out = options.out.as_ref().unwrap_or(&options.logs);
+        for path in anchors::write(&options.logs, out)? {
+            println!("written: {}", path.display());
+        }
+        return Ok(());
+    }
     let device = Device::default()?;
     let p = device.properties();
     println!(

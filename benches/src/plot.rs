@@ -1,5 +1,6 @@
 //! Line charts as SVG text, written by hand: axes with round ticks, one polyline (with a
-//! marker at each point) a series, and a legend. No dependencies.
+//! marker at each point) a series, and a legend; one chart, or several side by side
+//! sharing a legend ([`Figure`]). No dependencies.
 
 use std::fmt::Write;
 
@@ -9,6 +10,8 @@ pub struct Series {
     pub name: String,
     /// Stroke colour, as SVG takes it (`#1f77b4`).
     pub color: &'static str,
+    /// Drawn dashed rather than solid.
+    pub dashed: bool,
     /// (x, y) points, drawn in this order.
     pub points: Vec<(f64, f64)>,
 }
@@ -76,8 +79,9 @@ pub fn escape(text: &str) -> String {
 }
 
 impl Chart {
-    /// The x ticks and y ticks: x covers the points, y runs from 0 up past the highest.
-    fn ticks(&self) -> (Vec<f64>, Vec<f64>) {
+    /// The x ticks (about `x_steps` of them) and y ticks: x covers the points, y runs
+    /// from 0 up past the highest.
+    fn ticks(&self, x_steps: usize) -> (Vec<f64>, Vec<f64>) {
         let points = || {
             self.series
                 .iter()
@@ -93,35 +97,53 @@ impl Chart {
             (0.0, 1.0)
         };
         let y_high = if y_high > 0.0 { y_high } else { 1.0 };
-        (nice_ticks(x_low, x_high, 8), nice_ticks(0.0, y_high, 6))
+        (
+            nice_ticks(x_low, x_high, x_steps),
+            nice_ticks(0.0, y_high, 6),
+        )
     }
 
     /// The chart as a standalone SVG document.
     pub fn svg(&self) -> String {
-        let (x_ticks, y_ticks) = self.ticks();
+        let frame = Frame {
+            left: LEFT,
+            top: TOP,
+            width: WIDTH - LEFT - RIGHT,
+            height: HEIGHT - TOP - BOTTOM,
+            x_steps: 8,
+        };
+        let mut s = open_svg(WIDTH, HEIGHT);
+        self.draw(&mut s, &frame);
+        legend(&mut s, &self.series, WIDTH - RIGHT + 15.0, TOP);
+        s.push_str("</svg>\n");
+        s
+    }
+
+    /// Draws the title above `frame`, the grid, ticks and axes, the axis labels and the
+    /// lines into `s`.
+    fn draw(&self, s: &mut String, frame: &Frame) {
+        let (x_ticks, y_ticks) = self.ticks(frame.x_steps);
         let (x0, x1) = (x_ticks[0], x_ticks[x_ticks.len() - 1]);
         let (y0, y1) = (y_ticks[0], y_ticks[y_ticks.len() - 1]);
-        let plot_w = WIDTH - LEFT - RIGHT;
-        let plot_h = HEIGHT - TOP - BOTTOM;
-        let px = |x: f64| LEFT + (x - x0) / (x1 - x0) * plot_w;
-        let py = |y: f64| TOP + plot_h - (y - y0) / (y1 - y0) * plot_h;
-        let bottom = TOP + plot_h;
-        let right = LEFT + plot_w;
+        let Frame {
+            left,
+            top,
+            width,
+            height,
+            ..
+        } = *frame;
+        let px = |x: f64| left + (x - x0) / (x1 - x0) * width;
+        let py = |y: f64| top + height - (y - y0) / (y1 - y0) * height;
+        let bottom = top + height;
+        let right = left + width;
+        let middle = top + height / 2.0;
 
-        let mut s = String::new();
         // Writing into a String cannot fail.
         let _ = writeln!(
             s,
-            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="12">"#
-        );
-        let _ = writeln!(
-            s,
-            r#"<rect x="0" y="0" width="{WIDTH}" height="{HEIGHT}" fill="white"/>"#
-        );
-        let _ = writeln!(
-            s,
-            r#"<text x="{:.1}" y="24" text-anchor="middle" font-size="15">{}</text>"#,
-            LEFT + plot_w / 2.0,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="15">{}</text>"#,
+            left + width / 2.0,
+            top - 26.0,
             escape(&self.title)
         );
         // Grid lines and tick labels.
@@ -130,7 +152,7 @@ impl Chart {
             let at = px(x);
             let _ = writeln!(
                 s,
-                r##"<line x1="{at:.1}" y1="{TOP:.1}" x2="{at:.1}" y2="{bottom:.1}" stroke="#e0e0e0"/>"##
+                r##"<line x1="{at:.1}" y1="{top:.1}" x2="{at:.1}" y2="{bottom:.1}" stroke="#e0e0e0"/>"##
             );
             let _ = writeln!(
                 s,
@@ -143,36 +165,35 @@ impl Chart {
             let at = py(y);
             let _ = writeln!(
                 s,
-                r##"<line x1="{LEFT:.1}" y1="{at:.1}" x2="{right:.1}" y2="{at:.1}" stroke="#e0e0e0"/>"##
+                r##"<line x1="{left:.1}" y1="{at:.1}" x2="{right:.1}" y2="{at:.1}" stroke="#e0e0e0"/>"##
             );
             let _ = writeln!(
                 s,
                 r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{y:.y_decimals$}</text>"#,
-                LEFT - 8.0,
+                left - 8.0,
                 at + 4.0
             );
         }
         // Axes and their labels.
         let _ = writeln!(
             s,
-            r#"<polyline points="{LEFT:.1},{TOP:.1} {LEFT:.1},{bottom:.1} {right:.1},{bottom:.1}" fill="none" stroke="black"/>"#
+            r#"<polyline points="{left:.1},{top:.1} {left:.1},{bottom:.1} {right:.1},{bottom:.1}" fill="none" stroke="black"/>"#
         );
         let _ = writeln!(
             s,
             r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
-            LEFT + plot_w / 2.0,
-            HEIGHT - 15.0,
+            left + width / 2.0,
+            bottom + 45.0,
             escape(&self.x_label)
         );
+        let label_x = left - 60.0;
         let _ = writeln!(
             s,
-            r#"<text x="20" y="{:.1}" text-anchor="middle" transform="rotate(-90 20 {:.1})">{}</text>"#,
-            TOP + plot_h / 2.0,
-            TOP + plot_h / 2.0,
+            r#"<text x="{label_x:.1}" y="{middle:.1}" text-anchor="middle" transform="rotate(-90 {label_x:.1} {middle:.1})">{}</text>"#,
             escape(&self.y_label)
         );
-        // The lines, then the legend.
-        for (i, series) in self.series.iter().enumerate() {
+        // The lines.
+        for series in &self.series {
             let finite: Vec<(f64, f64)> = series
                 .points
                 .iter()
@@ -185,9 +206,10 @@ impl Chart {
                 .collect();
             let _ = writeln!(
                 s,
-                r#"<polyline points="{}" fill="none" stroke="{}" stroke-width="2"/>"#,
+                r#"<polyline points="{}" fill="none" stroke="{}"{} stroke-width="2"/>"#,
                 coordinates.join(" "),
-                series.color
+                series.color,
+                dash(series)
             );
             for &(x, y) in &finite {
                 let _ = writeln!(
@@ -198,24 +220,113 @@ impl Chart {
                     series.color
                 );
             }
-            let legend_y = TOP + 10.0 + 22.0 * i as f64;
-            let _ = writeln!(
-                s,
-                r#"<line x1="{:.1}" y1="{legend_y:.1}" x2="{:.1}" y2="{legend_y:.1}" stroke="{}" stroke-width="2"/>"#,
-                right + 15.0,
-                right + 40.0,
-                series.color
-            );
-            let _ = writeln!(
-                s,
-                r#"<text x="{:.1}" y="{:.1}">{}</text>"#,
-                right + 46.0,
-                legend_y + 4.0,
-                escape(&series.name)
-            );
         }
+    }
+}
+
+/// Charts side by side under one title, sharing one legend on the right: the union of
+/// their series by name, in order of first appearance (a series keeps its colour across
+/// charts by having the same name and colour in each).
+pub struct Figure {
+    /// The line above the charts.
+    pub title: String,
+    /// The charts, left to right.
+    pub charts: Vec<Chart>,
+}
+
+/// A chart's share of a [`Figure`]'s width, its plot area inside that, and the plot
+/// height, in SVG units.
+const PANEL_WIDTH: f64 = 340.0;
+const PANEL_PLOT_WIDTH: f64 = 250.0;
+const PANEL_PLOT_HEIGHT: f64 = 320.0;
+/// Room for the figure's legend.
+const LEGEND_WIDTH: f64 = 290.0;
+/// Height of one legend entry.
+const LEGEND_STEP: f64 = 22.0;
+
+impl Figure {
+    /// The figure as a standalone SVG document.
+    pub fn svg(&self) -> String {
+        let top = TOP + 30.0;
+        let mut entries: Vec<&Series> = Vec::new();
+        for series in self.charts.iter().flat_map(|c| c.series.iter()) {
+            if !entries.iter().any(|e| e.name == series.name) {
+                entries.push(series);
+            }
+        }
+        let legend_x = PANEL_WIDTH * self.charts.len() as f64 + 15.0;
+        let width = legend_x + LEGEND_WIDTH;
+        let height =
+            (top + PANEL_PLOT_HEIGHT + BOTTOM).max(top + LEGEND_STEP * entries.len() as f64 + 10.0);
+        let mut s = open_svg(width, height);
+        let _ = writeln!(
+            s,
+            r#"<text x="{:.1}" y="24" text-anchor="middle" font-size="16">{}</text>"#,
+            width / 2.0,
+            escape(&self.title)
+        );
+        for (i, chart) in self.charts.iter().enumerate() {
+            let frame = Frame {
+                left: PANEL_WIDTH * i as f64 + LEFT,
+                top,
+                width: PANEL_PLOT_WIDTH,
+                height: PANEL_PLOT_HEIGHT,
+                x_steps: 4,
+            };
+            chart.draw(&mut s, &frame);
+        }
+        legend(&mut s, entries, legend_x, top);
         s.push_str("</svg>\n");
         s
+    }
+}
+
+/// Where a chart's plot area lies, in SVG units, and about how many steps its x ticks
+/// make.
+#[derive(Clone, Copy)]
+struct Frame {
+    left: f64,
+    top: f64,
+    width: f64,
+    height: f64,
+    x_steps: usize,
+}
+
+/// The opening of an SVG document of this size, on a white background.
+fn open_svg(width: f64, height: f64) -> String {
+    format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect x=\"0\" y=\"0\" width=\"{width}\" height=\"{height}\" fill=\"white\"/>\n"
+    )
+}
+
+/// The stroke-dasharray attribute of a dashed series, or nothing.
+fn dash(series: &Series) -> &'static str {
+    if series.dashed {
+        r#" stroke-dasharray="6 3""#
+    } else {
+        ""
+    }
+}
+
+/// A legend entry per series, a short line in its stroke and its name, from (`x`, `y`)
+/// down.
+fn legend<'a>(s: &mut String, series: impl IntoIterator<Item = &'a Series>, x: f64, y: f64) {
+    for (i, series) in series.into_iter().enumerate() {
+        let at = y + 10.0 + LEGEND_STEP * i as f64;
+        let _ = writeln!(
+            s,
+            r#"<line x1="{x:.1}" y1="{at:.1}" x2="{:.1}" y2="{at:.1}" stroke="{}"{} stroke-width="2"/>"#,
+            x + 25.0,
+            series.color,
+            dash(series)
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}">{}</text>"#,
+            x + 31.0,
+            at + 4.0,
+            escape(&series.name)
+        );
     }
 }
 
@@ -266,11 +377,13 @@ mod tests {
                 Series {
                     name: "a".into(),
                     color: "#111111",
+                    dashed: false,
                     points: vec![(0.2, 0.0), (0.5, 5.0), (1.0, 10.0)],
                 },
                 Series {
                     name: "b".into(),
                     color: "#222222",
+                    dashed: true,
                     points: vec![(0.2, 10.0), (1.0, f64::NAN)],
                 },
             ],

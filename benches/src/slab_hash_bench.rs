@@ -548,6 +548,7 @@ pub fn curve_chart(points: &[CurvePoint], n: usize, device: &str) -> crate::plot
     let line = |name: &str, color, i: usize| crate::plot::Series {
         name: name.into(),
         color,
+        dashed: false,
         points: points.iter().map(|p| (p.utilization, p.rates[i])).collect(),
     };
     crate::plot::Chart {
