@@ -1,12 +1,15 @@
 //! The kernels of `cuda-src/cuckoo/*.cu`: the only place this crate hands raw device
 //! pointers to the GPU. One parameter struct a kernel (or a pass of kernels), borrowing
-//! the device buffers it names, and one launch function each whose `# Safety` section
-//! says what the kernel relies on beyond the buffers' lengths, which the function checks
-//! or its caller sizes. The table itself comes in as a [`GhCuckooTable`] or
-//! [`GhCuckooSubtable`] that the table module describes from arrays it holds (read or
-//! write locked, their address guards alive) until the launch is queued.
+//! the device buffers it names, and one launch function each. The functions are safe for
+//! the rest of the crate to call, so that it holds no `unsafe` block: each checks the
+//! lengths of the buffers it borrows, and its `# Safety` section says what else the
+//! kernel relies on, which the caller upholds. Above all, the table comes in as a
+//! [`GhCuckooTable`] or [`GhCuckooSubtable`] that the table module describes from arrays
+//! it holds (read or write locked, their address guards alive) until the launch is
+//! queued.
 //!
-//! Reads (find, export) are here; the passes of an insert batch are in `insert`.
+//! The passes of an insert batch are in `insert`; find, export, remove, resize and fill
+//! are here.
 
 mod insert;
 
