@@ -184,6 +184,26 @@
 //!
 //! [`CombiningMap`]: gpuhash_core::table::CombiningMap
 //!
+//! ## Code layout
+//!
+//! The device code in `cuda-src/cuckoo/` is split as cuCollections splits a container
+//! from its device views: headers of building blocks that other crates may include, each
+//! building on the one before, and kernel files by phase that hold `extern "C"` kernels
+//! only, each compiled to its own fat binary.
+//!
+//! - `bucket.cuh`: key traits, the subtable hash, tiles and the loads of a bucket;
+//!   `state.cuh`: dirty bits, bucket locks, the side slot, block counts; `probe.cuh`: a
+//!   key's first subtable, the subtables after it and its slot order in a bucket.
+//! - `locate.cuh` (find a key: home half, then the rest), `update.cuh`, `place.cuh` (the
+//!   lock-free pass), `evict.cuh` (voter-coordinated inserts with evictions),
+//!   `partition.cuh` (the sort by partition), `remove.cuh`, `resize.cuh`, `export.cuh`.
+//! - Kernels: `lookup.cu` (find, export), `insert.cu` (update, place, insert),
+//!   `partition.cu`, `remove.cu`, `subtable.cu` (resize, fill).
+//!
+//! On the host, `launch` holds every kernel launch (one parameter struct a kernel, the
+//! only unsafe code of the crate); `table` and its submodules hold the table's state and
+//! the order of its batches, one phase a file; `policy` the pure host-side resize policy.
+//!
 //! ## Concurrency
 //!
 //! Batch calls take `&self`; the table is `Send + Sync`. Reading batches run concurrently
@@ -244,11 +264,20 @@
 //! assert_eq!(next_resize(&[4, 4, 4], 350, &bounds), Some(Resize::Up(0)));
 //! ```
 
+#![deny(unsafe_code)]
+
 mod error;
 mod key;
 #[allow(
+    unsafe_code,
+    reason = "the kernel launches: raw device pointers handed to the GPU"
+)]
+mod launch;
+#[allow(
     dead_code,
-    reason = "generated from the C header whole: some constants serve the kernels only"
+    unsafe_code,
+    reason = "generated from the C header whole: some constants serve the kernels only, \
+              and bindgen's Default impls zero the structs"
 )]
 mod layouts;
 mod options;

@@ -5,7 +5,8 @@
 //! and `contract` (the [`Table`](gpuhash_core::table::Table) and
 //! [`Map`](gpuhash_core::table::Map) verbs, built on the others). `order` keeps batches on
 //! different streams in the order the locks give them on the host; `scratch` holds the
-//! device space a writing batch works in.
+//! device space a writing batch works in; `subtable` one subtable's device arrays. Every
+//! kernel launch goes through the crate's `launch` module.
 
 mod combining;
 mod contract;
@@ -16,29 +17,27 @@ mod order;
 mod remove;
 mod resize;
 mod scratch;
+mod subtable;
 
 pub use image::IMAGE_LAYOUT_VERSION;
 
 use std::marker::PhantomData;
 
-use bytemuck::Pod;
 use gpuhash_core::hash::fmix64;
 use gpuhash_core::table::{Key, Value};
-use gpuhash_core::{Device, DeviceAddress, DeviceBuffer, Error, LaunchShape, Stream};
+use gpuhash_core::{Device, DeviceAddress, DeviceBuffer, Error, Stream};
 use parking_lot::{Mutex, RwLock, RwLockReadGuard};
 
-use crate::key::{self, KeyLayout};
+use crate::key::KeyLayout;
 use crate::layouts::{
-    GH_CUCKOO_MAX_SUBTABLES, GH_CUCKOO_MAX_VALUE_WORDS, GH_CUCKOO_TILE, GhCuckooFillParams,
-    GhCuckooHome, GhCuckooSubtable, GhCuckooTable,
+    GH_CUCKOO_MAX_SUBTABLES, GH_CUCKOO_MAX_VALUE_WORDS, GhCuckooHome, GhCuckooTable,
 };
 use crate::policy::{self, Bounds, ChoiceRange};
 use crate::{CuckooOptions, Result};
 use order::Order;
 use scratch::Scratch;
+use subtable::Subtable;
 
-const THREADS: u32 = 256;
-const TILE: u64 = GH_CUCKOO_TILE as u64;
 /// Words of the side slot before the value: present flag and lock.
 const SIDE_HEADER: usize = 2;
 /// 2^32 - 5 and 2^61 - 1, the primes of the u32 and u64 hash families.
@@ -48,96 +47,6 @@ const PRIME61: u64 = (1 << 61) - 1;
 /// Whether the table stores values of `bytes` bytes: 4 to 64, in whole 4-byte words.
 const fn stores_values_of(bytes: usize) -> bool {
     bytes >= 4 && bytes <= 4 * GH_CUCKOO_MAX_VALUE_WORDS as usize && bytes.is_multiple_of(4)
-}
-
-/// One subtable's device arrays.
-struct Subtable<K> {
-    keys: DeviceBuffer<K>,
-    values: DeviceBuffer<u32>,
-    locks: DeviceBuffer<u32>,
-    /// One dirty bit a bucket (GhCuckooSubtable.dirty).
-    dirty: DeviceBuffer<u32>,
-    buckets: u64,
-    hash_a: u64,
-    hash_b: u64,
-}
-
-impl<K: Key> Subtable<K> {
-    /// Empty arrays of `buckets` buckets: keys all ones (empty), locks free, buckets clean.
-    fn allocate(stream: &Stream, buckets: u64, words: usize, hash: (u64, u64)) -> Result<Self> {
-        let slots = usize::try_from(buckets * K::SLOTS)
-            .map_err(|_| Error::InvalidInput("subtable too large".into()))?;
-        let mut keys = DeviceBuffer::<K>::zeroed(stream, slots)?;
-        let values = DeviceBuffer::<u32>::zeroed(stream, slots * words)?;
-        let locks = DeviceBuffer::<u32>::zeroed(stream, buckets as usize)?;
-        let dirty = DeviceBuffer::<u32>::zeroed(stream, dirty_words(buckets))?;
-        fill_words(stream, &mut keys, u32::MAX)?;
-        Ok(Self {
-            keys,
-            values,
-            locks,
-            dirty,
-            buckets,
-            hash_a: hash.0,
-            hash_b: hash.1,
-        })
-    }
-
-    fn layout<'a>(
-        &'a self,
-        stream: &'a Stream,
-        guards: &mut Vec<DeviceAddress<'a>>,
-    ) -> GhCuckooSubtable {
-        let keys = self.keys.address(stream);
-        let values = self.values.address(stream);
-        let locks = self.locks.address(stream);
-        let dirty = self.dirty.address(stream);
-        let layout = GhCuckooSubtable {
-            keys: keys.address as *mut _,
-            values: values.address as *mut u32,
-            locks: locks.address as *mut u32,
-            dirty: dirty.address as *mut u32,
-            buckets: self.buckets,
-            fastmod: (u64::MAX / self.buckets).wrapping_add(1),
-            hash_a: self.hash_a,
-            hash_b: self.hash_b,
-        };
-        guards.extend([keys, values, locks, dirty]);
-        layout
-    }
-
-    /// Bytes of its device arrays.
-    fn bytes(&self) -> usize {
-        self.keys.size_bytes()
-            + self.values.size_bytes()
-            + self.locks.size_bytes()
-            + self.dirty.size_bytes()
-    }
-}
-
-/// Words of the dirty bits of `buckets` buckets.
-fn dirty_words(buckets: u64) -> usize {
-    buckets.div_ceil(32) as usize
-}
-
-/// Writes `word` over every 4-byte word of `buffer`.
-fn fill_words<T: Pod>(stream: &Stream, buffer: &mut DeviceBuffer<T>, word: u32) -> Result<()> {
-    let count = (buffer.size_bytes() / 4) as u64;
-    if count == 0 {
-        return Ok(());
-    }
-    let target = buffer.address_mut(stream);
-    let params = GhCuckooFillParams {
-        words: target.address as *mut u32,
-        count,
-        value: word,
-        pad: 0,
-    };
-    let shape = LaunchShape::grid_stride(stream.device(), count, THREADS);
-    // SAFETY: the buffer is live (its guard is held across the launch) and holds `count`
-    // whole 4-byte words; the kernel writes words[i] for i < count only.
-    unsafe { key::FILL.launch(stream, shape, params) }?;
-    Ok(())
 }
 
 /// Counts of resizes a table made, and the host time they took (each resize waits for
@@ -576,16 +485,6 @@ fn check_lengths(what: &'static str, left: usize, right: usize) -> Result<()> {
     } else {
         Err(Error::LengthMismatch { what, left, right }.into())
     }
-}
-
-/// A launch of one tile per unit.
-fn tile_shape(stream: &Stream, units: u64) -> LaunchShape {
-    lane_shape(stream, units * TILE)
-}
-
-/// A launch of one lane per unit.
-fn lane_shape(stream: &Stream, units: u64) -> LaunchShape {
-    LaunchShape::grid_stride(stream.device(), units.max(1), THREADS)
 }
 
 /// Universal hash coefficients of subtable `index`: `0 < a < p`, `b < p`.

@@ -11,7 +11,8 @@ use gpuhash_core::image::{Image, ImageHeader, TableImage};
 use gpuhash_core::table::{Key, Value};
 use gpuhash_core::{Device, DeviceBuffer, Error, Stream};
 
-use super::{CuckooTable, Mirror, SIDE_HEADER, Shared, Subtable, dirty_words, hash_prime};
+use super::subtable::dirty_words;
+use super::{CuckooTable, Mirror, SIDE_HEADER, Shared, Subtable, hash_prime};
 use crate::key::KeyLayout;
 use crate::layouts::GH_CUCKOO_MAX_SUBTABLES;
 use crate::policy::ChoiceRange;

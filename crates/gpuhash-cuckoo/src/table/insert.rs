@@ -8,16 +8,14 @@ use std::collections::HashSet;
 use gpuhash_core::hash::fmix64;
 use gpuhash_core::last_copy::{self, DuplicateKeys};
 use gpuhash_core::table::{ErrorKind, Key, TableError as _, Value};
-use gpuhash_core::{DeviceBuffer, LaunchShape, Stream};
+use gpuhash_core::{DeviceBuffer, Stream};
 
+use super::CuckooTable;
 use super::scratch::{Input, Scratch};
-use super::{CuckooTable, lane_shape, tile_shape};
-use crate::key::{self, KeyLayout};
+use crate::launch::{self, counter, lane_shape};
 use crate::layouts::{
     GH_CUCKOO_DUPLICATE, GH_CUCKOO_NO_EXCLUDE, GH_CUCKOO_PARTITIONS, GH_CUCKOO_PLACE_PER_THREAD,
-    GH_CUCKOO_REMOVE_ALL, GH_CUCKOO_REMOVE_DUPLICATES, GH_CUCKOO_SORT_PER_THREAD,
-    GH_CUCKOO_SORT_THREADS, GhCuckooInsertParams, GhCuckooPartitionParams, GhCuckooPlaceParams,
-    GhCuckooUpdateParams,
+    GH_CUCKOO_REMOVE_ALL, GH_CUCKOO_REMOVE_DUPLICATES,
 };
 use crate::policy::{self, Resize};
 use crate::{CuckooError, Result};
@@ -115,7 +113,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
                 Some(&mut old),
                 Some(&mut scratch.counters),
             )?;
-            existing = scratch.counters(stream)?[2];
+            existing = scratch.counters(stream)?[counter::HITS];
             found = Some(f);
             old_values = Some(old);
         }
@@ -194,45 +192,19 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
             let view = self.view();
             let mut guards = Vec::new();
             let table = Self::describe(&view, stream, &mut guards);
-            let k = keys.address(stream);
-            let v = values.address(stream);
-            let ko = sorted_keys.address_mut(stream);
-            let vo = sorted_values.address_mut(stream);
-            let o = offsets.address_mut(stream);
-            let params = GhCuckooPartitionParams {
-                home: self.home(&view, false),
-                table,
-                keys: k.address as *const _,
-                values: v.address as *const u32,
-                keys_out: ko.address as *mut _,
-                values_out: vo.address as *mut u32,
-                offsets: o.address as *mut u64,
-                count: n as u64,
-            };
-            let scan = LaunchShape {
-                blocks: 1,
-                threads_per_block: GH_CUCKOO_SORT_THREADS,
-                shared_bytes: 0,
-            };
-            let scatter = LaunchShape::grid_stride(
-                stream.device(),
-                (n as u64).div_ceil(u64::from(GH_CUCKOO_SORT_PER_THREAD)),
-                GH_CUCKOO_SORT_THREADS,
-            );
-            let kernels = K::kernels();
-            // SAFETY: the table's arrays are held by `view` and their guards (the kernels read
-            // its bucket counts and hash coefficients only); the inputs and the sorted outputs
-            // hold n pairs each and `offsets` GH_CUCKOO_PARTITIONS counters, zeroed; the scan
-            // and the scatter run blocks of GH_CUCKOO_SORT_THREADS, as they need; the counts
-            // give each partition exactly the places its pairs fill, so the scatter writes
-            // every place below n once and nothing else. Every guard outlives the launches.
-            unsafe {
-                kernels
-                    .partition_count
-                    .launch(stream, lane_shape(stream, n as u64), params)?;
-                key::PARTITION_SCAN.launch(stream, scan, params)?;
-                kernels.partition_scatter.launch(stream, scatter, params)?;
-            }
+            launch::partition(
+                stream,
+                launch::Partition {
+                    table,
+                    home: self.home(&view, false),
+                    keys,
+                    values,
+                    count: n,
+                    sorted_keys,
+                    sorted_values,
+                    offsets: &mut offsets,
+                },
+            )?;
         }
         Ok(())
     }
@@ -310,7 +282,8 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
         let mut current = 0usize;
         let mut retried = 0usize;
         for round in 0..MAX_ROUNDS {
-            let [logged, failed, _, _] = scratch.counters(stream)?;
+            let counters = scratch.counters(stream)?;
+            let (logged, failed) = (counters[counter::LOGGED], counters[counter::FAILED]);
             let failed = failed as usize;
             if dedup {
                 // A key of this batch that was swapped out may rest in two subtables now:
@@ -373,7 +346,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
             scratch.current = current;
         }
         // Still homeless after every round: name them.
-        let failed = scratch.counters(stream)?[1] as usize;
+        let failed = scratch.counters(stream)?[counter::FAILED] as usize;
         let keys = scratch.failed_keys[current].to_host(stream)?;
         Err(CuckooError::NotInserted {
             keys: keys[..failed].iter().map(|k| k.widen()).collect(),
@@ -392,7 +365,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
         scratch: &mut Scratch<K, V>,
     ) -> Result<()> {
         stream.synchronize()?;
-        let failed = scratch.counters(stream)?[1] as usize;
+        let failed = scratch.counters(stream)?[counter::FAILED] as usize;
         // The homeless pairs of the last insert launch.
         let homeless: Vec<(K, V)> = {
             let list = scratch.current;
@@ -462,27 +435,16 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
         let view = self.view();
         let mut guards = Vec::new();
         let table = Self::describe(&view, stream, &mut guards);
-        let k = keys.address(stream);
-        let v = values.address(stream);
-        let f = found.address(stream);
-        let params = GhCuckooUpdateParams {
-            table,
-            keys: k.address as *const _,
-            values: v.address as *const u32,
-            found: f.address as *const u8,
-            old_values: std::ptr::null_mut(),
-            count: keys.len() as u64,
-            select,
-            pad: 0,
-        };
-        // SAFETY: table arrays held as in `find`; keys, values and found are live buffers
-        // of keys.len() entries (checked by the callers), held across the launch.
-        unsafe {
-            K::kernels()
-                .update
-                .launch(stream, tile_shape(stream, keys.len() as u64), params)
-        }?;
-        Ok(())
+        launch::update(
+            stream,
+            launch::Update {
+                table,
+                keys,
+                values,
+                found,
+                select,
+            },
+        )
     }
 
     /// The lock-free first pass of a user batch: places what fits into an empty slot of one
@@ -502,48 +464,25 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
             let home = self.home(&view, true);
             let mut guards = Vec::new();
             let table = Self::describe(&view, stream, &mut guards);
-            let k = input.keys.address(stream);
-            let v = input.values.address(stream);
-            let s = input.skip.map(|b| b.address(stream));
-            assert!(
-                scratch.status.len() >= input.count
-                    && scratch.failed_keys[1].len() >= input.count
-                    && scratch.failed_values[1].len() >= input.count
-            );
-            let status = scratch.status.address_mut(stream);
-            let pending_keys = scratch.failed_keys[1].address_mut(stream);
-            let pending_values = scratch.failed_values[1].address_mut(stream);
-            let counters = scratch.counters.address_mut(stream);
-            let c = cursor.address_mut(stream);
-            let params = GhCuckooPlaceParams {
-                table,
-                home,
-                keys: k.address as *const _,
-                values: v.address as *const u32,
-                skip: s
-                    .as_ref()
-                    .map_or(std::ptr::null(), |a| a.address as *const u8),
-                status: status.address as *mut u8,
-                pending_keys: pending_keys.address as *mut _,
-                pending_values: pending_values.address as *mut u32,
-                pending: (counters.address + 16) as *mut u64,
-                duplicates: (counters.address + 24) as *mut u64,
-                cursor: c.address as *mut u64,
-                count: input.count as u64,
-            };
-            // SAFETY: table arrays held by `view` and their guards; the input buffers hold at
-            // least `count` keys, values and skip flags, the status buffer `count` bytes and
-            // failed list 1 `count` pairs (asserted), each input adding at most one; the
-            // counters buffer holds 4 u64, of which the third and fourth are written, and
-            // the cursor one, zeroed. Every guard outlives the launch.
-            unsafe {
-                K::kernels()
-                    .place
-                    .launch(stream, lane_shape(stream, input.count as u64), params)
-            }?;
+            launch::place(
+                stream,
+                launch::Place {
+                    table,
+                    home,
+                    keys: input.keys,
+                    values: input.values,
+                    count: input.count,
+                    skip: input.skip,
+                    status: &mut scratch.status,
+                    pending_keys: &mut scratch.failed_keys[1],
+                    pending_values: &mut scratch.failed_values[1],
+                    counters: &mut scratch.counters,
+                    cursor: &mut cursor,
+                },
+            )?;
         }
-        let [_, _, pending, duplicates] = scratch.counters(stream)?;
-        Ok((pending, duplicates))
+        let counters = scratch.counters(stream)?;
+        Ok((counters[counter::PENDING], counters[counter::DUPLICATES]))
     }
 
     /// One insert launch: places `input`, logging evicted keys in `scratch.log` and
@@ -568,52 +507,30 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
         let home = self.home(&view, true);
         let mut guards = Vec::new();
         let table = Self::describe(&view, stream, &mut guards);
-        let k = input.keys.address(stream);
-        let v = input.values.address(stream);
-        let s = input.skip.map(|b| b.address(stream));
-        let log_capacity = scratch.log.len() as u64;
-        let counters = scratch.counters.address_mut(stream);
         let [failed_keys_0, failed_keys_1] = &mut scratch.failed_keys;
         let [failed_values_0, failed_values_1] = &mut scratch.failed_values;
-        let (fk, fv) = if out == 0 {
+        let (failed_keys, failed_values) = if out == 0 {
             (failed_keys_0, failed_values_0)
         } else {
             (failed_keys_1, failed_values_1)
         };
-        assert!(fk.len() >= input.count && fv.len() >= input.count);
-        let fk = fk.address_mut(stream);
-        let fv = fv.address_mut(stream);
-        let log = scratch.log.address_mut(stream);
-        let params = GhCuckooInsertParams {
-            table,
-            keys: k.address as *const _,
-            values: v.address as *const u32,
-            skip: s
-                .as_ref()
-                .map_or(std::ptr::null(), |a| a.address as *const u8),
-            count: input.count as u64,
-            failed_keys: fk.address as *mut _,
-            failed_values: fv.address as *mut u32,
-            failed_count: (counters.address + 8) as *mut u64,
-            log_keys: log.address as *mut _,
-            log_count: counters.address as *mut u64,
-            log_capacity,
-            home,
-            salt,
-            max_evictions: self.options.max_evictions,
-            exclude: exclude.map_or(GH_CUCKOO_NO_EXCLUDE, |e| e as u32),
-        };
-        let kernels = K::kernels();
-        let kernel = if Self::WORDS == 1 {
-            &kernels.insert1
-        } else {
-            &kernels.insert
-        };
-        // SAFETY: table arrays held by `view` and their guards; the input buffers hold at
-        // least `count` keys, values and skip flags; the failed lists hold `count` pairs
-        // (asserted) and each input adds at most one; the log is written below its
-        // capacity only; the counters buffer holds 4 u64. Every guard outlives the launch.
-        unsafe { kernel.launch(stream, tile_shape(stream, input.count as u64), params) }?;
-        Ok(())
+        launch::insert(
+            stream,
+            launch::Insert {
+                table,
+                home,
+                keys: input.keys,
+                values: input.values,
+                count: input.count,
+                skip: input.skip,
+                failed_keys,
+                failed_values,
+                log: &mut scratch.log,
+                counters: &mut scratch.counters,
+                salt,
+                max_evictions: self.options.max_evictions,
+                exclude: exclude.map_or(GH_CUCKOO_NO_EXCLUDE, |e| e as u32),
+            },
+        )
     }
 }

@@ -3,10 +3,9 @@
 use gpuhash_core::table::{DevicePairs, Key, Value};
 use gpuhash_core::{DeviceBuffer, Error, Stream};
 
-use super::{CuckooTable, SIDE_HEADER, tile_shape};
-use crate::Result;
+use super::{CuckooTable, SIDE_HEADER};
 use crate::key::KeyLayout;
-use crate::layouts::{GhCuckooExportParams, GhCuckooFindParams};
+use crate::{Result, launch};
 
 impl<K: Key, V: Value> CuckooTable<K, V> {
     pub(super) fn find(
@@ -20,35 +19,17 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
         let view = self.view();
         let mut guards = Vec::new();
         let table = Self::describe(&view, stream, &mut guards);
-        let k = keys.address(stream);
-        let f = found.map(|b| b.address_mut(stream));
-        let v = values.map(|b| b.address_mut(stream));
-        let h = hits.map(|b| b.address_mut(stream));
-        let params = GhCuckooFindParams {
-            home: self.home(&view, false),
-            table,
-            keys: k.address as *const _,
-            values_out: v
-                .as_ref()
-                .map_or(std::ptr::null_mut(), |a| a.address as *mut u32),
-            found_out: f
-                .as_ref()
-                .map_or(std::ptr::null_mut(), |a| a.address as *mut u8),
-            hits: h
-                .as_ref()
-                .map_or(std::ptr::null_mut(), |a| (a.address + 16) as *mut u64),
-            count: keys.len() as u64,
-        };
-        // SAFETY: the table arrays are held by `view` and their address guards; `keys`,
-        // and the outputs when given, are live buffers of keys.len() entries (callers
-        // check the lengths), `hits` a 4-u64 counters buffer whose third word is written;
-        // all guards outlive the launch.
-        unsafe {
-            K::kernels()
-                .find
-                .launch(stream, tile_shape(stream, keys.len() as u64), params)
-        }?;
-        Ok(())
+        launch::find(
+            stream,
+            launch::Find {
+                table,
+                home: self.home(&view, false),
+                keys,
+                found,
+                values,
+                hits,
+            },
+        )
     }
 
     /// Every pair in the subtables (not the side slot) into the first `slotted` places of
@@ -68,25 +49,18 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
             let view = self.view();
             let mut guards = Vec::new();
             let table = Self::describe(&view, stream, &mut guards);
-            let k = keys.address_mut(stream);
-            let v = values.address_mut(stream);
-            let w = written.address_mut(stream);
-            let params = GhCuckooExportParams {
-                table,
-                keys_out: k.address as *mut _,
-                values_out: v.address as *mut u32,
-                written: w.address as *mut u64,
-                capacity: slotted as u64,
-            };
             let buckets: u64 = view.subs.iter().map(|s| s.buckets).max().unwrap_or(1);
-            // SAFETY: the table's arrays are held by the read guards in `subs` and their
-            // address guards; the outputs hold `room >= slotted` keys and values, the
-            // kernel writes below `capacity` only and counts the rest in `written`.
-            unsafe {
-                K::kernels()
-                    .export
-                    .launch(stream, tile_shape(stream, buckets), params)
-            }?;
+            launch::export(
+                stream,
+                launch::Export {
+                    table,
+                    buckets,
+                    keys: &mut keys,
+                    values: &mut values,
+                    written: &mut written,
+                    capacity: slotted as u64,
+                },
+            )?;
         }
         let written = written.to_host(stream)?[0] as usize;
         if written != slotted {

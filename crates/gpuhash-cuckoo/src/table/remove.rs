@@ -3,10 +3,8 @@
 use gpuhash_core::table::{Key, Value};
 use gpuhash_core::{DeviceBuffer, Stream};
 
-use super::{CuckooTable, SIDE_HEADER, fill_words, tile_shape};
-use crate::Result;
-use crate::key::KeyLayout;
-use crate::layouts::GhCuckooRemoveParams;
+use super::{CuckooTable, SIDE_HEADER};
+use crate::{Result, launch};
 
 impl<K: Key, V: Value> CuckooTable<K, V> {
     /// Queues the remove kernel over the first `count` keys (those not flagged in `skip`),
@@ -25,35 +23,20 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
         if count == 0 {
             return Ok(());
         }
-        assert!(removed.as_ref().is_none_or(|r| r.len() >= count));
         let view = self.view();
         let mut guards = Vec::new();
         let table = Self::describe(&view, stream, &mut guards);
-        let k = keys.address(stream);
-        let s = skip.map(|b| b.address(stream));
-        let r = removed.map(|b| b.address_mut(stream));
-        let params = GhCuckooRemoveParams {
-            table,
-            keys: k.address as *const _,
-            skip: s
-                .as_ref()
-                .map_or(std::ptr::null(), |a| a.address as *const u8),
-            removed_out: r
-                .as_ref()
-                .map_or(std::ptr::null_mut(), |a| a.address as *mut u8),
-            count: count as u64,
-            copies,
-            pad: 0,
-        };
-        // SAFETY: table arrays held as in `find`; `keys` (and `skip`) hold at least `count`
-        // entries (callers size them), `removed` at least `count` flags (asserted); all
-        // guards outlive the launch.
-        unsafe {
-            K::kernels()
-                .remove
-                .launch(stream, tile_shape(stream, count as u64), params)
-        }?;
-        Ok(())
+        launch::remove(
+            stream,
+            launch::Remove {
+                table,
+                keys,
+                count,
+                skip,
+                copies,
+                removed,
+            },
+        )
     }
 
     /// Under the gate's write lock: empties every subtable and the side slot, then shrinks
@@ -61,7 +44,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
     pub(super) fn clear_locked(&self, stream: &Stream) -> Result<()> {
         for sub in &self.subtables {
             let mut sub = sub.write();
-            fill_words(stream, &mut sub.keys, u32::MAX)?;
+            launch::fill(stream, &mut sub.keys, u32::MAX)?;
             sub.dirty.fill_zero(stream)?;
         }
         let mut side = vec![0u32; SIDE_HEADER + Self::WORDS];

@@ -7,9 +7,8 @@ use gpuhash_core::table::{ErrorKind, Key, TableError as _, Value};
 use gpuhash_core::{DeviceBuffer, Error, Stream};
 
 use super::scratch::{Input, Scratch};
-use super::{CuckooTable, Subtable, tile_shape};
-use crate::key::KeyLayout;
-use crate::layouts::GhCuckooResizeParams;
+use super::{CuckooTable, Subtable};
+use crate::launch::{self, counter};
 use crate::policy::{self, Bounds, Resize};
 use crate::{CuckooError, Result};
 
@@ -70,7 +69,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
         let count = self.shared.read().counts.to_host(stream)?[index] as usize;
         let mut residual_keys = DeviceBuffer::<K>::zeroed(stream, if up { 0 } else { count })?;
         let mut residual_values = DeviceBuffer::<V>::zeroed(stream, if up { 0 } else { count })?;
-        let mut counters = DeviceBuffer::<u64>::zeroed(stream, 4)?;
+        let mut residual_count = DeviceBuffer::<u64>::zeroed(stream, 1)?;
         let mut scratch = if up {
             None
         } else {
@@ -87,32 +86,22 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
                 let mut guards = Vec::new();
                 let from = sub.layout(stream, &mut guards);
                 let to = new.layout(stream, &mut guards);
-                let rk = residual_keys.address_mut(stream);
-                let rv = residual_values.address_mut(stream);
-                let rc = counters.address_mut(stream);
-                let params = GhCuckooResizeParams {
-                    from,
-                    to,
-                    residual_keys: rk.address as *mut _,
-                    residual_values: rv.address as *mut u32,
-                    residual_count: rc.address as *mut u64,
-                    value_words: words as u32,
-                    seed: self.choice_seed(),
-                };
-                let units = if up { sub.buckets } else { buckets };
-                // SAFETY: both subtables' arrays are live (the old one under the write
-                // lock, the new one owned here) and sized by their bucket counts; the
-                // residual lists hold the subtable's `count` pairs, more than can ever be
-                // residual; all guards outlive the launch, which is waited for below.
-                unsafe {
-                    K::kernels()
-                        .resize
-                        .launch(stream, tile_shape(stream, units), params)
-                }?;
+                launch::resize(
+                    stream,
+                    launch::Resize {
+                        from,
+                        to,
+                        residual_keys: &mut residual_keys,
+                        residual_values: &mut residual_values,
+                        residual_count: &mut residual_count,
+                        value_words: words as u32,
+                        seed: self.choice_seed(),
+                    },
+                )?;
             }
             stream.synchronize()?;
             *sub = new;
-            counters.to_host(stream)?[0] as usize
+            residual_count.to_host(stream)?[0] as usize
         };
         if residuals > 0 {
             let mut counts = self.shared.read().counts.to_host(stream)?;
@@ -135,7 +124,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
                 self.refresh(stream)?;
                 return Err(match e {
                     CuckooError::Core(Error::OutOfDeviceMemory) => {
-                        let failed = scratch.counters(stream)?[1] as usize;
+                        let failed = scratch.counters(stream)?[counter::FAILED] as usize;
                         let keys = scratch.failed_keys[scratch.current].to_host(stream)?;
                         CuckooError::NotInserted {
                             keys: keys[..failed].iter().map(|k| k.widen()).collect(),
@@ -201,7 +190,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
             };
             self.insert_launch(stream, &input, &mut scratch, 0, None)?;
             stream.synchronize()?;
-            if scratch.counters(stream)?[1] == 0 {
+            if scratch.counters(stream)?[counter::FAILED] == 0 {
                 return self.refresh(stream);
             }
             // Some pairs found no place: put the old arrays back and try larger ones.

@@ -7,11 +7,12 @@ use gpuhash_core::table::{Key, Value};
 
 use super::SIDE_HEADER;
 use crate::Result;
+use crate::launch::counter;
 
 /// Device scratch space of one writing batch, allocated before the table changes so that
 /// running out of memory cannot leave a batch half done.
 pub(super) struct Scratch<K, V> {
-    /// [evicted-key log count, failed count, hits or removed, residuals or written]
+    /// The batch's counters, by the names in [`counter`].
     pub(super) counters: DeviceBuffer<u64>,
     pub(super) failed_keys: [DeviceBuffer<K>; 2],
     pub(super) failed_values: [DeviceBuffer<V>; 2],
@@ -32,7 +33,7 @@ impl<K: Key, V: Value> Scratch<K, V> {
     /// scratch of a resize, which re-inserts without either.
     pub(super) fn new(stream: &Stream, pairs: usize, batch: usize) -> Result<Self> {
         Ok(Self {
-            counters: DeviceBuffer::zeroed(stream, 4)?,
+            counters: DeviceBuffer::zeroed(stream, counter::WORDS)?,
             failed_keys: [
                 DeviceBuffer::zeroed(stream, pairs)?,
                 DeviceBuffer::zeroed(stream, pairs)?,
@@ -74,8 +75,9 @@ impl<K: Key, V: Value> Scratch<K, V> {
         (lists + rest.iter().sum::<usize>()) as u64
     }
 
-    pub(super) fn counters(&self, stream: &Stream) -> Result<[u64; 4]> {
-        let mut out = [0u64; 4];
+    /// The counters, indexed by the names in [`counter`]; waits for `stream`.
+    pub(super) fn counters(&self, stream: &Stream) -> Result<[u64; counter::WORDS]> {
+        let mut out = [0u64; counter::WORDS];
         self.counters.copy_to_host(stream, &mut out)?;
         Ok(out)
     }

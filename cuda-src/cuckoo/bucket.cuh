@@ -1,7 +1,7 @@
-// Device building blocks of DyHash (gpuhash-cuckoo): key traits, the subtable
-// hash, tiles of GH_CUCKOO_TILE lanes that read one 128-byte bucket (or one
-// 64-byte half of it) together, the order a key tries a bucket's slots in,
-// bucket locks, and the reserved-key side slot.
+// A DyHash bucket and the tile that reads it: key traits (slots a bucket, the
+// empty key, the subtable hash family), tiles of GH_CUCKOO_TILE lanes that read
+// one 128-byte bucket (or one 64-byte half of it) together or one lane that
+// reads it alone, and where a slot's value lies.
 #pragma once
 
 #include "gpuhash/cuckoo_layouts.h"
@@ -91,16 +91,6 @@ struct Keys<uint64_t> {
                          (unsigned long long)value);
     }
 };
-
-// H mod buckets for 32-bit H, exact for buckets < 2^32 (Lemire, Kaser, Kurz).
-__device__ __forceinline__ uint64_t fastmod(uint32_t h, uint64_t magic, uint64_t buckets) {
-    return __umul64hi(magic * (uint64_t)h, buckets);
-}
-
-template <typename K>
-__device__ __forceinline__ uint64_t bucket_of(const GhCuckooSubtable &s, K key) {
-    return fastmod(Keys<K>::hash(key, s.hash_a, s.hash_b), s.fastmod, s.buckets);
-}
 
 // A tile: GH_CUCKOO_TILE consecutive lanes of a warp working as one.
 struct Tile {
@@ -210,35 +200,6 @@ __device__ __forceinline__ uint32_t bucket_bits(const Tile &t, uint32_t bits, ui
     return all;
 }
 
-// The slot a key tries first in every bucket of it: fixed for the key, so that
-// two equal keys aim at the same slot whatever else they saw, while different
-// keys spread over the bucket instead of racing for its first empty slot.
-template <typename K>
-__device__ __forceinline__ uint32_t home_slot(K key, uint32_t seed) {
-    return Keys<K>::choice(key, ~seed) % Keys<K>::kSlots;
-}
-
-// The first slot with a bit in `all` (bit i for slot i) in the order a key
-// tries a bucket's slots: its home half (the one holding home_slot) going
-// round from the home slot, then the other half from the same offset. Keys
-// placed in this order are mostly found by reading the home half alone.
-template <typename K>
-__device__ __forceinline__ uint32_t first_in_order(uint32_t all, uint32_t start) {
-    constexpr uint32_t HS = Keys<K>::kHalfSlots;
-    constexpr uint32_t mask = (1u << HS) - 1u;
-    const uint32_t home = start / HS, offset = start % HS;
-#pragma unroll
-    for (uint32_t k = 0; k < kHalves; ++k) {
-        const uint32_t half = (home + k) % kHalves;
-        const uint32_t bits = (all >> (half * HS)) & mask;
-        if (bits != 0) {
-            const uint32_t rotated = ((bits >> offset) | (bits << (HS - offset))) & mask;
-            return half * HS + (offset + __ffs(rotated) - 1) % HS;
-        }
-    }
-    return Keys<K>::kSlots;
-}
-
 // What a lane saw of a bucket: bit i of `key` set when slot i holds the key
 // looked for, of `empty` when slot i is empty; slots not read are clear.
 struct Seen {
@@ -266,60 +227,16 @@ __device__ __forceinline__ Seen look_alone(const GhCuckooSubtable &s, uint64_t b
     return {match_bits(piece, key) << (half * HS), match_bits(piece, Keys<K>::kEmpty) << (half * HS)};
 }
 
-// Dirty bits (GhCuckooSubtable.dirty): a lookup may stop at a bucket with an
-// empty slot only while it is clean. `coherent` as for load_keys.
-__device__ __forceinline__ bool is_dirty(const GhCuckooSubtable &s, uint64_t bucket, bool coherent) {
-    const uint32_t *word = s.dirty + bucket / 32;
-    return ((coherent ? __ldcg(word) : __ldg(word)) >> (bucket % 32)) & 1u;
+template <typename K>
+__device__ __forceinline__ uint64_t slot_index(uint64_t bucket, uint32_t slot) {
+    return bucket * Keys<K>::kSlots + slot;
 }
 
-__device__ __forceinline__ void mark_dirty(const GhCuckooSubtable &s, uint64_t bucket) {
-    atomicOr(s.dirty + bucket / 32, 1u << (bucket % 32));
-}
-
-// Takes the lock for `owner` (not 0) if it is open, so that the lock word says who
-// writes under it. Returns the word found there: 0 when this call took the lock.
-__device__ __forceinline__ uint32_t lock_as(uint32_t *lock, uint32_t owner) {
-    uint32_t old;
-    asm volatile("atom.acquire.gpu.global.cas.b32 %0, [%1], %2, %3;"
-                 : "=r"(old)
-                 : "l"(lock), "r"(0u), "r"(owner)
-                 : "memory");
-    return old;
-}
-
-__device__ __forceinline__ bool try_lock(uint32_t *lock) { return lock_as(lock, 1u) == 0; }
-
-__device__ __forceinline__ void unlock(uint32_t *lock) {
-    asm volatile("st.release.gpu.global.b32 [%0], %1;" ::"l"(lock), "r"(0u) : "memory");
-}
-
-// Writes the reserved key's value into the side slot, under the slot's lock;
-// saves the value it replaces in `old` (when not null and one was present). Only
-// copies of the reserved key in one batch take that lock, and any copy's value may
-// win: a copy that finds it taken leaves the slot to the copy writing now, so a batch
-// of a million copies costs a million failed atomics, not a million turns in a queue.
-template <uint32_t MaxW>
-__device__ __forceinline__ void side_write(uint32_t *side, const uint32_t (&value)[MaxW], uint32_t words,
-                                           uint32_t *old) {
-    if (!try_lock(side + GH_CUCKOO_SIDE_LOCK)) return;
-    bool present = __ldcg(side + GH_CUCKOO_SIDE_PRESENT) != 0;
-#pragma unroll
-    for (uint32_t w = 0; w < MaxW; ++w) {
-        if (w < words) {
-            if (old != nullptr && present) old[w] = __ldcg(side + GH_CUCKOO_SIDE_VALUE + w);
-            side[GH_CUCKOO_SIDE_VALUE + w] = value[w];
-        }
-    }
-    side[GH_CUCKOO_SIDE_PRESENT] = 1u;
-    unlock(side + GH_CUCKOO_SIDE_LOCK);
-}
-
-// Subtables of a table copied into shared memory, where a lane may index them
-// by a run-time subtable number without spilling the parameter struct.
-__device__ __forceinline__ void stage_subtables(const GhCuckooTable &table, GhCuckooSubtable *shared) {
-    if (threadIdx.x < kMaxSub) shared[threadIdx.x] = table.sub[threadIdx.x];
-    __syncthreads();
+// Copies a stored value out: `words` words from lane `from` on, `step` apart
+// (a lane alone: 0 and 1; a tile: its rank and kTile).
+__device__ __forceinline__ void copy_value(uint32_t *dst, const uint32_t *src, uint32_t words, uint32_t from,
+                                           uint32_t step) {
+    for (uint32_t w = from; w < words; w += step) dst[w] = src[w];
 }
 
 }  // namespace gh_cuckoo

@@ -1,0 +1,84 @@
+//! One subtable's device arrays: keys, values apart from them, bucket locks and dirty
+//! bits, and the layout the kernels read them by.
+
+use gpuhash_core::table::Key;
+use gpuhash_core::{DeviceAddress, DeviceBuffer, Error, Stream};
+
+use crate::key::KeyLayout;
+use crate::layouts::GhCuckooSubtable;
+use crate::{Result, launch};
+
+/// One subtable's device arrays.
+pub(super) struct Subtable<K> {
+    pub(super) keys: DeviceBuffer<K>,
+    pub(super) values: DeviceBuffer<u32>,
+    pub(super) locks: DeviceBuffer<u32>,
+    /// One dirty bit a bucket (GhCuckooSubtable.dirty).
+    pub(super) dirty: DeviceBuffer<u32>,
+    pub(super) buckets: u64,
+    pub(super) hash_a: u64,
+    pub(super) hash_b: u64,
+}
+
+impl<K: Key> Subtable<K> {
+    /// Empty arrays of `buckets` buckets: keys all ones (empty), locks free, buckets clean.
+    pub(super) fn allocate(
+        stream: &Stream,
+        buckets: u64,
+        words: usize,
+        hash: (u64, u64),
+    ) -> Result<Self> {
+        let slots = usize::try_from(buckets * K::SLOTS)
+            .map_err(|_| Error::InvalidInput("subtable too large".into()))?;
+        let mut keys = DeviceBuffer::<K>::zeroed(stream, slots)?;
+        let values = DeviceBuffer::<u32>::zeroed(stream, slots * words)?;
+        let locks = DeviceBuffer::<u32>::zeroed(stream, buckets as usize)?;
+        let dirty = DeviceBuffer::<u32>::zeroed(stream, dirty_words(buckets))?;
+        launch::fill(stream, &mut keys, u32::MAX)?;
+        Ok(Self {
+            keys,
+            values,
+            locks,
+            dirty,
+            buckets,
+            hash_a: hash.0,
+            hash_b: hash.1,
+        })
+    }
+
+    pub(super) fn layout<'a>(
+        &'a self,
+        stream: &'a Stream,
+        guards: &mut Vec<DeviceAddress<'a>>,
+    ) -> GhCuckooSubtable {
+        let keys = self.keys.address(stream);
+        let values = self.values.address(stream);
+        let locks = self.locks.address(stream);
+        let dirty = self.dirty.address(stream);
+        let layout = GhCuckooSubtable {
+            keys: keys.address as *mut _,
+            values: values.address as *mut u32,
+            locks: locks.address as *mut u32,
+            dirty: dirty.address as *mut u32,
+            buckets: self.buckets,
+            fastmod: (u64::MAX / self.buckets).wrapping_add(1),
+            hash_a: self.hash_a,
+            hash_b: self.hash_b,
+        };
+        guards.extend([keys, values, locks, dirty]);
+        layout
+    }
+
+    /// Bytes of its device arrays.
+    pub(super) fn bytes(&self) -> usize {
+        self.keys.size_bytes()
+            + self.values.size_bytes()
+            + self.locks.size_bytes()
+            + self.dirty.size_bytes()
+    }
+}
+
+/// Words of the dirty bits of `buckets` buckets.
+pub(super) fn dirty_words(buckets: u64) -> usize {
+    buckets.div_ceil(32) as usize
+}

@@ -1,0 +1,140 @@
+// The evicting pass of a DyHash insert: tiles place pairs under bucket locks,
+// with voter coordination (one lane's pair at a time, lanes whose lock failed
+// sitting out), swapping with a random resident of a full bucket, which moves
+// on in its probe order; pairs homeless after the eviction bound go back to
+// the host.
+#pragma once
+
+#include "cuckoo/probe.cuh"
+
+namespace gh_cuckoo {
+
+// MaxW: most value words a lane carries; 1 for the common 4-byte values, which
+// saves registers and raises occupancy.
+template <typename K, uint32_t MaxW>
+__device__ void insert(const GhCuckooInsertParams &p) {
+    __shared__ GhCuckooSubtable subs[kMaxSub];
+    __shared__ BlockCounts counts;
+    counts.init();
+    stage_subtables(p.table, subs);
+    const Tile t = Tile::mine();
+    const uint32_t words = p.table.value_words;
+    const uint32_t d = p.table.subtables;
+    constexpr uint32_t S = Keys<K>::kSlots;
+    const K *keys = static_cast<const K *>(p.keys);
+    const uint64_t chunks = (p.count + kTile - 1) / kTile;
+
+    for (uint64_t c = tile_index(); c < chunks; c += tile_count()) {
+        // Each lane of the tile owns one pair of the chunk.
+        const uint64_t i = c * kTile + t.rank;
+        bool active = i < p.count && (p.skip == nullptr || p.skip[i] == 0);
+        K key = Keys<K>::kEmpty;
+        uint32_t value[MaxW];
+        // The carried key's first subtable, and where in its probe order it is.
+        uint32_t first = 0, pos = 0;
+        uint32_t evictions = 0;
+#pragma unroll
+        for (uint32_t w = 0; w < MaxW; ++w) value[w] = (active && w < words) ? p.values[i * words + w] : 0u;
+        if (active) {
+            key = keys[i];
+            if (key == Keys<K>::kEmpty) {
+                side_write(p.table.side, value, words, nullptr);
+                active = false;
+            } else {
+                first = start_of(p.home, d, key).first;
+                pos = skip_excluded(subs, d, p.exclude, first, 0, key);
+            }
+        }
+
+        // Voter coordination: lanes whose lock failed sit out the next votes
+        // until every pending lane has failed once.
+        uint32_t failed = 0;
+        while (true) {
+            const uint32_t pending = t.ballot(active);
+            if (pending == 0) break;
+            uint32_t voters = pending & ~failed;
+            if (voters == 0) {
+                failed = 0;
+                voters = pending;
+            }
+            const uint32_t leader = __ffs(voters) - 1;
+            const bool lead = t.rank == leader;
+            const K lkey = t.shfl(key, leader);
+            const uint32_t lsub = t.shfl(probe_subtable(first, pos, d), leader);
+            const GhCuckooSubtable &st = subs[lsub];
+            const uint64_t bucket = bucket_of(st, lkey);
+            uint32_t *lock = st.locks + bucket;
+            bool locked = false;
+            if (lead) locked = try_lock(lock);
+            locked = t.shfl(locked, leader);
+            if (!locked) {
+                failed |= 1u << leader;
+                continue;
+            }
+            K slice[Keys<K>::kPerLane];
+            load_slice(st, bucket, t.rank, true, slice);
+            uint32_t slot = first_slot<K>(t, match_bits(slice, lkey));
+            const bool replace = slot < S;
+            bool place = false;
+            if (!replace) {
+                const uint32_t empty = bucket_bits(t, match_bits(slice, Keys<K>::kEmpty), Keys<K>::kPerLane, 0);
+                slot = first_in_order<K>(empty, home_slot(lkey, p.home.seed));
+                place = slot < S;
+            }
+            if (!replace && !place) {
+                // Full: swap with a random resident, which moves on in its probe order.
+                const uint32_t lev = t.shfl(evictions, leader);
+                slot = gh_fmix32((uint32_t)lkey ^ (uint32_t)(lkey >> 16) ^ (lev * 0x9e3779b9u) ^ p.salt) % S;
+            }
+            const K resident = t.shfl(pick(slice, slot % Keys<K>::kPerLane), slot / Keys<K>::kPerLane);
+            if (lead) {
+                K *kslot = static_cast<K *>(st.keys) + slot_index<K>(bucket, slot);
+                uint32_t *vslot = st.values + slot_index<K>(bucket, slot) * words;
+                if (replace || place) {
+#pragma unroll
+                    for (uint32_t w = 0; w < MaxW; ++w) {
+                        if (w < words) vslot[w] = value[w];
+                    }
+                    if (place) {
+                        *kslot = key;
+                        counts.add(lsub, 1);
+                    }
+                    active = false;
+                } else {
+#pragma unroll
+                    for (uint32_t w = 0; w < MaxW; ++w) {
+                        if (w < words) {
+                            const uint32_t old = __ldcg(vslot + w);
+                            vslot[w] = value[w];
+                            value[w] = old;
+                        }
+                    }
+                    *kslot = key;
+                    key = resident;
+                    first = start_of(p.home, d, key).first;
+                    const uint32_t next = probe_position(first, lsub, d) + 1;
+                    pos = skip_excluded(subs, d, p.exclude, first, next == d ? 0 : next, key);
+                    ++evictions;
+                    const uint64_t at = atomicAdd(reinterpret_cast<unsigned long long *>(p.log_count), 1ull);
+                    if (at < p.log_capacity) static_cast<K *>(p.log_keys)[at] = resident;
+                }
+                // The release store orders the leader's writes before the lock opens.
+                unlock(lock);
+                if (active && evictions > p.max_evictions) {
+                    // Homeless after the eviction bound: keep the pair for the host.
+                    const uint64_t at = atomicAdd(reinterpret_cast<unsigned long long *>(p.failed_count), 1ull);
+                    static_cast<K *>(p.failed_keys)[at] = key;
+#pragma unroll
+                    for (uint32_t w = 0; w < MaxW; ++w) {
+                        if (w < words) p.failed_values[at * words + w] = value[w];
+                    }
+                    active = false;
+                }
+            }
+            failed = 0;
+        }
+    }
+    counts.flush(p.table.counts, d);
+}
+
+}  // namespace gh_cuckoo

@@ -1,0 +1,117 @@
+// The lock-free first pass of a DyHash insert batch: every lane puts its own
+// pair into an empty slot of one of its buckets with a CAS, or leaves it
+// pending for the evicting pass (evict.cuh) when all its buckets are full.
+#pragma once
+
+#include "cuckoo/probe.cuh"
+
+namespace gh_cuckoo {
+
+constexpr uint32_t kPlacePerThread = GH_CUCKOO_PLACE_PER_THREAD;
+
+// The value of a pair whose key slot was just claimed: `head` (its first word,
+// read before the claim so that the store need not wait for it), then the rest.
+template <typename K>
+__device__ __forceinline__ void store_value(const GhCuckooSubtable &sub, uint64_t bucket, uint32_t slot,
+                                            uint32_t head, const uint32_t *value, uint32_t words) {
+    uint32_t *dst = sub.values + slot_index<K>(bucket, slot) * words;
+    dst[0] = head;
+    copy_value(dst, value, words, 1, 1);
+}
+
+// A lane places its own pair: an empty slot of the first of its d buckets, in
+// probe order, that has one (GH_CUCKOO_DONE), unless an equal key is there
+// already or takes the slot first (GH_CUCKOO_DUPLICATE); GH_CUCKOO_PENDING when
+// all are full. Slots are tried in the key's order (first_in_order), so two
+// equal keys aim at the same slot and the second sees the first or loses the
+// CAS to it. The first bucket is read by halves, home half first (at low loads
+// it takes the pair); later buckets come at high loads, where the whole line is
+// usually needed. Losing the CAS to another key means the bucket gained a pair:
+// read again.
+template <typename K>
+__device__ uint8_t place_pair(const GhCuckooSubtable *subs, uint32_t d, uint32_t first, uint32_t start, K key,
+                              const uint32_t *value, uint32_t words, BlockCounts &counts) {
+    const uint32_t head = __ldg(value);
+    for (uint32_t j = 0; j < d; ++j) {
+        const uint32_t s = probe_subtable(first, j, d);
+        const GhCuckooSubtable &sub = subs[s];
+        const uint64_t bucket = bucket_of(sub, key);
+        Part part = j == 0 ? Part::kHomeHalf : Part::kLine;
+        while (true) {
+            const Seen seen = look_alone(sub, bucket, start, part, true, key);
+            if (seen.key != 0) return GH_CUCKOO_DUPLICATE;
+            if (seen.empty == 0) {
+                if (part != Part::kHomeHalf) break;
+                part = Part::kOtherHalf;
+                continue;
+            }
+            const uint32_t slot = first_in_order<K>(seen.empty, start);
+            const K held =
+                Keys<K>::cas(static_cast<K *>(sub.keys) + slot_index<K>(bucket, slot), Keys<K>::kEmpty, key);
+            if (held == key) return GH_CUCKOO_DUPLICATE;
+            if (held == Keys<K>::kEmpty) {
+                store_value<K>(sub, bucket, slot, head, value, words);
+                counts.add(s, 1);
+                return GH_CUCKOO_DONE;
+            }
+        }
+    }
+    return GH_CUCKOO_PENDING;
+}
+
+// One pair of the place pass: status[i] says what became of it.
+template <typename K>
+__device__ __forceinline__ void place_one(const GhCuckooPlaceParams &p, const GhCuckooSubtable *subs, uint64_t i,
+                                          uint64_t &duplicates, BlockCounts &counts) {
+    const uint32_t words = p.table.value_words;
+    const uint32_t d = p.table.subtables;
+    if (p.skip != nullptr && p.skip[i] != 0) {
+        p.status[i] = GH_CUCKOO_DONE;
+        return;
+    }
+    const K key = static_cast<const K *>(p.keys)[i];
+    // The reserved key goes to the side slot, which the insert kernel writes.
+    uint8_t status = GH_CUCKOO_PENDING;
+    if (key != Keys<K>::kEmpty) {
+        status = place_pair(subs, d, start_of(p.home, d, key).first, home_slot(key, p.home.seed), key,
+                            p.values + i * words, words, counts);
+    }
+    p.status[i] = status;
+    duplicates += status == GH_CUCKOO_DUPLICATE ? 1 : 0;
+    if (status == GH_CUCKOO_PENDING) {
+        // Few pairs are left (most at high loads): one atomic each is cheap.
+        const uint64_t at = atomicAdd(reinterpret_cast<unsigned long long *>(p.pending), 1ull);
+        static_cast<K *>(p.pending_keys)[at] = key;
+        for (uint32_t w = 0; w < words; ++w) p.pending_values[at * words + w] = p.values[i * words + w];
+    }
+}
+
+// Blocks take chunks of the batch in order from a shared cursor, so the pairs in
+// flight at any time are one stretch of the batch: sorted by partition, that is a
+// few partitions, whose lines stay in L2 while their pairs go in.
+template <typename K>
+__device__ void place(const GhCuckooPlaceParams &p) {
+    __shared__ GhCuckooSubtable subs[kMaxSub];
+    __shared__ BlockCounts counts;
+    __shared__ unsigned long long chunk;
+    counts.init();
+    stage_subtables(p.table, subs);
+    uint64_t duplicates = 0;
+    const uint64_t chunk_pairs = (uint64_t)blockDim.x * kPlacePerThread;
+    while (true) {
+        if (threadIdx.x == 0) chunk = atomicAdd(reinterpret_cast<unsigned long long *>(p.cursor), chunk_pairs);
+        __syncthreads();
+        const uint64_t first = chunk;
+        __syncthreads();
+        if (first >= p.count) break;
+#pragma unroll 1
+        for (uint32_t j = 0; j < kPlacePerThread; ++j) {
+            const uint64_t i = first + (uint64_t)j * blockDim.x + threadIdx.x;
+            if (i < p.count) place_one<K>(p, subs, i, duplicates, counts);
+        }
+    }
+    warp_add(p.duplicates, duplicates);
+    counts.flush(p.table.counts, p.table.subtables);
+}
+
+}  // namespace gh_cuckoo

@@ -1,0 +1,66 @@
+// Removing DyHash keys: every copy, the first, or all but the first (the
+// duplicates an insert batch left), each emptied with a CAS; a bucket that
+// lost a key turns dirty.
+#pragma once
+
+#include "cuckoo/probe.cuh"
+
+namespace gh_cuckoo {
+
+// Empties the copies of `key` that `copies` names (GH_CUCKOO_REMOVE_*). Returns
+// slots emptied (on rank 0).
+template <typename K>
+__device__ uint32_t remove_copies(const Tile &t, const GhCuckooSubtable *subs, uint32_t d, K key, uint32_t copies,
+                                  BlockCounts &counts) {
+    bool seen = false;
+    uint32_t removed = 0;
+    for (uint32_t s = 0; s < d; ++s) {
+        const uint64_t bucket = bucket_of(subs[s], key);
+        K slice[Keys<K>::kPerLane];
+        load_slice(subs[s], bucket, t.rank, true, slice);
+        const uint32_t slot = first_slot<K>(t, match_bits(slice, key));
+        if (slot == Keys<K>::kSlots) continue;
+        const bool keep = copies == GH_CUCKOO_REMOVE_DUPLICATES && !seen;
+        if (!keep && t.rank == 0) {
+            K *kslot = static_cast<K *>(subs[s].keys) + slot_index<K>(bucket, slot);
+            if (Keys<K>::cas(kslot, key, Keys<K>::kEmpty) == key) {
+                // Keys may have gone past this bucket while it was full.
+                mark_dirty(subs[s], bucket);
+                counts.add(s, -1);
+                ++removed;
+            }
+        }
+        seen = true;
+        if (copies == GH_CUCKOO_REMOVE_FIRST) break;
+    }
+    return removed;
+}
+
+template <typename K>
+__device__ void remove(const GhCuckooRemoveParams &p) {
+    __shared__ GhCuckooSubtable subs[kMaxSub];
+    __shared__ BlockCounts counts;
+    counts.init();
+    stage_subtables(p.table, subs);
+    const Tile t = Tile::mine();
+    const K *keys = static_cast<const K *>(p.keys);
+    for (uint64_t i = tile_index(); i < p.count; i += tile_count()) {
+        uint32_t removed = 0;  // on rank 0
+        const K key = keys[i];
+        if (p.skip != nullptr && p.skip[i] != 0) {
+            // Not this launch's to remove.
+        } else if (key == Keys<K>::kEmpty) {
+            // The side slot holds one copy at most.
+            if (p.copies != GH_CUCKOO_REMOVE_DUPLICATES && t.rank == 0 &&
+                atomicExch(p.table.side + GH_CUCKOO_SIDE_PRESENT, 0u) != 0) {
+                removed = 1;
+            }
+        } else {
+            removed = remove_copies(t, subs, p.table.subtables, key, p.copies, counts);
+        }
+        if (p.removed_out != nullptr && t.rank == 0) p.removed_out[i] = removed != 0 ? 1 : 0;
+    }
+    counts.flush(p.table.counts, p.table.subtables);
+}
+
+}  // namespace gh_cuckoo
