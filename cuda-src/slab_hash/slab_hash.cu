@@ -52,11 +52,6 @@ __device__ __forceinline__ bool is_live(uint64_t here) {
            here != Shape::kBusy;
 }
 
-__device__ __forceinline__ uint32_t *next_slab(const GhSlabTable &table, uint32_t word) {
-    uint32_t next = __shfl_sync(kFullWarp, word, GH_SLAB_NEXT_LANE);
-    return next == GH_INVALID_SLAB ? nullptr : gh::slab_pointer(table.alloc, next);
-}
-
 // Live entries per bucket into counts, or, when counts is null, their sum into *total
 // with one atomic a warp: counting the table then needs no memory in proportion to it.
 template <typename Shape>
@@ -64,11 +59,9 @@ __device__ void count_buckets(const GhSlabBucketsParams &p) {
     uint64_t warp_total = 0;
     for_each_bucket(p.table, [&](uint32_t bucket) {
         uint64_t live = 0;
-        for (uint32_t *slab = gh::head_slab(p.table, bucket); slab != nullptr;) {
-            uint32_t word = gh::read_slab(slab);
+        gh::traverse(p.table.alloc, gh::head_slab(p.table, bucket), [&](uint32_t *, uint32_t word) {
             live += __popc(__ballot_sync(kFullWarp, is_live<Shape>(gh::join_words<Shape::kKeyWords>(word))));
-            slab = next_slab(p.table, word);
-        }
+        });
         if (p.counts != nullptr && lane_id() == 0) {
             p.counts[bucket] = live;
         }
@@ -84,8 +77,7 @@ __device__ void export_buckets(const GhSlabBucketsParams &p) {
     uint32_t lanes_below = (1u << lane_id()) - 1u;
     for_each_bucket(p.table, [&](uint32_t bucket) {
         uint64_t written = p.offsets[bucket];
-        for (uint32_t *slab = gh::head_slab(p.table, bucket); slab != nullptr;) {
-            uint32_t word = gh::read_slab(slab);
+        gh::traverse(p.table.alloc, gh::head_slab(p.table, bucket), [&](uint32_t *, uint32_t word) {
             uint64_t here = gh::join_words<Shape::kKeyWords>(word);
             uint64_t value = __shfl_down_sync(kFullWarp, gh::join_words<Shape::kValueBufferWords>(word), Shape::kValueLane);
             uint32_t live = __ballot_sync(kFullWarp, is_live<Shape>(here));
@@ -97,8 +89,7 @@ __device__ void export_buckets(const GhSlabBucketsParams &p) {
                 }
             }
             written += __popc(live);
-            slab = next_slab(p.table, word);
-        }
+        });
     });
 }
 
@@ -122,7 +113,7 @@ __device__ void flush_buckets(const GhSlabBucketsParams &p) {
             for (uint32_t j = 0; j < kWords; ++j) {
                 entry_words[j] = __shfl_down_sync(kFullWarp, word, j);
             }
-            uint32_t *following = next_slab(p.table, word);
+            uint32_t *following = gh::follow(p.table.alloc, word);
             uint32_t live = __ballot_sync(kFullWarp, is_live<Shape>(gh::join_words<Shape::kKeyWords>(word)));
             // The slab is in registers; writes below may land in it (never past it), and
             // never touch lane 31, so the list's links stay as they were.
@@ -154,18 +145,7 @@ __device__ void flush_buckets(const GhSlabBucketsParams &p) {
         if (last == write_slab && lane < kEntries * kWords && lane / kWords >= written) {
             write_slab[lane] = GH_EMPTY_KEY;
         }
-        uint32_t tail = __ldcg(last + GH_SLAB_NEXT_LANE);
-        __syncwarp();
-        if (lane == GH_SLAB_NEXT_LANE) {
-            last[GH_SLAB_NEXT_LANE] = GH_INVALID_SLAB;
-        }
-        while (tail != GH_INVALID_SLAB) {
-            uint32_t after = __ldcg(gh::slab_pointer(p.table.alloc, tail) + GH_SLAB_NEXT_LANE);
-            if (lane == 0) {
-                gh::deallocate(p.table.alloc, tail);
-            }
-            tail = after;
-        }
+        gh::release_after(p.table.alloc, last);
     });
 }
 
@@ -193,7 +173,7 @@ __device__ void gather(const GhSlabGatherParams &p) {
                     store_words<Shape::kValueBufferWords>(p.out, offset + at, value);
                 }
                 written += __popc(matches);
-                slab = next_slab(p.table, word);
+                slab = gh::follow(p.table.alloc, word);
             }
             if (lane_id() == 0) {
                 p.counts[i] = (uint32_t)min(written, limit);

@@ -17,7 +17,7 @@
 // lanes, can extend any tile's list.
 #pragma once
 
-#include "slab_hash/slab_list.cuh"
+#include "slab_hash/slab_warp.cuh"
 
 namespace gh {
 

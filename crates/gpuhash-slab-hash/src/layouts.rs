@@ -13,6 +13,8 @@
 use gpuhash_core::layouts::*;
 #[allow(unused_imports)]
 use gpuhash_slab_alloc::layouts::*;
+#[allow(unused_imports)]
+use gpuhash_slab_list::layouts::*;
 
 pub const GH_EMPTY_KEY: u32 = 4294967295;
 pub const GH_TOMBSTONE_KEY: u32 = 4294967294;
@@ -20,7 +22,6 @@ pub const GH_BUSY_KEY: u32 = 4294967293;
 pub const GH_RESERVED_BUCKETS: u32 = 3;
 pub const GH_SLAB_PAIRS: u32 = 15;
 pub const GH_SLAB_KEYS: u32 = 30;
-pub const GH_SLAB_NEXT_LANE: u32 = 31;
 pub const GH_TABLE_MAP: u32 = 0;
 pub const GH_TABLE_SET: u32 = 1;
 pub const GH_TABLE_MULTIMAP: u32 = 2;

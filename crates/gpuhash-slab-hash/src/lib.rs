@@ -1,8 +1,10 @@
 //! # gpuhash-slab-hash
 //!
 //! The slab hash of seed 002 (Ashkiani, Farach-Colton, Owens, *A Dynamic Hash Table for the
-//! GPU*, IPDPS 2018): a dynamic, fully concurrent hash table with chaining, whose lists are
-//! made of 128-byte slabs from [`gpuhash_slab_alloc`]. Its three tables speak the table
+//! GPU*, IPDPS 2018): a dynamic, fully concurrent hash table with chaining, whose buckets
+//! are the slab lists of [`gpuhash_slab_list`] (chains of 128-byte slabs from
+//! [`gpuhash_slab_alloc`]; their device building blocks, `cuda-src/slab_list/slab_list.cuh`,
+//! read, walk, extend and free the chains). Its three tables speak the table
 //! contract of [`gpuhash_core::table`]: [`SlabHashMap`] is a [`Map`], [`SlabHashSet`] a
 //! [`Set`], [`SlabHashMultiMap`] a [`MultiMap`], all three a [`Table`] and an [`Image`].
 //!
@@ -21,7 +23,7 @@
 //! A table is an array of bucket heads, each the first slab of a list. A key-value slab
 //! holds 15 pairs (key in an even lane, value in the next lane), a key-only slab 30 keys;
 //! lane 31 holds the next slab's 32-bit address. Operations are served by
-//! **warp-cooperative work sharing** (`cuda-src/slab_hash/slab_list.cuh`): every thread
+//! **warp-cooperative work sharing** (`cuda-src/slab_hash/slab_warp.cuh`): every thread
 //! owns one operation, the warp takes them one at a time, and all 32 lanes read each slab
 //! together, ballots finding the key or a free spot. Inserts claim a spot with one
 //! compare-and-swap (64 bits for a pair); a full list grows by a slab from the warp

@@ -12,6 +12,10 @@ pub enum Error {
     #[cfg(feature = "slab-alloc")]
     #[error(transparent)]
     SlabAlloc(#[from] gpuhash_slab_alloc::SlabAllocError),
+    /// Slab lists.
+    #[cfg(feature = "slab-list")]
+    #[error(transparent)]
+    SlabList(#[from] gpuhash_slab_list::SlabListError),
     /// A slab hash table.
     #[cfg(feature = "slab-hash")]
     #[error(transparent)]
@@ -40,6 +44,8 @@ impl Error {
                 }
                 _ => gpuhash_core::table::ErrorKind::Device,
             },
+            #[cfg(feature = "slab-list")]
+            Error::SlabList(error) => error.kind(),
             #[cfg(feature = "slab-hash")]
             Error::SlabHash(error) => error.kind(),
             #[cfg(feature = "cuckoo")]
@@ -63,6 +69,11 @@ mod tests {
         #[cfg(feature = "slab-hash")]
         assert_eq!(
             Error::from(gpuhash_slab_hash::SlabHashError::from(oom.clone())).kind(),
+            ErrorKind::OutOfDeviceMemory
+        );
+        #[cfg(feature = "slab-list")]
+        assert_eq!(
+            Error::from(gpuhash_slab_list::SlabListError::from(oom.clone())).kind(),
             ErrorKind::OutOfDeviceMemory
         );
         #[cfg(feature = "cuckoo")]

@@ -7,6 +7,7 @@
 //! | --- | --- |
 //! | [`core`] (`gpuhash-core`) | device, streams, buffers, kernel loading, errors, hashes, workload |
 //! | [`slab_alloc`] (`gpuhash-slab-alloc`, feature `slab-alloc`) | SlabAlloc: warp-synchronous allocator of 128-byte slabs |
+//! | [`slab_list`] (`gpuhash-slab-list`, feature `slab-list`) | slab lists: concurrent lists of 128-byte slabs read by one warp, the slab hash's buckets |
 //! | [`slab_hash`] (`gpuhash-slab-hash`, feature `slab-hash`, on by default) | slab hash map, set and multimap: dynamic, fully concurrent, chained |
 //! | [`cuckoo`] (`gpuhash-cuckoo`, feature `cuckoo`, on by default) | DyHash: dynamic cuckoo subtables resized one at a time |
 //! | [`swap`] (`gpuhash-swap`, feature `swap`, on by default) | Starfish: a map larger than GPU memory, child tables paged between device and host |
@@ -43,6 +44,8 @@ pub use gpuhash_cuckoo as cuckoo;
 pub use gpuhash_slab_alloc as slab_alloc;
 #[cfg(feature = "slab-hash")]
 pub use gpuhash_slab_hash as slab_hash;
+#[cfg(feature = "slab-list")]
+pub use gpuhash_slab_list as slab_list;
 #[cfg(feature = "swap")]
 pub use gpuhash_swap as swap;
 

@@ -7,6 +7,7 @@
 
 #include "gpuhash/core_layouts.h"
 #include "gpuhash/slab_alloc_layouts.h"
+#include "gpuhash/slab_list_layouts.h"
 
 /* The three key words a slab reserves: a never-used spot, a removed pair, and a spot
  * claimed by an insert that has not yet written its value (entries wider than 64 bits
@@ -18,11 +19,12 @@
 #define GH_BUSY_KEY 0xfffffffdu
 #define GH_RESERVED_BUCKETS 3u
 
-/* Key-value slabs: lane 2i holds a key and lane 2i + 1 its value, i < 15. Key-only slabs:
- * lanes 0..29 hold keys. Lane 30 is unused, lane 31 holds the next slab's address. */
+/* Buckets are slab lists (slab_list_layouts.h). Key-value slabs: lane 2i holds a key and
+ * lane 2i + 1 its value, i < 15. Key-only slabs: lanes 0..29 hold keys. Lane 30 is unused,
+ * lane 31 holds the next slab's address (GH_SLAB_NEXT_LANE). GH_EMPTY_KEY is the list's
+ * GH_SLAB_EMPTY_WORD, so that a fresh slab is all empty spots. */
 #define GH_SLAB_PAIRS 15u
 #define GH_SLAB_KEYS 30u
-#define GH_SLAB_NEXT_LANE 31u
 
 #define GH_TABLE_MAP 0u
 #define GH_TABLE_SET 1u

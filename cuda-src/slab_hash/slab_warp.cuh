@@ -1,4 +1,5 @@
-// Slab lists with warp-cooperative work sharing (seed 002, section IV).
+// Slab hash buckets with warp-cooperative work sharing (seed 002, section IV), built on the
+// slab lists of cuda-src/slab_list/slab_list.cuh.
 //
 // Each thread owns one operation. The warp ballots for lanes with work, takes the lowest,
 // broadcasts its key, and walks that key's slab list with all 32 lanes: each lane reads
@@ -7,9 +8,12 @@
 #pragma once
 
 #include "gpuhash/slab_hash_layouts.h"
-#include "slab_alloc/slab_alloc.cuh"
+#include "slab_list/slab_list.cuh"
 
 namespace gh {
+
+// A fresh slab of the list layer is a slab of empty spots.
+static_assert(GH_EMPTY_KEY == GH_SLAB_EMPTY_WORD, "extend_list fills new slabs with empty keys");
 
 // One kind of slab: the table kind and the widths, in 32-bit words, of keys and values.
 // An entry takes 1, 2 or 4 lanes (a 3-word entry is padded to 4), so that every 64-bit
@@ -77,32 +81,7 @@ __device__ __forceinline__ uint64_t user_key(const GhSlabTable &table, uint32_t 
 }
 
 __device__ __forceinline__ uint32_t *head_slab(const GhSlabTable &table, uint32_t bucket) {
-    return table.buckets + (uint64_t)bucket * GH_SLAB_WORDS;
-}
-
-// Reads one slab, one word a lane. From L2: slabs change under atomics of other warps,
-// and a retry after a failed compare-and-swap must see the new words.
-__device__ __forceinline__ uint32_t read_slab(const uint32_t *slab) { return __ldcg(slab + lane_id()); }
-
-// Each lane's word joined with the next lane's: at a lane holding a 64-bit key or value,
-// the whole of it. All 32 lanes must call it.
-template <uint32_t kWords>
-__device__ __forceinline__ uint64_t join_words(uint32_t word) {
-    if constexpr (kWords == 1) {
-        return word;
-    } else {
-        return ((uint64_t)__shfl_down_sync(kFullWarp, word, 1) << 32) | word;
-    }
-}
-
-// `value` of lane `src` in every lane, moving only the words the width has.
-template <uint32_t kWords>
-__device__ __forceinline__ uint64_t broadcast(uint64_t value, uint32_t src) {
-    if constexpr (kWords == 1) {
-        return __shfl_sync(kFullWarp, (uint32_t)value, src);
-    } else {
-        return __shfl_sync(kFullWarp, (unsigned long long)value, src);
-    }
+    return list_head(table.buckets, bucket);
 }
 
 // A 64-bit value stored from `lane` (words lane and lane + 1), or a 32-bit one.
@@ -206,28 +185,6 @@ __device__ __forceinline__ bool claim_spot(uint32_t *slab, uint32_t lane, uint64
 template <typename Shape>
 __device__ __forceinline__ bool must_wait(bool busy_spot_seen) {
     return Shape::kWaitsForBusy && busy_spot_seen;
-}
-
-// Appends a fresh slab after `slab` unless another warp did first. All 32 lanes call it.
-// Returns false when the allocator had no slab (nothing changed).
-__device__ __forceinline__ bool extend_list(WarpAllocator &allocator, const GhSlabAllocContext &alloc,
-                                            uint32_t *slab) {
-    uint32_t address = allocator.allocate();
-    if (address == GH_INVALID_SLAB) {
-        return false;
-    }
-    uint32_t *fresh = slab_pointer(alloc, address);
-    fresh[lane_id()] = GH_EMPTY_KEY;
-    // The empty words must be visible before the slab is reachable from the list.
-    __threadfence();
-    if (lane_id() == GH_SLAB_NEXT_LANE) {
-        bool linked = atomicCAS(slab + GH_SLAB_NEXT_LANE, GH_INVALID_SLAB, address) == GH_INVALID_SLAB;
-        if (!linked) {
-            deallocate(alloc, address);
-        }
-    }
-    __syncwarp();
-    return true;
 }
 
 // The outcome of one step of an operation on one slab.
