@@ -185,9 +185,9 @@ fn main() {
     let mut batch = or_exit(Batch::new(&stream, n), "device buffers");
     let id = format!("2^{log2_n}");
     let mut criterion = Criterion::default()
-        .sample_size(10)
+        .sample_size(20)
         .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(2))
+        .measurement_time(Duration::from_secs(3))
         .configure_from_args();
 
     let mut group = criterion.benchmark_group("SlabHashMap");

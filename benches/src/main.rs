@@ -42,6 +42,9 @@
 //! Without a usable GPU it prints one line saying why and
 //! exits with status 1.
 //!
+//! The criterion benchmarks of the tables' main operations are a bench target beside this
+//! command, `benches/tables.rs` (`cargo bench -p gpuhash-bench`).
+//!
 //! `anchors` needs no GPU: it reads the logs of one run of the anchor harness (the public
 //! GPU hash tables timed on W1 beside `gpuhash-bench slab-hash cuckoo`) from `--logs DIR`
 //! (default `target/anchors/out`) and writes `anchors.md` and `anchors.svg` into `--out
