@@ -106,8 +106,8 @@ pub fn build() -> Result<(), String> {
         is_bench_target,
     )?;
     for bench in &benches {
-        let name = without_hash(&workspace::file_name(bench));
-        copy_executable(bench, &benches_dir.join(name))?;
+        let name = workspace::file_name(bench);
+        copy_executable(bench, &benches_dir.join(without_hash(&name)))?;
     }
     write_script(&bench_bundle.join("run-criterion.sh"), RUN_CRITERION)?;
     check_size(
