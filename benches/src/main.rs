@@ -39,8 +39,7 @@
 //! With no workload named, all run. Progress goes to stderr (see [`progress`]): each
 //! workload as it starts, its steps, and the seconds since it started.
 //!
-//! Without a usable GPU it prints one line saying why and
-//! exits with status 1.
+//! Without a usable GPU it prints one line saying why and exits with status 1.
 //!
 //! The criterion benchmarks of the tables' main operations are a bench target beside this
 //! command, `benches/tables.rs` (`cargo bench -p gpuhash-bench`).

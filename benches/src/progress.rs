@@ -27,11 +27,15 @@ impl Progress {
 
     /// Says on stderr that step `done` of `total`, `what`, starts.
     pub fn step(&self, what: &str, done: usize, total: usize) {
-        eprintln!(
+        eprintln!("{}", self.step_line(what, done, total));
+    }
+
+    fn step_line(&self, what: &str, done: usize, total: usize) -> String {
+        format!(
             "[{}] {what} ({done}/{total}), {:.1} s",
             self.workload,
             self.elapsed_s()
-        );
+        )
     }
 
     /// Seconds since the workload started.
@@ -42,5 +46,20 @@ impl Progress {
     /// Says on stderr that the workload is done, and after how long.
     pub fn finish(&self) {
         eprintln!("[{}] done, {:.1} s", self.workload, self.elapsed_s());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Progress;
+
+    #[test]
+    fn a_step_names_the_workload_its_place_and_the_seconds() {
+        let line = Progress::start("slab-hash").step_line("W1 load 0.9", 3, 8);
+        assert!(
+            line.starts_with("[slab-hash] W1 load 0.9 (3/8), "),
+            "{line}"
+        );
+        assert!(line.ends_with(" s"), "{line}");
     }
 }
