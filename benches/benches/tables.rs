@@ -10,7 +10,8 @@
 //!
 //! Every time is device time between CUDA events (`EventTimer`) inside `iter_custom`: the
 //! keys, values and answer buffers are on the device before timing starts, and the table
-//! is emptied (`clear_on`, queued before the start event) outside the timed span. Sample
+//! is emptied (`clear_on`, queued before the start event) outside the timed span. Before
+//! the gets are timed, their answers are checked once: all found for hits, none for misses. Sample
 //! size and times are set so the whole run takes about a minute on an H100; criterion's
 //! own options (`--sample-size`, `--measurement-time`, `--warm-up-time`, a name filter)
 //! override them. Without a usable GPU it prints one line and exits with status 0.
@@ -59,13 +60,16 @@ impl Batch {
     }
 }
 
-/// The value of `result`, or a line saying what failed and exit with status 1: a
-/// benchmark that cannot run has nothing to report.
+/// Prints `message` and exits with status 1: a benchmark that cannot run, or runs wrongly,
+/// has nothing to report.
+fn fail(message: impl Display) -> ! {
+    eprintln!("gpuhash tables bench: {message}");
+    std::process::exit(1)
+}
+
+/// The value of `result`, or [`fail`] saying what failed.
 fn or_exit<T, E: Display>(result: Result<T, E>, what: &str) -> T {
-    result.unwrap_or_else(|e| {
-        eprintln!("gpuhash tables bench: {what}: {e}");
-        std::process::exit(1)
-    })
+    result.unwrap_or_else(|e| fail(format_args!("{what}: {e}")))
 }
 
 /// n's exponent from the environment, or the default.
@@ -135,7 +139,16 @@ fn bench_map<M>(
         values_out,
         ..
     } = batch;
-    for (name, queries) in [("get-hits", &*keys), ("get-misses", &*misses)] {
+    for (name, queries, hits) in [("get-hits", &*keys, true), ("get-misses", &*misses, false)] {
+        // A get that answers wrongly would time nothing worth knowing.
+        or_exit(
+            table.get_async(stream, queries, found, values_out),
+            "get before timing",
+        );
+        let answers = or_exit(found.to_host(stream), "copy the answers");
+        if !answers.iter().all(|&f| (f != 0) == hits) {
+            fail(format_args!("{name} of {id} answered wrongly"));
+        }
         group.bench_function(BenchmarkId::new(name, id), |b| {
             b.iter_custom(|iters| {
                 device_time(
