@@ -24,6 +24,7 @@ use gpuhash_core::{Device, DeviceBuffer, Error, EventTimer, Stream};
 use gpuhash_cuckoo::{CuckooOptions, CuckooTable, DuplicateKeys, Result};
 
 use crate::measure::WARM_UP_RUNS;
+use crate::progress::Progress;
 
 /// Loads of W1.
 const LOADS: [f64; 4] = [0.5, 0.8, 0.9, 0.95];
@@ -34,18 +35,36 @@ fn median(mut times: Vec<f64>) -> f64 {
     times[times.len() / 2]
 }
 
-/// Runs W1 and W4 and prints their tables.
-pub fn run(device: &Device, log2_n: u32, runs: usize, w4_batches: u32) -> Result<()> {
+/// Runs W1 and W4 and prints their tables, each phase a step of `progress`.
+pub fn run(
+    device: &Device,
+    log2_n: u32,
+    runs: usize,
+    w4_batches: u32,
+    progress: &Progress,
+) -> Result<()> {
     let stream = device.new_stream()?;
-    w1(device, &stream, log2_n, runs)?;
+    let steps = if w4_batches > 0 { 5 } else { 4 };
+    let step = |done: usize, what: &str| progress.step(what, done, steps);
+    w1(device, &stream, log2_n, runs, step)?;
+    step(4, "W1 grown");
     w1_grown(device, &stream, log2_n, runs)?;
     if w4_batches > 0 {
+        step(5, "W4");
         w4(device, &stream, w4_batches, runs)?;
     }
     Ok(())
 }
 
-fn w1(device: &Device, stream: &Stream, log2_n: u32, runs: usize) -> Result<()> {
+/// W1 for its three pair shapes, each a step (1 to 3) told to `step`.
+fn w1(
+    device: &Device,
+    stream: &Stream,
+    log2_n: u32,
+    runs: usize,
+    step: impl Fn(usize, &str),
+) -> Result<()> {
+    step(1, "W1 u32 keys and values");
     w1_shape(
         device,
         stream,
@@ -55,6 +74,7 @@ fn w1(device: &Device, stream: &Stream, log2_n: u32, runs: usize) -> Result<()> 
         |k| k,
         |v| v,
     )?;
+    step(2, "W1 u64 keys");
     w1_shape(
         device,
         stream,
@@ -64,6 +84,7 @@ fn w1(device: &Device, stream: &Stream, log2_n: u32, runs: usize) -> Result<()> 
         wide_key,
         |v| v,
     )?;
+    step(3, "W1 16-byte values");
     w1_shape(
         device,
         stream,

@@ -36,8 +36,13 @@
 //! - `cuckoo`: DyHash (gpuhash-cuckoo) on W1 at loads 0.5 to 0.95 and W4 with B batches a
 //!   phase (`--w4-batches`, default 16; 0 skips it).
 //!
-//! With no workload named, all run. Without a usable GPU it prints one line saying why and
-//! exits with status 1.
+//! With no workload named, all run. Progress goes to stderr (see [`progress`]): each
+//! workload as it starts, its steps, and the seconds since it started.
+//!
+//! Without a usable GPU it prints one line saying why and exits with status 1.
+//!
+//! The criterion benchmarks of the tables' main operations are a bench target beside this
+//! command, `benches/tables.rs` (`cargo bench -p gpuhash-bench`).
 //!
 //! `anchors` needs no GPU: it reads the logs of one run of the anchor harness (the public
 //! GPU hash tables timed on W1 beside `gpuhash-bench slab-hash cuckoo`) from `--logs DIR`
@@ -50,6 +55,7 @@ mod core_bench;
 mod cuckoo;
 mod measure;
 mod plot;
+mod progress;
 mod slab_alloc_bench;
 mod slab_hash_bench;
 mod swap_bench;
@@ -58,13 +64,13 @@ mod upsert_bench;
 use std::error::Error;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Instant;
 
 use gpuhash_core::{Device, Stream};
 use gpuhash_cuckoo::CuckooTable;
 use gpuhash_slab_alloc::{Claim, Variant};
 use gpuhash_slab_hash::SlabHashMap;
 use measure::{Measurement, Runs};
+use progress::Progress;
 
 const USAGE: &str = "usage: gpuhash-bench [core] [slab-alloc] [slab-hash] [slab-hash-w2] [slab-hash-curve] [cuckoo] [contract] [swap] [upsert] [--log2-n N] [--runs R] [--w4-batches B] [--svg PATH] [--csv PATH]\n   or: gpuhash-bench anchors [--logs DIR] [--out DIR]";
 /// The report that reads a run of the anchors instead of timing anything.
@@ -195,7 +201,7 @@ fn run(options: &Options) -> Result<(), Box<dyn Error>> {
     let print = |row: Measurement| println!("{}", row.row(copy_rate));
     for workload in &options.workloads {
         println!();
-        let started = Instant::now();
+        let progress = Progress::start(workload);
         match workload.as_str() {
             "core" => {
                 println!(
@@ -210,14 +216,16 @@ fn run(options: &Options) -> Result<(), Box<dyn Error>> {
                     print(row);
                 }
             }
-            "contract" => contract(&device, &stream, n, runs)?,
+            "contract" => contract(&device, &stream, n, runs, &progress)?,
             "slab-alloc" => {
                 println!(
                     "## slab-alloc: one 128-byte slab per thread; allocators reserve twice the count"
                 );
                 println!("{}", Measurement::HEADER);
                 slab_alloc_bench::reserve_malloc_heap(&device)?;
-                for count in slab_alloc_bench::COUNTS {
+                let steps = slab_alloc_bench::COUNTS.len() + 1;
+                for (i, count) in slab_alloc_bench::COUNTS.into_iter().enumerate() {
+                    progress.step(&format!("{count} threads"), i + 1, steps);
                     for variant in [Variant::Regular, Variant::Light] {
                         for claim in [Claim::One, Claim::Runs] {
                             print(slab_alloc_bench::slab_alloc(
@@ -226,6 +234,7 @@ fn run(options: &Options) -> Result<(), Box<dyn Error>> {
                         }
                     }
                 }
+                progress.step("device malloc", steps, steps);
                 // One timed run after one warm-up run that also sets up the heap.
                 let malloc_runs = Runs {
                     warm_up: 1,
@@ -244,7 +253,9 @@ fn run(options: &Options) -> Result<(), Box<dyn Error>> {
                 );
                 println!("{}", Measurement::HEADER);
                 let mut memory = Vec::new();
-                for sizing in slab_hash_bench::SIZINGS {
+                let steps = slab_hash_bench::SIZINGS.len() + slab_hash_bench::MIXES.len();
+                for (i, sizing) in slab_hash_bench::SIZINGS.into_iter().enumerate() {
+                    progress.step(&format!("W1 {}", sizing.label()), i + 1, steps);
                     let bulk = slab_hash_bench::bulk(&stream, n, sizing, runs)?;
                     bulk.rows.into_iter().for_each(print);
                     memory.push(bulk.memory_line);
@@ -265,7 +276,9 @@ fn run(options: &Options) -> Result<(), Box<dyn Error>> {
                     mix_n / 2
                 );
                 println!("{}", Measurement::HEADER);
-                for (name, shares) in slab_hash_bench::MIXES {
+                for (i, (name, shares)) in slab_hash_bench::MIXES.into_iter().enumerate() {
+                    let step = slab_hash_bench::SIZINGS.len() + i + 1;
+                    progress.step(&format!("W3 {name}"), step, steps);
                     print(slab_hash_bench::mixed(&stream, mix_n, name, shares, runs)?);
                 }
             }
@@ -279,13 +292,20 @@ fn run(options: &Options) -> Result<(), Box<dyn Error>> {
                 if n > 1 << 21 {
                     sizes.push((n, 1 << 20));
                 }
-                for (total, batch) in sizes {
+                let steps = sizes.len() + 2;
+                for (i, &(total, batch)) in sizes.iter().enumerate() {
+                    progress.step(
+                        &format!("W2 {total} pairs, batches of {batch}"),
+                        i + 1,
+                        steps,
+                    );
                     let w2 = slab_hash_bench::incremental(&stream, total, batch)?;
                     println!("{}", w2.row());
                 }
                 // Batches too small to matter on the device: what remains is the fixed
                 // cost of one batch.
                 println!();
+                progress.step("W2 batches of 32 pairs", steps - 1, steps);
                 println!("## slab-hash W2 fixed cost: the same with batches of 32 pairs");
                 println!("{}", slab_hash_bench::Incremental::HEADER);
                 println!(
@@ -296,6 +316,7 @@ fn run(options: &Options) -> Result<(), Box<dyn Error>> {
                 println!(
                     "## slab-hash W2 fixed cost, step by step: median of 101 runs after 3 warm-up runs, µs"
                 );
+                progress.step("W2 fixed cost step by step", steps, steps);
                 println!("| step | device (CUDA events) | host (the call) |\n| --- | --- | --- |");
                 for (step, device_us, host_us) in slab_hash_bench::batch_overhead(&stream, 101)? {
                     println!("| {step} | {device_us:.1} | {host_us:.1} |");
@@ -309,7 +330,9 @@ fn run(options: &Options) -> Result<(), Box<dyn Error>> {
                 );
                 println!("{}", slab_hash_bench::CurvePoint::HEADER);
                 let mut points = Vec::new();
-                for target in slab_hash_bench::CURVE_TARGETS {
+                let steps = slab_hash_bench::CURVE_TARGETS.len();
+                for (i, target) in slab_hash_bench::CURVE_TARGETS.into_iter().enumerate() {
+                    progress.step(&format!("memory utilization {target}"), i + 1, steps);
                     let point =
                         slab_hash_bench::CurvePoint::measure(&stream, curve_n, target, runs)?;
                     println!("{}", point.row());
@@ -333,22 +356,33 @@ fn run(options: &Options) -> Result<(), Box<dyn Error>> {
                     options.svg.display()
                 );
             }
-            "upsert" => upsert(&device, &stream, n, runs)?,
-            "cuckoo" => cuckoo::run(&device, options.log2_n, options.runs, options.w4_batches)?,
-            "swap" => swap_bench::run(&device, options.log2_n)?,
+            "upsert" => upsert(&device, &stream, n, runs, &progress)?,
+            "cuckoo" => cuckoo::run(
+                &device,
+                options.log2_n,
+                options.runs,
+                options.w4_batches,
+                &progress,
+            )?,
+            "swap" => swap_bench::run(&device, options.log2_n, &progress)?,
             _ => unreachable!("parse_options admits only known workloads"),
         }
         println!();
-        println!(
-            "({workload}: {:.1} s wall clock)",
-            started.elapsed().as_secs_f64()
-        );
+        println!("({workload}: {:.1} s wall clock)", progress.elapsed_s());
+        progress.finish();
     }
     Ok(())
 }
 
 /// The contract workload: fixed batch costs, then host-slice batches against the bus.
-fn contract(device: &Device, stream: &Stream, n: usize, runs: Runs) -> Result<(), Box<dyn Error>> {
+fn contract(
+    device: &Device,
+    stream: &Stream,
+    n: usize,
+    runs: Runs,
+    progress: &Progress,
+) -> Result<(), Box<dyn Error>> {
+    progress.step("fixed batch cost", 1, 4);
     let bus_rows = core_bench::bus(stream, runs)?;
     let rate = |i: usize| bus_rows[i].bytes_per_second().unwrap_or(f64::NAN);
     let bus = contract_bench::Bus {
@@ -365,12 +399,15 @@ fn contract(device: &Device, stream: &Stream, n: usize, runs: Runs) -> Result<()
     }
     println!();
     contract_bench::header(device, n, bus);
+    progress.step("parts", 2, 4);
     contract_bench::parts(stream, n, bus, runs)?;
     {
+        progress.step("slab hash map end to end", 3, 4);
         let slab = SlabHashMap::<u32, u32>::with_capacity(device, n)?;
         contract_bench::end_to_end("slab hash map", &slab, n, bus, runs)?;
         contract_bench::end_to_end_registered("slab hash map", &slab, n, bus, runs)?;
     }
+    progress.step("DyHash end to end", 4, 4);
     let cuckoo = CuckooTable::<u32, u32>::with_capacity(device, n)?;
     contract_bench::end_to_end("DyHash", &cuckoo, n, bus, runs)?;
     contract_bench::end_to_end_registered("DyHash", &cuckoo, n, bus, runs)?;
@@ -378,7 +415,13 @@ fn contract(device: &Device, stream: &Stream, n: usize, runs: Runs) -> Result<()
 }
 
 /// The upsert workload: counting batches beside inserts of the same keys.
-fn upsert(device: &Device, stream: &Stream, n: usize, runs: Runs) -> Result<(), Box<dyn Error>> {
+fn upsert(
+    device: &Device,
+    stream: &Stream,
+    n: usize,
+    runs: Runs,
+    progress: &Progress,
+) -> Result<(), Box<dyn Error>> {
     println!(
         "## upsert: n = 2^{} keys, u32 keys and values, into an emptied map sized for n",
         n.trailing_zeros()
@@ -386,11 +429,13 @@ fn upsert(device: &Device, stream: &Stream, n: usize, runs: Runs) -> Result<(), 
     println!("{}", Measurement::HEADER);
     let slab = SlabHashMap::<u32, u32>::with_capacity(device, n)?;
     let cuckoo = CuckooTable::<u32, u32>::with_capacity(device, n)?;
-    for keys in upsert_bench::key_sets(stream, n)? {
-        for row in upsert_bench::rows(stream, "slab hash map", &slab, &keys, runs)? {
+    let key_sets = upsert_bench::key_sets(stream, n)?;
+    for (i, keys) in key_sets.iter().enumerate() {
+        progress.step(keys.name, i + 1, key_sets.len());
+        for row in upsert_bench::rows(stream, "slab hash map", &slab, keys, runs)? {
             println!("{}", row.row(f64::NAN));
         }
-        for row in upsert_bench::rows(stream, "DyHash", &cuckoo, &keys, runs)? {
+        for row in upsert_bench::rows(stream, "DyHash", &cuckoo, keys, runs)? {
             println!("{}", row.row(f64::NAN));
         }
     }

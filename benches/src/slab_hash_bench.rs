@@ -32,7 +32,8 @@ impl Sizing {
         }
     }
 
-    fn label(self) -> String {
+    /// What the sizing is, in words.
+    pub fn label(self) -> String {
         match self {
             Sizing::Utilization(target) => format!("memory utilization {target}"),
             Sizing::HeadLoad(load) => format!("head-slab load {load}"),

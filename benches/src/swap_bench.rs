@@ -14,13 +14,15 @@ use gpuhash_core::workload::{self, KeySet};
 use gpuhash_cuckoo::{CuckooError, CuckooTable};
 use gpuhash_swap::{SwapMap, SwapOptions};
 
+use crate::progress::Progress;
+
 /// Pairs a child is made for: n over 16 children, at least 2^16.
 fn child_capacity(n: usize) -> usize {
     (n / 16).max(1 << 16)
 }
 
 /// Runs W5 and prints its rows.
-pub fn run(device: &Device, log2_n: u32) -> Result<(), CuckooError> {
+pub fn run(device: &Device, log2_n: u32, progress: &Progress) -> Result<(), CuckooError> {
     let n = 1usize << log2_n;
     let (keys, values) = workload::host_pairs(KeySet::Hits, 0, n as u32);
     let (misses, _) = workload::host_pairs(KeySet::Misses, 0, n as u32);
@@ -33,10 +35,12 @@ pub fn run(device: &Device, log2_n: u32) -> Result<(), CuckooError> {
     );
     println!("| table | verb | batch | M ops/s |");
     println!("| --- | --- | --- | --- |");
-    for (name, budget) in [
+    let tables = [
         ("paged (1/4 resident)", budget),
         ("fully resident", u64::MAX),
-    ] {
+    ];
+    for (i, (name, budget)) in tables.into_iter().enumerate() {
+        progress.step(name, i + 1, tables.len());
         let options = SwapOptions::with_capacity(n)
             .child_capacity(child_capacity(n))
             .device_budget(budget);

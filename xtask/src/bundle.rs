@@ -1,13 +1,15 @@
-//! `gpu-test`: one folder, `target/gpu-bundle/`, holding every test binary and the
-//! benchmark built in release mode, with the scripts that run them on a GPU machine
-//! that has no Rust toolchain. See `docs/gpu-testing.md`.
+//! `gpu-test`: two folders for a GPU machine that has no Rust toolchain, each with the
+//! scripts that run what it holds, built in release mode: `target/gpu-bundle/`, every test
+//! binary and the benchmark command, and `target/gpu-bench-bundle/`, the criterion
+//! benchmarks (kept apart so that each folder stays within the size that travels). See
+//! `docs/gpu-testing.md`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crate::workspace;
 
-/// The bundle must travel to the GPU machine in one copy of at most 64 MiB.
+/// Each folder must travel to the GPU machine in one copy of at most 64 MiB.
 const MAX_BUNDLE_BYTES: u64 = 64 << 20;
 
 const RUN_TESTS: &str = r#"#!/usr/bin/env bash
@@ -38,56 +40,121 @@ const RUN_BENCH: &str = r#"#!/usr/bin/env bash
 cd "$(dirname "$0")" && exec ./gpuhash-bench "$@"
 "#;
 
-/// Builds the bundle and prints its size.
+const RUN_CRITERION: &str = r#"#!/usr/bin/env bash
+# Runs every criterion benchmark of this folder in benchmark mode; arguments go to each
+# unchanged (a name filter, --sample-size N, --save-baseline NAME, ...). n = 2^22 pairs
+# unless GPUHASH_BENCH_LOG2_N says otherwise. Reports, history and HTML plots go to
+# $CRITERION_HOME, by default criterion/ in the current directory
+# (criterion/report/index.html). Exits non-zero if any benchmark failed.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+export CRITERION_HOME="${CRITERION_HOME:-$PWD/criterion}"
+status=0
+for bench in "$here"/benches/*; do
+  "$bench" --bench "$@" || status=1
+done
+exit $status
+"#;
+
+/// Builds both folders and prints their sizes.
 pub fn build() -> Result<(), String> {
-    let bundle = workspace::root().join("target/gpu-bundle");
-    if bundle.exists() {
-        std::fs::remove_dir_all(&bundle)
-            .map_err(|e| format!("cannot clear {}: {e}", bundle.display()))?;
-    }
+    let bundle = fresh_folder("target/gpu-bundle")?;
     let tests_dir = bundle.join("tests");
     std::fs::create_dir_all(&tests_dir)
         .map_err(|e| format!("cannot create {}: {e}", tests_dir.display()))?;
-
     let tests = cargo_executables(
-        &["test", "--workspace", "--exclude", "xtask", "--no-run"],
-        true,
+        &[
+            "test",
+            "--release",
+            "--workspace",
+            "--exclude",
+            "xtask",
+            "--no-run",
+        ],
+        is_test_profile,
     )?;
     for test in &tests {
         copy_executable(test, &tests_dir.join(workspace::file_name(test)))?;
     }
-    let bench = cargo_executables(&["build", "--package", "gpuhash-bench"], false)?;
+    let bench = cargo_executables(
+        &["build", "--release", "--package", "gpuhash-bench"],
+        |line| !is_test_profile(line),
+    )?;
     for binary in &bench {
         copy_executable(binary, &bundle.join(workspace::file_name(binary)))?;
     }
     write_script(&bundle.join("run-tests.sh"), RUN_TESTS)?;
     write_script(&bundle.join("run-bench.sh"), RUN_BENCH)?;
+    check_size(
+        &bundle,
+        &format!("{} test binaries, benchmark", tests.len()),
+    )?;
 
-    let size: u64 = workspace::files_under(&bundle)?
+    let bench_bundle = fresh_folder("target/gpu-bench-bundle")?;
+    let benches_dir = bench_bundle.join("benches");
+    std::fs::create_dir_all(&benches_dir)
+        .map_err(|e| format!("cannot create {}: {e}", benches_dir.display()))?;
+    // `cargo bench` builds with the bench profile, which is the release profile.
+    let benches = cargo_executables(
+        &[
+            "bench",
+            "--package",
+            "gpuhash-bench",
+            "--benches",
+            "--no-run",
+        ],
+        is_bench_target,
+    )?;
+    for bench in &benches {
+        let name = workspace::file_name(bench);
+        copy_executable(bench, &benches_dir.join(without_hash(&name)))?;
+    }
+    write_script(&bench_bundle.join("run-criterion.sh"), RUN_CRITERION)?;
+    check_size(
+        &bench_bundle,
+        &format!("{} criterion benchmarks", benches.len()),
+    )
+}
+
+/// The folder `path` (relative to the workspace root), emptied if it was there.
+fn fresh_folder(path: &str) -> Result<PathBuf, String> {
+    let folder = workspace::root().join(path);
+    if folder.exists() {
+        std::fs::remove_dir_all(&folder)
+            .map_err(|e| format!("cannot clear {}: {e}", folder.display()))?;
+    }
+    std::fs::create_dir_all(&folder)
+        .map_err(|e| format!("cannot create {}: {e}", folder.display()))?;
+    Ok(folder)
+}
+
+/// Prints the size of `folder`, holding `what`, and fails if it is too large to travel.
+fn check_size(folder: &Path, what: &str) -> Result<(), String> {
+    let size: u64 = workspace::files_under(folder)?
         .iter()
         .map(|f| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0))
         .sum();
     println!(
-        "bundle {}: {} test binaries, benchmark, {:.1} MiB",
-        workspace::relative(&bundle),
-        tests.len(),
+        "bundle {}: {what}, {:.1} MiB",
+        workspace::relative(folder),
         size as f64 / f64::from(1 << 20)
     );
     if size > MAX_BUNDLE_BYTES {
         return Err(format!(
-            "the bundle is {size} bytes, over the 64 MiB that travels to a GPU machine"
+            "{} is {size} bytes, over the 64 MiB that travels to a GPU machine",
+            workspace::relative(folder)
         ));
     }
     Ok(())
 }
 
-/// Runs `cargo <args> --release --message-format=json` and returns the executables it
-/// reports, only test harnesses when `tests` is set.
-fn cargo_executables(args: &[&str], tests: bool) -> Result<Vec<PathBuf>, String> {
+/// Runs `cargo <args> --message-format=json` and returns the executables it reports
+/// whose artifact message passes `keep`.
+fn cargo_executables(args: &[&str], keep: fn(&str) -> bool) -> Result<Vec<PathBuf>, String> {
     let output = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
         .current_dir(workspace::root())
         .args(args)
-        .args(["--release", "--message-format=json-render-diagnostics"])
+        .arg("--message-format=json-render-diagnostics")
         .stderr(Stdio::inherit())
         .output()
         .map_err(|e| format!("cannot run cargo: {e}"))?;
@@ -98,7 +165,7 @@ fn cargo_executables(args: &[&str], tests: bool) -> Result<Vec<PathBuf>, String>
     let mut executables: Vec<PathBuf> = stdout
         .lines()
         .filter(|line| line.contains(r#""reason":"compiler-artifact""#))
-        .filter(|line| is_test_profile(line) == tests)
+        .filter(|line| keep(line))
         .filter_map(|line| json_string(line, "executable"))
         .map(PathBuf::from)
         .collect();
@@ -112,6 +179,17 @@ fn json_string(line: &str, key: &str) -> Option<String> {
     let start = line.find(&format!(r#""{key}":""#))? + key.len() + 4;
     let end = line[start..].find('"')? + start;
     Some(line[start..end].to_string())
+}
+
+/// Whether a cargo artifact message is of a bench target (`benches/*.rs`), not a binary or
+/// library built as a bench harness.
+fn is_bench_target(line: &str) -> bool {
+    line.contains(r#""kind":["bench"]"#)
+}
+
+/// An executable's name without the hash cargo appends: `tables-1a2b` becomes `tables`.
+fn without_hash(name: &str) -> &str {
+    name.rsplit_once('-').map_or(name, |(stem, _)| stem)
 }
 
 /// Whether a cargo artifact message was built with the test profile (its target's own
@@ -138,7 +216,7 @@ fn write_script(path: &Path, text: &str) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{is_test_profile, json_string};
+    use super::{is_bench_target, is_test_profile, json_string, without_hash};
 
     #[test]
     fn reads_the_executable_of_a_cargo_message() {
@@ -151,5 +229,15 @@ mod tests {
         assert!(is_test_profile(line));
         let binary = r#"{"target":{"kind":["bin"],"test":true},"profile":{"opt_level":"3","test":false},"executable":"/b"}"#;
         assert!(!is_test_profile(binary));
+        assert!(!is_bench_target(binary));
+        let bench = r#"{"target":{"kind":["bench"],"name":"tables"},"executable":"/t/tables-9f"}"#;
+        assert!(is_bench_target(bench));
+    }
+
+    #[test]
+    fn strips_the_hash_of_an_executable_name() {
+        assert_eq!(without_hash("tables-c211e3dabf2e2bc7"), "tables");
+        assert_eq!(without_hash("table-bench-c211"), "table-bench");
+        assert_eq!(without_hash("plain"), "plain");
     }
 }

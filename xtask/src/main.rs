@@ -4,7 +4,8 @@
 //!   crate embeds, and regenerate the Rust layouts from `cuda-src/include/gpuhash/*_layouts.h`.
 //!   With `--check`, build nothing and fail if anything committed is stale.
 //! - `gpu-test`: build every test binary and the benchmark in release mode and bundle them,
-//!   with runner scripts, under `target/gpu-bundle/` for a GPU machine.
+//!   with runner scripts, under `target/gpu-bundle/` for a GPU machine; and the criterion
+//!   benchmarks, with theirs, under `target/gpu-bench-bundle/`.
 
 mod bindings;
 mod bundle;
