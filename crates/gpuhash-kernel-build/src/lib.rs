@@ -184,8 +184,10 @@ pub fn source_folder(cuda_src: &Path, package: &str) -> PathBuf {
 /// what went wrong.
 pub fn build_script() {
     if let Err(message) = native::build() {
-        eprintln!("error: native-kernels: {message}");
-        println!("cargo::error=native-kernels: {}", message.replace('\n', " "));
+        // cargo shows one line per error; nvcc's own output follows on stderr.
+        let summary = message.lines().next().unwrap_or_default();
+        println!("cargo::error=native-kernels: {summary}");
+        eprintln!("{message}");
         std::process::exit(1);
     }
 }

@@ -30,14 +30,14 @@ pub(crate) fn build() -> Result<(), String> {
             .output()
             .map_err(|e| {
                 format!(
-                    "cannot run nvcc at `{}` ({e}); install a CUDA toolkit, or point NVCC or \
-                     CUDA_PATH at one",
+                    "cannot run nvcc at `{}` for {ARCH_VARIABLE}={list} ({e}); install a CUDA \
+                     toolkit, or point NVCC or CUDA_PATH at one",
                     nvcc.display()
                 )
             })?;
         if !result.status.success() {
             return Err(format!(
-                "nvcc at `{}` failed on {} for {ARCH_VARIABLE}={list}:\n{}{}",
+                "nvcc at `{}` failed on {} for {ARCH_VARIABLE}={list}\n{}{}",
                 nvcc.display(),
                 source.display(),
                 String::from_utf8_lossy(&result.stdout),
@@ -57,7 +57,9 @@ fn variable(name: &str) -> Result<String, String> {
 fn cuda_src(manifest_dir: &Path) -> Result<PathBuf, String> {
     let cuda_src = manifest_dir.join("../../cuda-src");
     if cuda_src.join("include").is_dir() {
-        return Ok(cuda_src);
+        return cuda_src
+            .canonicalize()
+            .map_err(|e| format!("cannot resolve {}: {e}", cuda_src.display()));
     }
     Err(format!(
         "no CUDA sources at {}: the feature builds from a checkout of the gpuhash repository",
@@ -76,6 +78,7 @@ fn find_nvcc() -> Result<PathBuf, String> {
     let tool = cc::Build::new()
         .cuda(true)
         .cargo_metadata(false)
+        .cargo_warnings(false)
         .try_get_compiler()
         .map_err(|e| format!("cc cannot find nvcc: {e}"))?;
     Ok(tool.path().to_path_buf())
