@@ -131,7 +131,7 @@ fn compile(nvcc: &Path, source: &Path, output: &Path) -> Result<(), String> {
         output,
     )
     .output()
-        .map_err(|e| format!("cannot run {}: {e}", nvcc.display()))?;
+    .map_err(|e| format!("cannot run {}: {e}", nvcc.display()))?;
     if result.status.success() {
         return Ok(());
     }

@@ -110,16 +110,15 @@ fn parse_target(entry: &str) -> Result<Target, String> {
     if entry == "native" {
         return Ok(Target::Native);
     }
-    let (make, arch): (fn(String) -> Target, &str) =
-        if let Some(arch) = entry.strip_prefix("sm_") {
-            (Target::Machine, arch)
-        } else if let Some(arch) = entry.strip_prefix("compute_") {
-            (Target::Ptx, arch)
-        } else {
-            return Err(format!(
-                "{ARCH_VARIABLE}: `{entry}` is not a target; write sm_<NN>, compute_<NN> or native"
-            ));
-        };
+    let (make, arch): (fn(String) -> Target, &str) = if let Some(arch) = entry.strip_prefix("sm_") {
+        (Target::Machine, arch)
+    } else if let Some(arch) = entry.strip_prefix("compute_") {
+        (Target::Ptx, arch)
+    } else {
+        return Err(format!(
+            "{ARCH_VARIABLE}: `{entry}` is not a target; write sm_<NN>, compute_<NN> or native"
+        ));
+    };
     let digits = arch.strip_suffix(['a', 'f']).unwrap_or(arch);
     let capability: u32 = match digits.parse() {
         Ok(n) if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) => n,
