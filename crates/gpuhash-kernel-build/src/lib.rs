@@ -22,7 +22,6 @@
 //! assert!(parse_targets("sm_60").is_err());
 //! ```
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -64,16 +63,6 @@ impl Target {
             Target::Machine(arch) => gencode(&format!("arch=compute_{arch},code=sm_{arch}")),
             Target::Ptx(arch) => gencode(&format!("arch=compute_{arch},code=compute_{arch}")),
             Target::Native => vec!["-arch=native".to_string()],
-        }
-    }
-}
-
-impl fmt::Display for Target {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Target::Machine(arch) => write!(f, "sm_{arch}"),
-            Target::Ptx(arch) => write!(f, "compute_{arch}"),
-            Target::Native => f.write_str("native"),
         }
     }
 }
@@ -173,7 +162,7 @@ pub fn nvcc_command(
 
 /// The `cuda-src` folder that a crate's kernels come from: `cuda-src/<dir>`, where `dir` is
 /// the crate's name without `gpuhash-`, dashes turned into underscores.
-pub fn source_folder(cuda_src: &Path, package: &str) -> PathBuf {
+pub(crate) fn source_folder(cuda_src: &Path, package: &str) -> PathBuf {
     let dir = package.strip_prefix("gpuhash-").unwrap_or(package);
     cuda_src.join(dir.replace('-', "_"))
 }

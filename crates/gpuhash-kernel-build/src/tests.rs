@@ -39,13 +39,6 @@ fn native_asks_nvcc_to_detect_the_gpu() {
 }
 
 #[test]
-fn targets_display_as_written() {
-    for list in ["sm_80", "compute_75", "sm_100f", "native"] {
-        assert_eq!(parse_targets(list).unwrap()[0].to_string(), list);
-    }
-}
-
-#[test]
 fn bad_lists_are_errors_naming_the_entry() {
     for (list, named) in [
         ("", "empty"),
