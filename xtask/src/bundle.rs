@@ -62,6 +62,7 @@ pub fn build() -> Result<(), String> {
     let tests_dir = bundle.join("tests");
     std::fs::create_dir_all(&tests_dir)
         .map_err(|e| format!("cannot create {}: {e}", tests_dir.display()))?;
+    // The build-time crates have no GPU test; leaving them out keeps the bundle small.
     let tests = cargo_executables(
         &[
             "test",
@@ -69,6 +70,8 @@ pub fn build() -> Result<(), String> {
             "--workspace",
             "--exclude",
             "xtask",
+            "--exclude",
+            "gpuhash-kernel-build",
             "--no-run",
         ],
         is_test_profile,

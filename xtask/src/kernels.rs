@@ -4,27 +4,13 @@
 //! A fat binary holds sm_90 machine code, which the H100 and H200 run as they are, and
 //! compute_75 PTX, which the driver compiles at load time for any other GPU from Turing on
 //! (the oldest architecture CUDA 13 supports). The kernels use no instruction newer than
-//! sm_75, so the lower PTX target loses nothing and reaches the most cards.
+//! sm_75, so the lower PTX target loses nothing and reaches the most cards. The flags and
+//! targets are `gpuhash_kernel_build`'s, shared with the crates' `native-kernels` builds.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use crate::workspace::{self, KernelCrate};
 use crate::{bindings, nvcc};
-
-/// Every flag given to nvcc besides the input and output; part of each stamp.
-const NVCC_FLAGS: &[&str] = &[
-    "-fatbin",
-    "-O3",
-    "-std=c++17",
-    "-lineinfo",
-    "--Werror",
-    "all-warnings",
-    "-gencode",
-    "arch=compute_90,code=sm_90",
-    "-gencode",
-    "arch=compute_75,code=compute_75",
-];
 
 const STAMPS: &str = "STAMPS";
 
@@ -137,17 +123,15 @@ fn remove_orphans(krate: &KernelCrate) -> Result<(), String> {
 
 fn compile(nvcc: &Path, source: &Path, output: &Path) -> Result<(), String> {
     let cuda_src = workspace::root().join("cuda-src");
-    let result = Command::new(nvcc)
-        .args(NVCC_FLAGS)
-        .arg("-I")
-        .arg(cuda_src.join("include"))
-        .arg("-I")
-        .arg(&cuda_src)
-        .arg(source)
-        .arg("-o")
-        .arg(output)
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", nvcc.display()))?;
+    let result = gpuhash_kernel_build::nvcc_command(
+        nvcc,
+        &gpuhash_kernel_build::default_flags(),
+        &cuda_src,
+        source,
+        output,
+    )
+    .output()
+    .map_err(|e| format!("cannot run {}: {e}", nvcc.display()))?;
     if result.status.success() {
         return Ok(());
     }
@@ -168,7 +152,7 @@ fn stamp_header(nvcc_version: &str) -> String {
 
 /// `<fatbin> sources=<fingerprint of flags, source and every header> output=<fingerprint>`.
 fn stamp_line(source: &Path, output: &[u8]) -> Result<String, String> {
-    let flags = NVCC_FLAGS.join(" ");
+    let flags = gpuhash_kernel_build::default_flags().join(" ");
     let mut inputs: Vec<Vec<u8>> = vec![flags.into_bytes(), workspace::read(source)?];
     for header in workspace::files_under(&workspace::root().join("cuda-src"))? {
         if header.extension().is_some_and(|e| e == "h" || e == "cuh") {

@@ -23,22 +23,31 @@ pub struct KernelImage {
 
 /// Embeds `kernels/<file>.fatbin` of the calling crate as a [`KernelImage`].
 ///
+/// With the calling crate's `native-kernels` feature on, embeds instead the fat binary its
+/// `build.rs` compiled into `OUT_DIR` for the targets in `GPUHASH_CUDA_ARCH` (see
+/// `docs/kernels.md`). The feature is the calling crate's, so a crate using this macro
+/// declares `native-kernels` and has that `build.rs`.
+///
 /// ```text
 /// static WORKLOAD: KernelImage = gpuhash_core::kernel_image!("workload");
 /// ```
 #[macro_export]
 macro_rules! kernel_image {
-    ($file:literal) => {
+    ($file:literal) => {{
+        #[cfg(feature = "native-kernels")]
+        const FATBIN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/", $file, ".fatbin"));
+        #[cfg(not(feature = "native-kernels"))]
+        const FATBIN: &[u8] = include_bytes!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/kernels/",
+            $file,
+            ".fatbin"
+        ));
         $crate::launch::KernelImage {
             name: concat!(env!("CARGO_PKG_NAME"), "/", $file),
-            fatbin: include_bytes!(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/kernels/",
-                $file,
-                ".fatbin"
-            )),
+            fatbin: FATBIN,
         }
-    };
+    }};
 }
 
 /// A struct that a kernel takes by value as its only parameter.
