@@ -49,9 +49,24 @@ impl Progress {
     }
 }
 
+/// Whether a line of a log is one of these progress lines: logs that catch stderr with
+/// stdout interleave them with the Markdown, and readers of the Markdown skip them.
+pub fn is_progress_line(line: &str) -> bool {
+    line.starts_with('[') && line.contains("] ")
+}
+
 #[cfg(test)]
 mod tests {
-    use super::Progress;
+    use super::{Progress, is_progress_line};
+
+    #[test]
+    fn progress_lines_are_told_from_markdown() {
+        let progress = Progress::start("slab-hash");
+        assert!(is_progress_line(&progress.step_line("W1", 1, 7)));
+        assert!(is_progress_line("[slab-hash] done, 3.0 s"));
+        assert!(!is_progress_line("| slab hash build | 1 | 2 |"));
+        assert!(!is_progress_line("## slab-hash W1"));
+    }
 
     #[test]
     fn a_step_names_the_workload_its_place_and_the_seconds() {

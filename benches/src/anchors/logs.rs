@@ -126,9 +126,14 @@ fn cells(line: &str) -> Vec<&str> {
     inner.split('|').map(str::trim).collect()
 }
 
-/// Every markdown table in `text` (a `|` line, then a `| --- |` line, then rows).
+/// Every markdown table in `text` (a `|` line, then a `| --- |` line, then rows); the
+/// benchmark's progress lines, which a log of stdout and stderr together holds between
+/// rows, are skipped.
 fn tables(text: &str) -> Vec<Table<'_>> {
-    let lines: Vec<&str> = text.lines().collect();
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|line| !crate::progress::is_progress_line(line))
+        .collect();
     let mut found = Vec::new();
     let mut caption = "";
     let mut i = 0;
@@ -315,6 +320,15 @@ mod tests {
         assert!(anchor_row("cuco|0.5|0.5|100|1|2|3").is_none());
         assert!(anchor_row("cuco|half|0.5|100|1|2|3|0|0|0|").is_none());
         assert!(anchor_row("|0.5|0.5|100|1|2|3|0|0|0|").is_none());
+    }
+
+    #[test]
+    fn progress_lines_inside_a_table_are_skipped() {
+        let text =
+            "## W1\n| a | b |\n| --- | --- |\n[slab-hash] W1 (1/2), 0.0 s\n| 1 | 2 |\n| 3 | 4 |\n";
+        let found = tables(text);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].rows.len(), 2);
     }
 
     #[test]
