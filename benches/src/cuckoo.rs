@@ -9,7 +9,7 @@
 //!   nothing is dropped: the figure is the cost of finding that out). Then the same finds on a
 //!   table grown to n pairs from its smallest size by batches of 1M inserts with the
 //!   default bounds (lookups stop early less often there: see the crate docs).
-//! - W4 (seed 003's dynamic workload): batches of 1M inserts, 1M finds (hits) and r x 1M
+//! - W4 (the DyHash paper's dynamic workload): batches of 1M inserts, 1M finds (hits) and r x 1M
 //!   deletes of the oldest keys, then the same batches again with inserts and deletes
 //!   swapped; the fill factor stays within [alpha, 0.9], except that the table, made for
 //!   1M pairs, keeps that size as its capacity floor (so as it empties at the end it stops

@@ -1,4 +1,4 @@
-//! SlabAlloc: one slab allocation per thread, as in seed 002, against device-side malloc.
+//! SlabAlloc: one slab allocation per thread, as in the SlabHash paper, against device-side malloc.
 
 use gpuhash_core::{Device, DeviceBuffer, Stream};
 use gpuhash_slab_alloc::baseline::DeviceMallocBaseline;

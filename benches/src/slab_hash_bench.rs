@@ -16,7 +16,7 @@ use crate::measure::{Measurement, Runs, WARM_UP_RUNS, median_ms, no_setup};
 /// How W1 sizes the table.
 #[derive(Debug, Clone, Copy)]
 pub enum Sizing {
-    /// Buckets such that pairs fill slab memory to this share: seed 002's memory
+    /// Buckets such that pairs fill slab memory to this share: the SlabHash paper's memory
     /// utilization (pair bytes over bytes of slabs in use).
     Utilization(f64),
     /// Buckets = n / (15 * load): head slabs this full on average, lists beyond them.
@@ -49,7 +49,7 @@ pub const SIZINGS: [Sizing; 4] = [
     Sizing::HeadLoad(0.9),
 ];
 
-/// Memory utilization targets of the rate-against-utilization curve (seed 002's figure).
+/// Memory utilization targets of the rate-against-utilization curve (the SlabHash paper's figure).
 /// Pairs take 120 of a full slab's 128 bytes, so utilization stays below 15/16 = 0.9375
 /// however long the lists: 0.93 (lists of about 58 slabs at 2^24 pairs) is the last point,
 /// as 0.94 cannot be reached.

@@ -1,4 +1,4 @@
-// SlabAlloc on the device (seed 002, section V): the warp-synchronous allocator of
+// SlabAlloc on the device (the SlabHash paper, section V): the warp-synchronous allocator of
 // 128-byte slabs that slab lists and the hyperspace index include.
 //
 // A warp keeps one resident memory block of 1024 slabs, its 32-word bitmap spread one word

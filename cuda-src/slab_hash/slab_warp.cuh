@@ -1,4 +1,4 @@
-// Slab hash buckets with warp-cooperative work sharing (seed 002, section IV), built on the
+// Slab hash buckets with warp-cooperative work sharing (the SlabHash paper, section IV), built on the
 // slab lists of cuda-src/slab_list/slab_list.cuh.
 //
 // Each thread owns one operation. The warp ballots for lanes with work, takes the lowest,
@@ -195,7 +195,7 @@ struct Step {
 };
 
 // Serves the operations of the lanes of a warp, one at a time, all 32 lanes reading each
-// slab: seed 002's warp-cooperative work sharing, for batches that mix operations (and
+// slab: the SlabHash paper's warp-cooperative work sharing, for batches that mix operations (and
 // removals and counts). `op`, `key` and `value` are this lane's operation; `active` says
 // whether it has one. Writes this lane's status and result when it
 // is served.

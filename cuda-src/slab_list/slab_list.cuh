@@ -1,4 +1,4 @@
-// Slab lists (seed 002, section IV): chains of 128-byte slabs that one warp reads together,
+// Slab lists (the SlabHash paper, section IV): chains of 128-byte slabs that one warp reads together,
 // one 4-byte word a lane, with the next slab's address in lane 31 and new slabs from
 // SlabAlloc. These are the building blocks every chain of slabs shares: the slab hash
 // builds its buckets on them, and cuda-src/slab_list/slab_list.cu serves plain lists of

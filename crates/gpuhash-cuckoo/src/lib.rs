@@ -1,6 +1,6 @@
 //! # gpuhash-cuckoo
 //!
-//! DyHash, the dynamic GPU cuckoo hash table of seed 003 ("Dynamic Hash Tables on GPUs",
+//! DyHash, the dynamic GPU cuckoo hash table of the DyHash paper ("Dynamic Hash Tables on GPUs",
 //! also known as DyCuckoo): a map from `u32` or `u64` keys to values of 4 to 64 bytes that
 //! keeps its fill factor within `[alpha, beta]` by resizing one subtable at a time.
 //!

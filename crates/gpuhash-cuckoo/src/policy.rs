@@ -1,7 +1,7 @@
 //! The host half of DyHash's resizing, pure arithmetic that runs (and is tested) on the CPU:
 //! which subtable to resize, when, and which subtable a new pair starts in.
 //!
-//! The paper (seed 003, section 5) keeps the fill factor `len / capacity` within
+//! The DyHash paper (section 5) keeps the fill factor `len / capacity` within
 //! `[alpha, beta]` by doubling the smallest subtable when it rises above `beta` and halving
 //! the largest when it falls below `alpha`, so that no subtable is ever more than twice
 //! another. New pairs go to subtable `i` with probability proportional to

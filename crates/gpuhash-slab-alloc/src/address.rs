@@ -1,4 +1,4 @@
-//! The 32-bit slab addresses of seed 002, decoded on the host exactly as the kernels do.
+//! The 32-bit slab addresses of the SlabHash paper, decoded on the host exactly as the kernels do.
 //!
 //! Regular: super block in bits 31..24, memory block in 23..10, slab in 9..0, so 255 super
 //! blocks of up to 2^14 memory blocks of 1024 slabs of 128 bytes: up to 510 GiB. Light: the

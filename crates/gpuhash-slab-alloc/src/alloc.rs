@@ -23,7 +23,7 @@ pub enum Variant {
     /// reads the super block's base from a small table. Grows without moving a slab.
     #[default]
     Regular,
-    /// One contiguous array; decoding is one multiply-add (seed 002 reports up to 25%
+    /// One contiguous array; decoding is one multiply-add (the SlabHash paper reports up to 25%
     /// faster lookups). Growing moves every slab into an array twice as large, so it needs
     /// the old and the new array at once for a moment.
     Light,
@@ -61,7 +61,7 @@ pub enum Fill {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Claim {
     /// One slab per call of the device allocator, each a separate `atomicOr`: the pattern
-    /// of slab-list inserts, and of seed 002's benchmark.
+    /// of slab-list inserts, and of the SlabHash paper's benchmark.
     One,
     /// Up to 32 slabs of one bitmap word per `atomicOr`, as many as the warp has requests.
     Runs,

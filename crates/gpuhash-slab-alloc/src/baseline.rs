@@ -1,5 +1,5 @@
 //! Device-side `malloc` of 128-byte blocks, one per thread: the baseline SlabAlloc's
-//! benchmark compares against, as seed 002 does.
+//! benchmark compares against, as the SlabHash paper does.
 
 use gpuhash_core::{Device, DeviceBuffer, Stream};
 

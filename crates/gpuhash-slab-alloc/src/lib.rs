@@ -1,6 +1,6 @@
 //! # gpuhash-slab-alloc
 //!
-//! SlabAlloc, the warp-synchronous allocator of seed 002 (Ashkiani, Farach-Colton, Owens,
+//! SlabAlloc, the warp-synchronous allocator of the SlabHash paper (Ashkiani, Farach-Colton, Owens,
 //! *A Dynamic Hash Table for the GPU*, IPDPS 2018, section V), on which the slab hash and the
 //! hyperspace index build.
 //!

@@ -1,6 +1,6 @@
 //! # gpuhash-slab-hash
 //!
-//! The slab hash of seed 002 (Ashkiani, Farach-Colton, Owens, *A Dynamic Hash Table for the
+//! The slab hash of the SlabHash paper (Ashkiani, Farach-Colton, Owens, *A Dynamic Hash Table for the
 //! GPU*, IPDPS 2018): a dynamic, fully concurrent hash table with chaining, whose buckets
 //! are the slab lists of [`gpuhash_slab_list`] (chains of 128-byte slabs from
 //! [`gpuhash_slab_alloc`]; their device building blocks, `cuda-src/slab_list/slab_list.cuh`,

@@ -41,7 +41,7 @@ pub fn expected_slabs(entries: u64, buckets: u32, per_slab: u64) -> f64 {
 }
 
 /// The bucket count at which `entries` key-value pairs (15 to a slab, 8 bytes each) fill
-/// slab memory to `utilization`, seed 002's measure: pair bytes over slab bytes. Useful
+/// slab memory to `utilization`, the SlabHash paper's measure: pair bytes over slab bytes. Useful
 /// values lie below 15/16, where every slab is full.
 pub fn buckets_for_utilization(entries: u64, utilization: f64) -> u32 {
     let utilization_at =

@@ -1,6 +1,6 @@
 //! # gpuhash-slab-list
 //!
-//! Slab lists, the linked lists of seed 002 (Ashkiani, Farach-Colton, Owens, *A Dynamic
+//! Slab lists, the linked lists of the SlabHash paper (Ashkiani, Farach-Colton, Owens, *A Dynamic
 //! Hash Table for the GPU*, IPDPS 2018, section IV), on which the slab hash builds its
 //! buckets: concurrent lists whose nodes are 128-byte slabs that one warp reads together.
 //!
@@ -22,7 +22,7 @@
 //! This crate's own kernels (`cuda-src/slab_list/slab_list.cu`) keep plain lists of
 //! 32-bit words with them, through [`SlabLists`]:
 //!
-//! - **append**, warp-cooperative as seed 002's inserts: the warp serves its lanes' words
+//! - **append**, warp-cooperative as the SlabHash paper's inserts: the warp serves its lanes' words
 //!   one after another, each walk shared by all 32 lanes, and a word takes the first empty
 //!   word of its list with a compare-and-swap. A list holds an earlier batch's words
 //!   before a later batch's; within a batch, in any order.
