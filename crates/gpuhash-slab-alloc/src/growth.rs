@@ -1,7 +1,7 @@
 //! How SlabAlloc grows: pure functions, tested on the CPU.
 //!
 //! The allocator starts with what the caller asks for, not with most of the GPU (the flaw
-//! The DyHash paper finds in the original SlabHash), and each growth doubles the slabs reserved:
+//! the DyHash paper finds in the original SlabHash), and each growth doubles the slabs reserved:
 //! regular allocators add a super block as large as all earlier ones together (capped at
 //! 2^14 memory blocks, 2 GiB), light allocators move to an array twice as large. Doubling
 //! keeps the number of growths logarithmic and the unused reserve below half.
