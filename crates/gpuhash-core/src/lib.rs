@@ -10,23 +10,6 @@
 //! standard benchmark [`workload`], and [`last_copy`], which finds the last copy of each key
 //! in a batch.
 //!
-//! ## Structure
-//!
-//! Three layers, as in cudarc:
-//! - CUDA C in `cuda-src/`, compiled by `cargo xtask build-kernels` into fat binaries
-//!   (sm_90 machine code plus compute_75 PTX) that each crate embeds, so building needs no
-//!   CUDA toolkit. Kernel parameter structs live in `cuda-src/include/gpuhash/*_layouts.h`;
-//!   bindgen turns them into each crate's `layouts` module.
-//! - [`launch`]: [`KernelImage`]s loaded once per device, [`Kernel<P>`] typed by its
-//!   parameter struct, and the one `unsafe` launch call.
-//! - Safe types: [`Device`], [`Stream`], [`DeviceBuffer`], [`PinnedBuffer`] and its
-//!   [`PinnedPool`], the caller's own memory pinned in place ([`HostRegistered`], from
-//!   [`Device::register`]), and the tables of higher crates.
-//!
-//! cudarc is loaded at run time, so a binary built here runs, and fails cleanly, on a
-//! machine without a GPU: [`Device::new`] returns [`Error::NoDriver`] or
-//! [`Error::NoDevice`] instead of panicking.
-//!
 //! ## Example
 //!
 //! ```no_run
@@ -52,6 +35,23 @@
 //! assert!(bucket < 1024);
 //! # Ok::<(), gpuhash_core::Error>(())
 //! ```
+//!
+//! ## Structure
+//!
+//! Three layers, as in cudarc:
+//! - CUDA C in `cuda-src/`, compiled by `cargo xtask build-kernels` into fat binaries
+//!   (sm_90 machine code plus compute_75 PTX) that each crate embeds, so building needs no
+//!   CUDA toolkit. Kernel parameter structs live in `cuda-src/include/gpuhash/*_layouts.h`;
+//!   bindgen turns them into each crate's `layouts` module.
+//! - [`launch`]: [`KernelImage`]s loaded once per device, [`Kernel<P>`] typed by its
+//!   parameter struct, and the one `unsafe` launch call.
+//! - Safe types: [`Device`], [`Stream`], [`DeviceBuffer`], [`PinnedBuffer`] and its
+//!   [`PinnedPool`], the caller's own memory pinned in place ([`HostRegistered`], from
+//!   [`Device::register`]), and the tables of higher crates.
+//!
+//! cudarc is loaded at run time, so a binary built here runs, and fails cleanly, on a
+//! machine without a GPU: [`Device::new`] returns [`Error::NoDriver`] or
+//! [`Error::NoDevice`] instead of panicking.
 
 mod buffer;
 mod device;

@@ -26,6 +26,58 @@
 //! [`Key::WORDS`]: gpuhash_core::table::Key::WORDS
 //! [`Value`]: gpuhash_core::table::Value
 //!
+//! ## Example
+//!
+//! ```no_run
+//! use gpuhash_core::image::Image;
+//! use gpuhash_core::table::{Map, Table};
+//! use gpuhash_core::{Device, DeviceBuffer};
+//! use gpuhash_cuckoo::{CuckooOptions, CuckooTable};
+//!
+//! # fn main() -> gpuhash_cuckoo::Result<()> {
+//! let device = Device::default()?;
+//! let options = CuckooOptions::with_capacity(1 << 20).alpha(0.3);
+//! let table = CuckooTable::<u32, [u32; 4]>::new(&device, options)?;
+//! // Host slices ...
+//! let keys: Vec<u32> = (0..1000).chain([u32::MAX]).collect(); // every key is usable
+//! let values: Vec<[u32; 4]> = keys.iter().map(|&k| [k; 4]).collect();
+//! table.insert(&keys, &values)?;
+//! assert_eq!(table.get(&[7, 5000])?, vec![Some([7; 4]), None]);
+//! assert_eq!(table.remove(&[3, 5000])?, vec![true, false]);
+//! assert_eq!(table.len()?, 1000);
+//! assert!(table.fill_factor()? <= 0.9);
+//! // ... or device buffers on a stream of the caller's.
+//! let stream = device.new_stream()?;
+//! let queries = DeviceBuffer::from_host(&stream, &[1u32, 2, 3])?;
+//! let mut found = DeviceBuffer::<u8>::zeroed(&stream, 3)?;
+//! let mut out = DeviceBuffer::<[u32; 4]>::zeroed(&stream, 3)?;
+//! table.get_async(&stream, &queries, &mut found, &mut out)?; // returns without waiting
+//! assert_eq!(found.to_host(&stream)?, vec![1, 1, 0]);
+//! // The table as bytes, and back.
+//! let mut bytes = Vec::new();
+//! table.save(&mut bytes)?;
+//! let copy = CuckooTable::<u32, [u32; 4]>::load(&device, &mut bytes.as_slice())?;
+//! assert_eq!(copy.get(&[u32::MAX])?, vec![Some([u32::MAX; 4])]);
+//! # Ok(()) }
+//! ```
+//!
+//! The resize policy runs anywhere:
+//!
+//! ```
+//! use gpuhash_cuckoo::policy::{next_resize, Bounds, Resize};
+//! let bounds = Bounds {
+//!     alpha: 0.4, beta: 0.9, slots: 32, min_buckets: 1, min_slots: 0, rehash_all: false,
+//! };
+//! // Three subtables of 4 buckets hold 384 slots; 350 pairs pass beta.
+//! assert_eq!(next_resize(&[4, 4, 4], 350, &bounds), Some(Resize::Up(0)));
+//! ```
+//!
+//! ## Options
+//!
+//! Set through [`CuckooOptions`]: `with_capacity(n)` (a floor the table never shrinks below),
+//! `subtables` (d, 3 by default), the fill band `alpha` and `beta`, `min_buckets`,
+//! `max_evictions`, `rehash_all`, `seed` and `duplicate_keys`.
+//!
 //! ## Structure
 //!
 //! - **d subtables** (2 to 8, default 3), each an array of buckets. A bucket's keys fill
@@ -217,52 +269,6 @@
 //! Each subtable has a lock of its own, and a resize takes the write lock of the one
 //! subtable it rebuilds only; on the device, an upsize touches that subtable alone, and a
 //! downsize that subtable plus bucket-locked inserts of its residuals into the others.
-//!
-//! ## Example
-//!
-//! ```no_run
-//! use gpuhash_core::image::Image;
-//! use gpuhash_core::table::{Map, Table};
-//! use gpuhash_core::{Device, DeviceBuffer};
-//! use gpuhash_cuckoo::{CuckooOptions, CuckooTable};
-//!
-//! # fn main() -> gpuhash_cuckoo::Result<()> {
-//! let device = Device::default()?;
-//! let options = CuckooOptions::with_capacity(1 << 20).alpha(0.3);
-//! let table = CuckooTable::<u32, [u32; 4]>::new(&device, options)?;
-//! // Host slices ...
-//! let keys: Vec<u32> = (0..1000).chain([u32::MAX]).collect(); // every key is usable
-//! let values: Vec<[u32; 4]> = keys.iter().map(|&k| [k; 4]).collect();
-//! table.insert(&keys, &values)?;
-//! assert_eq!(table.get(&[7, 5000])?, vec![Some([7; 4]), None]);
-//! assert_eq!(table.remove(&[3, 5000])?, vec![true, false]);
-//! assert_eq!(table.len()?, 1000);
-//! assert!(table.fill_factor()? <= 0.9);
-//! // ... or device buffers on a stream of the caller's.
-//! let stream = device.new_stream()?;
-//! let queries = DeviceBuffer::from_host(&stream, &[1u32, 2, 3])?;
-//! let mut found = DeviceBuffer::<u8>::zeroed(&stream, 3)?;
-//! let mut out = DeviceBuffer::<[u32; 4]>::zeroed(&stream, 3)?;
-//! table.get_async(&stream, &queries, &mut found, &mut out)?; // returns without waiting
-//! assert_eq!(found.to_host(&stream)?, vec![1, 1, 0]);
-//! // The table as bytes, and back.
-//! let mut bytes = Vec::new();
-//! table.save(&mut bytes)?;
-//! let copy = CuckooTable::<u32, [u32; 4]>::load(&device, &mut bytes.as_slice())?;
-//! assert_eq!(copy.get(&[u32::MAX])?, vec![Some([u32::MAX; 4])]);
-//! # Ok(()) }
-//! ```
-//!
-//! The resize policy runs anywhere:
-//!
-//! ```
-//! use gpuhash_cuckoo::policy::{next_resize, Bounds, Resize};
-//! let bounds = Bounds {
-//!     alpha: 0.4, beta: 0.9, slots: 32, min_buckets: 1, min_slots: 0, rehash_all: false,
-//! };
-//! // Three subtables of 4 buckets hold 384 slots; 350 pairs pass beta.
-//! assert_eq!(next_resize(&[4, 4, 4], 350, &bounds), Some(Resize::Up(0)));
-//! ```
 
 #![deny(unsafe_code)]
 

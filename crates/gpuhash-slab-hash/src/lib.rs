@@ -8,6 +8,39 @@
 //! contract of [`gpuhash_core::table`]: [`SlabHashMap`] is a [`Map`], [`SlabHashSet`] a
 //! [`Set`], [`SlabHashMultiMap`] a [`MultiMap`], all three a [`Table`] and an [`Image`].
 //!
+//! ## Example
+//!
+//! ```no_run
+//! use gpuhash_core::table::{Map, Table};
+//! use gpuhash_core::{Device, DeviceBuffer};
+//! use gpuhash_slab_hash::{SlabHashMap, SlabHashOptions};
+//!
+//! # fn main() -> gpuhash_slab_hash::Result<()> {
+//! let device = Device::default()?;
+//! let map = SlabHashMap::<u32, u32>::new(&device, SlabHashOptions::with_capacity(1 << 20).load(0.5))?;
+//! let keys: Vec<u32> = (0..1000).chain([u32::MAX]).collect();
+//! let values: Vec<u32> = keys.iter().map(|k| k.wrapping_mul(3)).collect();
+//! map.insert(&keys, &values)?;
+//! assert_eq!(map.get(&[7, u32::MAX, 5000])?, vec![Some(21), Some(u32::MAX.wrapping_mul(3)), None]);
+//! map.remove(&keys[..10])?;
+//! assert_eq!(map.len()?, keys.len() - 10);
+//!
+//! // The same on device buffers, queued on a stream of the caller's.
+//! let stream = device.new_stream()?;
+//! let queries = DeviceBuffer::from_host(&stream, &[7u32, 5000])?;
+//! let mut found = DeviceBuffer::zeroed(&stream, 2)?;
+//! let mut answers = DeviceBuffer::zeroed(&stream, 2)?;
+//! map.get_async(&stream, &queries, &mut found, &mut answers)?;
+//! assert_eq!(found.to_host(&stream)?, vec![1, 0]);
+//! # Ok(()) }
+//! ```
+//!
+//! ## Options
+//!
+//! Set through [`SlabHashOptions`], by setters: `with_capacity(n)` or `expected_entries`,
+//! `load` (slabs a bucket is sized for) or `buckets`, the allocator `variant`, `seed`, and
+//! `duplicate_keys` (which copy of a key repeated in a batch stays).
+//!
 //! ## Structure
 //!
 //! - `table.rs`: the engine the three tables share: bucket heads and the allocator behind
@@ -151,33 +184,6 @@
 //!   device lends, so several host threads use one table at once, flushes included.
 //! - **Counting costs no memory.** `len` sums the live entries of every bucket on the
 //!   device into one word.
-//!
-//! ## Example
-//!
-//! ```no_run
-//! use gpuhash_core::table::{Map, Table};
-//! use gpuhash_core::{Device, DeviceBuffer};
-//! use gpuhash_slab_hash::{SlabHashMap, SlabHashOptions};
-//!
-//! # fn main() -> gpuhash_slab_hash::Result<()> {
-//! let device = Device::default()?;
-//! let map = SlabHashMap::<u32, u32>::new(&device, SlabHashOptions::with_capacity(1 << 20).load(0.5))?;
-//! let keys: Vec<u32> = (0..1000).chain([u32::MAX]).collect();
-//! let values: Vec<u32> = keys.iter().map(|k| k.wrapping_mul(3)).collect();
-//! map.insert(&keys, &values)?;
-//! assert_eq!(map.get(&[7, u32::MAX, 5000])?, vec![Some(21), Some(u32::MAX.wrapping_mul(3)), None]);
-//! map.remove(&keys[..10])?;
-//! assert_eq!(map.len()?, keys.len() - 10);
-//!
-//! // The same on device buffers, queued on a stream of the caller's.
-//! let stream = device.new_stream()?;
-//! let queries = DeviceBuffer::from_host(&stream, &[7u32, 5000])?;
-//! let mut found = DeviceBuffer::zeroed(&stream, 2)?;
-//! let mut answers = DeviceBuffer::zeroed(&stream, 2)?;
-//! map.get_async(&stream, &queries, &mut found, &mut answers)?;
-//! assert_eq!(found.to_host(&stream)?, vec![1, 0]);
-//! # Ok(()) }
-//! ```
 
 mod contract;
 mod error;

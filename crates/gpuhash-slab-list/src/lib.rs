@@ -4,6 +4,42 @@
 //! Hash Table for the GPU*, IPDPS 2018, section IV), on which the slab hash builds its
 //! buckets: concurrent lists whose nodes are 128-byte slabs that one warp reads together.
 //!
+//! ## Example
+//!
+//! ```no_run
+//! use gpuhash_core::Device;
+//! use gpuhash_slab_list::{SlabLists, SlabListsOptions};
+//!
+//! # fn main() -> gpuhash_slab_list::Result<()> {
+//! let device = Device::default()?;
+//! let stream = device.new_stream()?;
+//! let lists = SlabLists::new(&device, 4, SlabListsOptions::default())?;
+//! lists.append(&stream, &[0, 2, 2, 2], &[10, 20, 21, 22])?;
+//! lists.append(&stream, &[0], &[11])?; // after 10 in list 0
+//! assert_eq!(lists.counts(&stream)?, vec![2, 0, 3, 0]);
+//! assert_eq!(lists.remove(&stream, &[2], &[21])?, vec![1]);
+//! let rows = lists.collect(&stream)?;
+//! assert_eq!(rows.offsets.to_host(&stream)?, vec![0, 2, 2, 4, 4]);
+//! let values = rows.values.to_host(&stream)?;
+//! assert_eq!(values[..2], [10, 11]);
+//! assert!(values[2..] == [20, 22] || values[2..] == [22, 20]);
+//! lists.clear(&stream)?;
+//! assert_eq!(lists.slabs_in_use(&stream)?, 0);
+//! # Ok(()) }
+//! ```
+//!
+//! Which words a list can hold is plain host logic:
+//!
+//! ```
+//! assert!(gpuhash_slab_list::is_reserved(u32::MAX));
+//! assert!(!gpuhash_slab_list::is_reserved(7));
+//! ```
+//!
+//! ## Options
+//!
+//! Set through [`SlabListsOptions`]: the allocator's options (`alloc`) and `max_slabs`, a limit
+//! past which appends are refused.
+//!
 //! ## Structure
 //!
 //! A **slab** is 32 words of 4 bytes, one for each lane of a warp. A list is a chain of
@@ -35,37 +71,6 @@
 //! Before an append the host reserves the most slabs the batch may link, growing the
 //! allocator while nothing runs, so a batch either fits or appends nothing; see
 //! [`SlabLists::append`] for the rare device-side exhaustion.
-//!
-//! ## Example
-//!
-//! ```no_run
-//! use gpuhash_core::Device;
-//! use gpuhash_slab_list::{SlabLists, SlabListsOptions};
-//!
-//! # fn main() -> gpuhash_slab_list::Result<()> {
-//! let device = Device::default()?;
-//! let stream = device.new_stream()?;
-//! let lists = SlabLists::new(&device, 4, SlabListsOptions::default())?;
-//! lists.append(&stream, &[0, 2, 2, 2], &[10, 20, 21, 22])?;
-//! lists.append(&stream, &[0], &[11])?; // after 10 in list 0
-//! assert_eq!(lists.counts(&stream)?, vec![2, 0, 3, 0]);
-//! assert_eq!(lists.remove(&stream, &[2], &[21])?, vec![1]);
-//! let rows = lists.collect(&stream)?;
-//! assert_eq!(rows.offsets.to_host(&stream)?, vec![0, 2, 2, 4, 4]);
-//! let values = rows.values.to_host(&stream)?;
-//! assert_eq!(values[..2], [10, 11]);
-//! assert!(values[2..] == [20, 22] || values[2..] == [22, 20]);
-//! lists.clear(&stream)?;
-//! assert_eq!(lists.slabs_in_use(&stream)?, 0);
-//! # Ok(()) }
-//! ```
-//!
-//! Which words a list can hold is plain host logic:
-//!
-//! ```
-//! assert!(gpuhash_slab_list::is_reserved(u32::MAX));
-//! assert!(!gpuhash_slab_list::is_reserved(7));
-//! ```
 
 mod batch;
 mod error;

@@ -10,6 +10,38 @@
 //! ([`gpuhash_cuckoo::CuckooTable`]). It implements [`Table`] and [`Map`] itself, so code
 //! written against the contract runs on it unchanged, host forms included.
 //!
+//! ## Example
+//!
+//! ```no_run
+//! use gpuhash_core::Device;
+//! use gpuhash_core::table::{Map, Table};
+//! use gpuhash_swap::{SwapMap, SwapOptions};
+//!
+//! let device = Device::default()?;
+//! // 16 children of 2^20 pairs; room on the device for a few of them.
+//! let options = SwapOptions::with_capacity(16 << 20).device_budget(512 << 20);
+//! let map = SwapMap::<u64, u64>::new(&device, options)?;
+//! let keys: Vec<u64> = (0..1 << 20).collect();
+//! map.insert(&keys, &keys)?;
+//! assert_eq!(map.get(&keys[..4])?, vec![Some(0), Some(1), Some(2), Some(3)]);
+//! assert_eq!(map.len()?, keys.len());
+//! println!("{:?}", map.stats());
+//! # Ok::<(), gpuhash_cuckoo::CuckooError>(())
+//! ```
+//!
+//! [`Map`]: gpuhash_core::table::Map
+//! [`Table`]: gpuhash_core::table::Table
+//! [`Table::clear`]: gpuhash_core::table::Table::clear
+//! [`Image`]: gpuhash_core::image::Image
+//! [`Image::from_image`]: gpuhash_core::image::Image::from_image
+//! [`Image::to_image`]: gpuhash_core::image::Image::to_image
+//!
+//! ## Options
+//!
+//! Set through [`SwapOptions`]: `with_capacity(n)`, `child_capacity` (one million pairs, the
+//! paper's), `children`, `device_budget` and `host_budget` in bytes, `scratch_bytes` for
+//! partitioning a batch, and `make_child`, the child table's constructor.
+//!
 //! ## Structure
 //!
 //! - **Children.** `n` children (from [`SwapOptions::children`], or the capacity over
@@ -74,32 +106,6 @@
 //! - Zero-copy probing of host-resident children from mapped memory.
 //! - Device-side filters that answer misses without paging a child in.
 //! - Export builds every child's pairs on the device at once, outside the budget.
-//!
-//! ## Example
-//!
-//! ```no_run
-//! use gpuhash_core::Device;
-//! use gpuhash_core::table::{Map, Table};
-//! use gpuhash_swap::{SwapMap, SwapOptions};
-//!
-//! let device = Device::default()?;
-//! // 16 children of 2^20 pairs; room on the device for a few of them.
-//! let options = SwapOptions::with_capacity(16 << 20).device_budget(512 << 20);
-//! let map = SwapMap::<u64, u64>::new(&device, options)?;
-//! let keys: Vec<u64> = (0..1 << 20).collect();
-//! map.insert(&keys, &keys)?;
-//! assert_eq!(map.get(&keys[..4])?, vec![Some(0), Some(1), Some(2), Some(3)]);
-//! assert_eq!(map.len()?, keys.len());
-//! println!("{:?}", map.stats());
-//! # Ok::<(), gpuhash_cuckoo::CuckooError>(())
-//! ```
-//!
-//! [`Map`]: gpuhash_core::table::Map
-//! [`Table`]: gpuhash_core::table::Table
-//! [`Table::clear`]: gpuhash_core::table::Table::clear
-//! [`Image`]: gpuhash_core::image::Image
-//! [`Image::from_image`]: gpuhash_core::image::Image::from_image
-//! [`Image::to_image`]: gpuhash_core::image::Image::to_image
 
 mod contract;
 mod launch;
