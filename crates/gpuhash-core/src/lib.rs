@@ -52,6 +52,9 @@
 //! cudarc is loaded at run time, so a binary built here runs, and fails cleanly, on a
 //! machine without a GPU: [`Device::new`] returns [`Error::NoDriver`] or
 //! [`Error::NoDevice`] instead of panicking.
+//!
+//! ## Features
+#![doc = document_features::document_features!()]
 
 mod buffer;
 mod device;

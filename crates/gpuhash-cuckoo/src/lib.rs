@@ -269,6 +269,9 @@
 //! Each subtable has a lock of its own, and a resize takes the write lock of the one
 //! subtable it rebuilds only; on the device, an upsize touches that subtable alone, and a
 //! downsize that subtable plus bucket-locked inserts of its residuals into the others.
+//!
+//! ## Features
+#![doc = document_features::document_features!()]
 
 #![deny(unsafe_code)]
 

@@ -57,6 +57,9 @@
 //!
 //! The allocator starts with what it is asked for ([`SlabAllocOptions::initial_slabs`]),
 //! never with most of the GPU, and frees everything on drop.
+//!
+//! ## Features
+#![doc = document_features::document_features!()]
 
 mod address;
 mod alloc;

@@ -184,6 +184,9 @@
 //!   device lends, so several host threads use one table at once, flushes included.
 //! - **Counting costs no memory.** `len` sums the live entries of every bucket on the
 //!   device into one word.
+//!
+//! ## Features
+#![doc = document_features::document_features!()]
 
 mod contract;
 mod error;

@@ -71,6 +71,9 @@
 //! Before an append the host reserves the most slabs the batch may link, growing the
 //! allocator while nothing runs, so a batch either fits or appends nothing; see
 //! [`SlabLists::append`] for the rare device-side exhaustion.
+//!
+//! ## Features
+#![doc = document_features::document_features!()]
 
 mod batch;
 mod error;

@@ -106,6 +106,9 @@
 //! - Zero-copy probing of host-resident children from mapped memory.
 //! - Device-side filters that answer misses without paging a child in.
 //! - Export builds every child's pairs on the device at once, outside the budget.
+//!
+//! ## Features
+#![doc = document_features::document_features!()]
 
 mod contract;
 mod launch;
