@@ -272,7 +272,6 @@
 //!
 //! ## Features
 #![doc = document_features::document_features!()]
-
 #![deny(unsafe_code)]
 
 mod error;
