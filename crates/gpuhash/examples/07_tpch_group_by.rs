@@ -89,9 +89,17 @@ fn group_on_gpu(
     counts.clear()?;
     let started = Instant::now();
     sums.upsert(keys, prices, Combine::Add)?;
+    let sums_ms = ms(started);
     counts.upsert(keys, &ones, Combine::Add)?;
+    let upserts_ms = ms(started);
     let (sums_out, counts_out) = (sums.export()?, counts.export()?);
     let end_to_end_ms = ms(started);
+    println!(
+        "  (from host memory: upsert of the sums {sums_ms:.1} ms, of the counts {:.1} ms, \
+         exports {:.1} ms)",
+        upserts_ms - sums_ms,
+        end_to_end_ms - upserts_ms
+    );
 
     // Again with the columns page-locked in place (registration timed too): the copies
     // then go straight from them, with no staging.
