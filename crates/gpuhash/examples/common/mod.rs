@@ -62,7 +62,10 @@ where
             .map(|first| {
                 scope.spawn(move || {
                     let rows = first..keys.len().min(first + chunk);
-                    let mut parts = vec![Vec::with_capacity(rows.len() / n + 16); n];
+                    // Each part its own reserve (`vec![v; n]` would clone the capacity away).
+                    let mut parts: Vec<Vec<usize>> = (0..n)
+                        .map(|_| Vec::with_capacity(rows.len() / n + 16))
+                        .collect();
                     for row in rows {
                         parts[part_of(keys[row], n)].push(row);
                     }
