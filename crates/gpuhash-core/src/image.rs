@@ -33,7 +33,9 @@
 
 use std::io::{Read, Write};
 
-use crate::{Device, Error, Result};
+pub use crate::pinned::PinnedImage;
+use crate::table::Map;
+use crate::{Device, DeviceBuffer, Error, PinnedPool, Result, Stream};
 
 const MAGIC: &[u8; 8] = b"GPUHASH\x01";
 /// Sections and names longer than this are not a table's: refused before allocating.
@@ -77,6 +79,60 @@ pub trait Image: crate::table::Table + Sized {
     /// Reads an image from `input` and rebuilds its table on `device`.
     fn load(device: &Device, input: &mut impl Read) -> std::result::Result<Self, Self::Error> {
         Self::from_image(device, &TableImage::read_from(input)?)
+    }
+
+    /// The table's image in pinned memory from `pool`, once the work queued before the
+    /// call has run. Tables that can copy their arrays straight into it (one DMA each)
+    /// override this; the default goes through [`Image::to_image`].
+    /// [`Error::OutOfPinnedMemory`] when the pool refuses the memory.
+    fn to_pinned_image(&self, pool: &PinnedPool) -> std::result::Result<PinnedImage, Self::Error> {
+        Ok(PinnedImage::from_image(pool, &self.to_image()?)?)
+    }
+
+    /// The table rebuilt on `device` from a pinned image, as [`Image::from_image`] does.
+    /// Tables that copy their arrays straight from it (one DMA each) override this; the
+    /// default goes through [`PinnedImage::to_image`].
+    fn from_pinned_image(
+        device: &Device,
+        image: &PinnedImage,
+    ) -> std::result::Result<Self, Self::Error> {
+        Self::from_image(device, &image.to_image()?)
+    }
+}
+
+/// Maps whose lookups can run on an image in mapped pinned memory, read in place over the
+/// bus (zero-copy), without rebuilding the table on the device: worth it when a batch
+/// touches few of the image's bytes. Every method has a default for maps that cannot:
+/// [`ProbeInPlace::PROBES_IN_PLACE`] is false and [`ProbeInPlace::get_in_place`] refuses,
+/// so `impl ProbeInPlace for MyMap {}` is all such a map needs.
+pub trait ProbeInPlace: Map + Image {
+    /// Whether [`ProbeInPlace::get_in_place`] works for this map.
+    const PROBES_IN_PLACE: bool = false;
+    /// Bytes a lookup reads from the image, on average, for a key it finds (the rest of a
+    /// lookup reads device memory): what a cost model weighs against paging the image.
+    const PROBE_BYTES: u64 = 128;
+
+    /// Looks up `keys` in the map that `image` holds, reading the image in place; `image`
+    /// must come from a mapped pool ([`PinnedPool::new_mapped`]). Queued on `stream`:
+    /// `found[i]` becomes 1 where `keys[i]` is present, 0 elsewhere, and `values[i]` (when
+    /// given) its value where found, untouched elsewhere. Answers equal those of
+    /// [`Map::get_async`] on [`Image::from_pinned_image`] of the image.
+    ///
+    /// An image of another map, or one not mapped, is an [`Error::InvalidInput`]; the
+    /// default refuses every image.
+    fn get_in_place(
+        stream: &Stream,
+        image: &PinnedImage,
+        keys: &DeviceBuffer<Self::Key>,
+        found: &mut DeviceBuffer<u8>,
+        values: Option<&mut DeviceBuffer<Self::Value>>,
+    ) -> std::result::Result<(), Self::Error> {
+        let _ = (stream, image, keys, found, values);
+        Err(Error::InvalidInput(format!(
+            "{} cannot be probed in place",
+            std::any::type_name::<Self>()
+        ))
+        .into())
     }
 }
 

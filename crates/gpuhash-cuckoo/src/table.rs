@@ -475,8 +475,13 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
 
     /// The seed of the keys' choices and home slots, fixed for the table.
     fn choice_seed(&self) -> u32 {
-        fmix64(self.options.seed ^ 0x6a09_e667_f3bc_c909) as u32
+        choice_seed(self.options.seed)
     }
+}
+
+/// The seed of the keys' choices and home slots of a table made with `seed`.
+fn choice_seed(seed: u64) -> u32 {
+    fmix64(seed ^ 0x6a09_e667_f3bc_c909) as u32
 }
 
 fn check_lengths(what: &'static str, left: usize, right: usize) -> Result<()> {

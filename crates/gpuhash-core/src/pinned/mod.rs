@@ -20,6 +20,9 @@
 //! - [`PinnedPool`] and [`PooledPinned<T>`]: buffers by size class (powers of two), returned
 //!   to the pool on drop, with an optional cap on the bytes the pool pins;
 //!   [`Device::pinned_pool`](crate::Device::pinned_pool) is one shared pool per device.
+//! - [`PinnedImage`]: a table's [image](crate::image) in one pinned buffer from a pool,
+//!   copied between the table's device arrays and the host one DMA a section, and read in
+//!   place by kernels when the pool is mapped ([`PinnedPool::new_mapped`]).
 //! - [`HostRegistered`]: the caller's own slice, page-locked in place by
 //!   [`Device::register`](crate::Device::register) and unpinned on drop; gpuhash's copies
 //!   from and to it run as one DMA each, with no staging (see [`registered`]'s docs).
@@ -80,6 +83,7 @@
 //! # Ok(()) }
 //! ```
 
+mod image;
 mod memory;
 mod pending;
 mod pool;
@@ -96,6 +100,7 @@ use cudarc::driver::sys;
 use crate::{Device, DeviceBuffer, Error, Result, Stream};
 use memory::Allocation;
 use pending::{Access, Pending};
+pub use image::{PinnedImage, SECTION_ALIGN};
 pub use pool::{PinnedPool, PooledPinned};
 pub(crate) use registered::RegisteredRanges;
 pub use registered::{HostRegistered, Registrable, RegistrableMut};

@@ -50,6 +50,8 @@ struct PoolInner {
     /// The context buffers are pinned in. Not the `Device`: the device holds its shared
     /// pool, and a pool holding the device would keep both alive for ever.
     context: Arc<CudaContext>,
+    /// Every buffer is also mapped into the device's address space.
+    mapped: bool,
     shelves: Mutex<Shelves<Allocation>>,
 }
 
@@ -71,13 +73,30 @@ impl PinnedPool {
         Self::for_context(device.context().clone(), cap)
     }
 
+    /// Like [`PinnedPool::new`], but every buffer it pins is also mapped into the device's
+    /// address space, so kernels may read and write it in place
+    /// ([`PinnedBuffer::mapped_address`]).
+    pub fn new_mapped(device: &Device, cap: Option<usize>) -> Self {
+        Self::with_mapping(device.context().clone(), cap, true)
+    }
+
     pub(crate) fn for_context(context: Arc<CudaContext>, cap: Option<usize>) -> Self {
+        Self::with_mapping(context, cap, false)
+    }
+
+    fn with_mapping(context: Arc<CudaContext>, cap: Option<usize>, mapped: bool) -> Self {
         Self {
             inner: Arc::new(PoolInner {
                 context,
+                mapped,
                 shelves: Mutex::new(Shelves::new(cap)),
             }),
         }
+    }
+
+    /// True when the pool's buffers are mapped into the device's address space.
+    pub fn is_mapped(&self) -> bool {
+        self.inner.mapped
     }
 
     /// The size class of a buffer of `bytes` bytes: the bytes a pool pins for it, the next
@@ -100,14 +119,14 @@ impl PinnedPool {
         })?;
         if bytes == 0 {
             return Ok(PooledPinned {
-                buffer: PinnedBuffer::from_memory(None, len, false)?,
+                buffer: PinnedBuffer::from_memory(None, len, self.inner.mapped)?,
                 class: 0,
                 pool: self.clone(),
             });
         }
         let class = Self::class_bytes(bytes).ok_or(Error::OutOfPinnedMemory)?;
         let memory = self.class_memory(class)?;
-        let buffer = match PinnedBuffer::from_memory(Some(memory), len, false) {
+        let buffer = match PinnedBuffer::from_memory(Some(memory), len, self.inner.mapped) {
             Ok(buffer) => buffer,
             Err(error) => {
                 // Cannot happen with page-aligned memory and a `Pod` type; keep the
@@ -132,14 +151,14 @@ impl PinnedPool {
         };
         // Unpin outside the lock: freeing pinned memory is slow.
         drop(evicted);
-        let mut pinned = Allocation::new(&self.inner.context, class, false);
+        let mut pinned = Allocation::new(&self.inner.context, class, self.inner.mapped);
         if matches!(pinned, Err(Error::OutOfPinnedMemory)) {
             // The host is short of pinnable memory: give back what the pool keeps idle and
             // try once more.
             let idle = self.inner.shelves.lock().drain();
             if !idle.is_empty() {
                 drop(idle);
-                pinned = Allocation::new(&self.inner.context, class, false);
+                pinned = Allocation::new(&self.inner.context, class, self.inner.mapped);
             }
         }
         if pinned.is_err() {

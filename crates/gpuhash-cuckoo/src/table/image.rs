@@ -7,16 +7,18 @@
 //! values, bucket locks and dirty bits.
 
 use bytemuck::{Pod, Zeroable};
-use gpuhash_core::image::{Image, ImageHeader, TableImage};
+use gpuhash_core::image::{Image, ImageHeader, PinnedImage, ProbeInPlace, TableImage};
 use gpuhash_core::table::{Key, Value};
-use gpuhash_core::{Device, DeviceBuffer, Error, Stream};
+use gpuhash_core::{Device, DeviceBuffer, Error, PinnedPool, Stream};
 
 use super::subtable::dirty_words;
-use super::{CuckooTable, Mirror, SIDE_HEADER, Shared, Subtable, hash_prime};
+use super::{
+    CuckooTable, Mirror, SIDE_HEADER, Shared, Subtable, check_lengths, choice_seed, hash_prime,
+};
 use crate::key::KeyLayout;
-use crate::layouts::GH_CUCKOO_MAX_SUBTABLES;
-use crate::policy::ChoiceRange;
-use crate::{CuckooError, CuckooOptions, DuplicateKeys, Result};
+use crate::layouts::{GH_CUCKOO_MAX_SUBTABLES, GhCuckooHome, GhCuckooSubtable, GhCuckooTable};
+use crate::policy::{self, ChoiceRange};
+use crate::{CuckooError, CuckooOptions, DuplicateKeys, Result, launch};
 
 /// The layout version of DyHash images: a table refuses images of another.
 pub const IMAGE_LAYOUT_VERSION: u32 = 1;
@@ -33,7 +35,7 @@ const MAX_SUBTABLES: usize = GH_CUCKOO_MAX_SUBTABLES as usize;
 /// The host state of a table, as its image's first section holds it.
 #[derive(Debug, Clone, Copy, Pod, Zeroable)]
 #[repr(C)]
-struct State {
+pub(super) struct State {
     initial_capacity: u64,
     /// 0 for none.
     initial_buckets: u64,
@@ -119,20 +121,91 @@ impl<K: Key, V: Value> Image for CuckooTable<K, V> {
     /// for them. [`Error::InvalidInput`] for an image of another table, key or value
     /// width, or layout version, or one whose sections do not fit together.
     fn from_image(device: &Device, image: &TableImage) -> Result<Self> {
-        image.expect(&Self::image_header())?;
-        let state = one(image.section_as::<State>(STATE)?)?;
-        let options = state.options()?;
-        state.check::<K>(&options)?;
-        let d = options.subtables;
-        if image.sections().len() != FIRST_SUBTABLE + SUBTABLE_SECTIONS * d {
-            return Err(invalid("number of sections"));
-        }
-        let side = image.section_as::<u32>(SIDE)?;
-        if side.len() != SIDE_HEADER + Self::WORDS || side[1] != 0 {
-            return Err(invalid("side slot"));
-        }
+        Self::rebuild(device, image)
+    }
+
+    /// Copies every array of the table into pinned memory from `pool`, one DMA each, on a
+    /// stream the device lends, once the batches queued before the call have run.
+    fn to_pinned_image(&self, pool: &PinnedPool) -> Result<PinnedImage> {
+        self.on_lent_stream(|stream| {
+            self.count_on(stream)?;
+            self.reading(stream, || self.pinned_image_on(stream, pool))
+        })
+    }
+
+    /// Copies the image's arrays to the device, one DMA each, and waits for them; checked
+    /// as [`Image::from_image`] checks.
+    fn from_pinned_image(device: &Device, image: &PinnedImage) -> Result<Self> {
+        Self::rebuild(device, image)
+    }
+}
+
+/// An image a table is rebuilt from, on the host or in pinned memory: its small sections
+/// read on the host, its arrays copied to the device.
+pub(super) trait Sections {
+    fn header(&self) -> &ImageHeader;
+    fn count(&self) -> usize;
+    /// Bytes of section `index`.
+    fn bytes_of(&self, index: usize) -> Result<usize>;
+    /// Section `index` on the host.
+    fn host<T: Pod>(&self, index: usize) -> Result<Vec<T>>;
+    /// Section `index` in a new device buffer, queued on `stream`.
+    fn upload<T: Pod>(&self, stream: &Stream, index: usize) -> Result<DeviceBuffer<T>>;
+}
+
+impl Sections for TableImage {
+    fn header(&self) -> &ImageHeader {
+        self.header()
+    }
+    fn count(&self) -> usize {
+        self.sections().len()
+    }
+    fn bytes_of(&self, index: usize) -> Result<usize> {
+        Ok(self.section(index)?.len())
+    }
+    fn host<T: Pod>(&self, index: usize) -> Result<Vec<T>> {
+        Ok(self.section_as(index)?)
+    }
+    fn upload<T: Pod>(&self, stream: &Stream, index: usize) -> Result<DeviceBuffer<T>> {
+        Ok(DeviceBuffer::from_host(stream, &self.section_as::<T>(index)?)?)
+    }
+}
+
+impl Sections for PinnedImage {
+    fn header(&self) -> &ImageHeader {
+        self.header()
+    }
+    fn count(&self) -> usize {
+        self.section_count()
+    }
+    fn bytes_of(&self, index: usize) -> Result<usize> {
+        Ok(self.section(index)?.len())
+    }
+    fn host<T: Pod>(&self, index: usize) -> Result<Vec<T>> {
+        Ok(self.section_as(index)?.to_vec())
+    }
+    fn upload<T: Pod>(&self, stream: &Stream, index: usize) -> Result<DeviceBuffer<T>> {
+        Ok(self.upload_section(stream, index)?)
+    }
+}
+
+/// What an image says of a table, checked: its state and side slot.
+pub(super) struct Checked {
+    pub(super) state: State,
+    pub(super) options: CuckooOptions,
+    pub(super) side: Vec<u32>,
+}
+
+impl<K: Key, V: Value> CuckooTable<K, V> {
+    /// The table an image holds, its arrays copied to the device on a lent stream.
+    fn rebuild(device: &Device, image: &impl Sections) -> Result<Self> {
+        let Checked {
+            state,
+            options,
+            side,
+        } = Self::check_image(image)?;
         let stream = device.lend_stream()?;
-        let subtables = (0..d)
+        let subtables = (0..options.subtables)
             .map(|i| Self::subtable_from_image(&stream, image, &state, i))
             .collect::<Result<Vec<_>>>()?;
         let shared = Shared {
@@ -141,7 +214,7 @@ impl<K: Key, V: Value> Image for CuckooTable<K, V> {
         };
         stream.synchronize()?;
         let mirror = Mirror {
-            counts: state.counts[..d].to_vec(),
+            counts: state.counts[..options.subtables].to_vec(),
             side_present: side[0] != 0,
             launches: state.launches,
             settled: std::array::from_fn(|i| ChoiceRange {
@@ -153,9 +226,48 @@ impl<K: Key, V: Value> Image for CuckooTable<K, V> {
         };
         Ok(Self::assemble(device, options, subtables, shared, mirror))
     }
-}
 
-impl<K: Key, V: Value> CuckooTable<K, V> {
+    /// The header, state, section count, side slot and every subtable's section sizes
+    /// of `image`, checked against this table type.
+    pub(super) fn check_image(image: &impl Sections) -> Result<Checked> {
+        if image.header() != &Self::image_header() {
+            return Err(Error::InvalidInput(format!(
+                "table image: the image holds {:?}, not {:?}",
+                image.header(),
+                Self::image_header()
+            ))
+            .into());
+        }
+        let state = one(image.host::<State>(STATE)?)?;
+        let options = state.options()?;
+        state.check::<K>(&options)?;
+        let d = options.subtables;
+        if image.count() != FIRST_SUBTABLE + SUBTABLE_SECTIONS * d {
+            return Err(invalid("number of sections"));
+        }
+        let side = image.host::<u32>(SIDE)?;
+        if side.len() != SIDE_HEADER + Self::WORDS || side[1] != 0 {
+            return Err(invalid("side slot"));
+        }
+        for index in 0..d {
+            let buckets = state.buckets[index];
+            let slots = (buckets * K::SLOTS) as usize;
+            let first = FIRST_SUBTABLE + SUBTABLE_SECTIONS * index;
+            let fits = image.bytes_of(first)? == slots * size_of::<K>()
+                && image.bytes_of(first + 1)? == slots * Self::WORDS * 4
+                && image.bytes_of(first + 2)? == buckets as usize * 4
+                && image.bytes_of(first + 3)? == dirty_words(buckets) * 4;
+            if !fits {
+                return Err(invalid(&format!("subtable {index}'s arrays")));
+            }
+        }
+        Ok(Checked {
+            state,
+            options,
+            side,
+        })
+    }
+
     /// What a DyHash image of this key and value type says of itself.
     fn image_header() -> ImageHeader {
         ImageHeader {
@@ -177,6 +289,36 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
             image.push_section(bytes(sub.values.to_host(stream)?));
             image.push_section(bytes(sub.locks.to_host(stream)?));
             image.push_section(bytes(sub.dirty.to_host(stream)?));
+        }
+        Ok(image)
+    }
+
+    /// Under the gate's read lock, the counts current: the image in pinned memory, its
+    /// arrays queued on `stream` one DMA each.
+    fn pinned_image_on(&self, stream: &Stream, pool: &PinnedPool) -> Result<PinnedImage> {
+        let state = self.state();
+        let shared = self.shared.read();
+        let subs: Vec<_> = self.subtables.iter().map(|s| s.read()).collect();
+        let mut lens = vec![size_of::<State>(), shared.side.size_bytes()];
+        for sub in &subs {
+            lens.extend([
+                sub.keys.size_bytes(),
+                sub.values.size_bytes(),
+                sub.locks.size_bytes(),
+                sub.dirty.size_bytes(),
+            ]);
+        }
+        let mut image = PinnedImage::with_sections(pool, Self::image_header(), &lens)?;
+        image
+            .section_mut(STATE)?
+            .copy_from_slice(bytemuck::bytes_of(&state));
+        image.download_section(stream, SIDE, &shared.side)?;
+        for (index, sub) in subs.iter().enumerate() {
+            let first = FIRST_SUBTABLE + SUBTABLE_SECTIONS * index;
+            image.download_section(stream, first, &sub.keys)?;
+            image.download_section(stream, first + 1, &sub.values)?;
+            image.download_section(stream, first + 2, &sub.locks)?;
+            image.download_section(stream, first + 3, &sub.dirty)?;
         }
         Ok(image)
     }
@@ -211,37 +353,93 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
         state
     }
 
-    /// Subtable `index` from its sections, each checked against its size in `state`.
+    /// Subtable `index` from its sections (sized by [`Self::check_image`]).
     fn subtable_from_image(
         stream: &Stream,
-        image: &TableImage,
+        image: &impl Sections,
         state: &State,
         index: usize,
     ) -> Result<Subtable<K>> {
-        let buckets = state.buckets[index];
-        let slots = (buckets * K::SLOTS) as usize;
         let first = FIRST_SUBTABLE + SUBTABLE_SECTIONS * index;
-        let keys = image.section_as::<K>(first)?;
-        let values = image.section_as::<u32>(first + 1)?;
-        let locks = image.section_as::<u32>(first + 2)?;
-        let dirty = image.section_as::<u32>(first + 3)?;
-        let fits = keys.len() == slots
-            && values.len() == slots * Self::WORDS
-            && locks.len() == buckets as usize
-            && dirty.len() == dirty_words(buckets);
         // A lock held in an image would never be let go.
-        if !fits || locks.iter().any(|&l| l != 0) {
-            return Err(invalid(&format!("subtable {index}'s arrays")));
+        if image.host::<u32>(first + 2)?.iter().any(|&l| l != 0) {
+            return Err(invalid(&format!("subtable {index}'s locks")));
         }
         Ok(Subtable {
-            keys: DeviceBuffer::from_host(stream, &keys)?,
-            values: DeviceBuffer::from_host(stream, &values)?,
-            locks: DeviceBuffer::from_host(stream, &locks)?,
-            dirty: DeviceBuffer::from_host(stream, &dirty)?,
-            buckets,
+            keys: image.upload(stream, first)?,
+            values: image.upload(stream, first + 1)?,
+            locks: image.upload(stream, first + 2)?,
+            dirty: image.upload(stream, first + 3)?,
+            buckets: state.buckets[index],
             hash_a: state.hash_a[index],
             hash_b: state.hash_b[index],
         })
+    }
+}
+
+/// Lookups read the image where it lies: the find kernel, given the mapped addresses of
+/// the image's sections in place of the device arrays.
+impl<K: Key, V: Value> ProbeInPlace for CuckooTable<K, V> {
+    const PROBES_IN_PLACE: bool = true;
+    /// The home half of the key's first bucket, 64 bytes, and its value.
+    const PROBE_BYTES: u64 = 64 + size_of::<V>() as u64;
+
+    fn get_in_place(
+        stream: &Stream,
+        image: &PinnedImage,
+        keys: &DeviceBuffer<K>,
+        found: &mut DeviceBuffer<u8>,
+        values: Option<&mut DeviceBuffer<V>>,
+    ) -> Result<()> {
+        check_lengths("get_in_place: keys and found", keys.len(), found.len())?;
+        if let Some(values) = &values {
+            check_lengths("get_in_place: keys and values", keys.len(), values.len())?;
+        }
+        let Checked { state, options, .. } = Self::check_image(image)?;
+        let d = options.subtables;
+        let (_mapped, addresses) = image.mapped_sections(stream)?;
+        let mut table = GhCuckooTable {
+            subtables: d as u32,
+            value_words: Self::WORDS as u32,
+            ..GhCuckooTable::default()
+        };
+        for (index, sub) in table.sub[..d].iter_mut().enumerate() {
+            let first = FIRST_SUBTABLE + SUBTABLE_SECTIONS * index;
+            let buckets = state.buckets[index];
+            *sub = GhCuckooSubtable {
+                keys: addresses[first] as *mut _,
+                values: addresses[first + 1] as *mut u32,
+                locks: addresses[first + 2] as *mut u32,
+                dirty: addresses[first + 3] as *mut u32,
+                buckets,
+                fastmod: (u64::MAX / buckets).wrapping_add(1),
+                hash_a: state.hash_a[index],
+                hash_b: state.hash_b[index],
+            };
+        }
+        // Lookups read no counts; the side slot is read in place like the buckets.
+        table.side = addresses[SIDE] as *mut u32;
+        let home = GhCuckooHome {
+            thresholds: policy::thresholds(&policy::home_weights(
+                &state.buckets[..d],
+                &state.counts[..d],
+                K::SLOTS,
+            )),
+            settled_lo: state.settled_lo,
+            settled_hi: state.settled_hi,
+            seed: choice_seed(state.seed),
+        };
+        launch::find(
+            stream,
+            launch::Find {
+                table,
+                home,
+                keys,
+                found: Some(found),
+                values,
+                hits: None,
+            },
+        )
     }
 }
 
