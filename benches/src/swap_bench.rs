@@ -4,7 +4,10 @@
 //! device budget holds a quarter of them; inserts are timed from host slices, transfers
 //! and paging included, then gets of all hits and all misses in batches of 2^10, 2^14,
 //! 2^20 keys and n keys. The same table with no budget (every child resident) is timed
-//! beside it. Wall-clock time: the host forms wait for their work.
+//! beside it. Then, on the paged table, gets of hits in batches of 2^10 to 2^20 keys with
+//! the cost model forced to probe children on the host in place, then forced to page them
+//! in, and with the default model: the crossover between probing and paging is where the
+//! first two rows cross. Wall-clock time: the host forms wait for their work.
 
 use std::time::Instant;
 
@@ -12,7 +15,7 @@ use gpuhash_core::Device;
 use gpuhash_core::table::{Map, Table};
 use gpuhash_core::workload::{self, KeySet};
 use gpuhash_cuckoo::{CuckooError, CuckooTable};
-use gpuhash_swap::{SwapMap, SwapOptions};
+use gpuhash_swap::{CostModel, SwapMap, SwapOptions};
 
 use crate::progress::Progress;
 
@@ -53,7 +56,50 @@ pub fn run(device: &Device, log2_n: u32, progress: &Progress) -> Result<(), Cuck
             time_gets(&table, name, "get miss", &misses, batch)?;
         }
         println!("stats of {name}: {:?}", table.stats());
+        if budget != u64::MAX {
+            probing_against_paging(&table, name, &keys)?;
+        }
     }
+    Ok(())
+}
+
+/// Gets of hits in batches of 2^10 to 2^20 keys under a cost model that always probes
+/// children on the host in place, one that always pages them, and the default.
+fn probing_against_paging(
+    table: &SwapMap<u32, u32>,
+    name: &str,
+    keys: &[u32],
+) -> Result<(), CuckooError> {
+    let default = table.cost_model();
+    let models = [
+        (
+            "probe in place",
+            CostModel {
+                zero_copy_bytes_per_s: f64::INFINITY,
+                ..default
+            },
+        ),
+        (
+            "page",
+            CostModel {
+                zero_copy_bytes_per_s: f64::MIN_POSITIVE,
+                ..default
+            },
+        ),
+        ("cost model", default),
+    ];
+    for (model_name, model) in models {
+        table.set_cost_model(model);
+        for log2_batch in (10..=20).step_by(2) {
+            let batch = 1usize << log2_batch;
+            // As many keys as the largest batch, so every row does the same work.
+            let sample = &keys[..keys.len().min(1 << 20)];
+            let name = format!("{name}, {model_name}");
+            time_gets(table, &name, "get hit", sample, batch)?;
+        }
+        println!("stats after {model_name}: {:?}", table.stats());
+    }
+    table.set_cost_model(default);
     Ok(())
 }
 

@@ -4,10 +4,10 @@
 use std::collections::HashMap;
 use std::sync::{OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use gpuhash_core::image::Image;
+use gpuhash_core::image::{Image, PinnedImage, ProbeInPlace};
 use gpuhash_core::table::{ErrorKind, Key, Map, Table, TableError, Value};
 use gpuhash_core::workload::{self, KeySet};
-use gpuhash_core::{Device, DeviceBuffer, Error};
+use gpuhash_core::{Device, DeviceBuffer, Error, PinnedPool};
 use gpuhash_cuckoo::{CuckooError, CuckooOptions, CuckooTable, DuplicateKeys, policy};
 use quickcheck::{Arbitrary, Gen, QuickCheck, TestResult};
 
@@ -1053,7 +1053,23 @@ fn image_round_trip<K: Key, V: Value>(key: impl Fn(u32) -> K, value: impl Fn(u32
     table.save(&mut bytes).unwrap();
     let loaded = CuckooTable::<K, V>::load(device(), &mut bytes.as_slice()).unwrap();
     let rebuilt = CuckooTable::<K, V>::from_image(device(), &table.to_image().unwrap()).unwrap();
-    for copy in [&loaded, &rebuilt] {
+    let pool = PinnedPool::new_mapped(device(), None);
+    let pinned = table.to_pinned_image(&pool).unwrap();
+    assert_eq!(pinned.to_image().unwrap(), table.to_image().unwrap());
+    let from_pinned = CuckooTable::<K, V>::from_pinned_image(device(), &pinned).unwrap();
+    // Lookups in the pinned image, in place, answer as the table does: hits, removed keys,
+    // the reserved key and misses.
+    let (misses, _) = workload::host_pairs(KeySet::Misses, 0, 5_000);
+    let probes: Vec<K> = keys
+        .iter()
+        .copied()
+        .chain(misses.iter().map(|&k| key(k)))
+        .collect();
+    assert_eq!(
+        get_in_place::<K, V>(&pinned, &probes),
+        table.get(&probes).unwrap()
+    );
+    for copy in [&loaded, &rebuilt, &from_pinned] {
         assert_eq!(copy.subtable_buckets(), table.subtable_buckets());
         assert_eq!(copy.capacity_floor(), table.capacity_floor());
         assert_eq!(copy.options(), table.options());
@@ -1068,6 +1084,56 @@ fn image_round_trip<K: Key, V: Value>(key: impl Fn(u32) -> K, value: impl Fn(u32
     model.extend(more.iter().copied().zip(more_values));
     check_against(&loaded, &model, &gone).unwrap();
     assert!(loaded.resize_stats().upsizes > 0);
+}
+
+/// `keys` looked up in the table `image` holds, read in place.
+fn get_in_place<K: Key, V: Value>(image: &PinnedImage, keys: &[K]) -> Vec<Option<V>> {
+    let stream = device().new_stream().unwrap();
+    let on_device = DeviceBuffer::from_host(&stream, keys).unwrap();
+    let mut found = DeviceBuffer::zeroed(&stream, keys.len()).unwrap();
+    let mut values = DeviceBuffer::<V>::zeroed(&stream, keys.len()).unwrap();
+    CuckooTable::<K, V>::get_in_place(&stream, image, &on_device, &mut found, Some(&mut values))
+        .unwrap();
+    let found = found.to_host(&stream).unwrap();
+    let values = values.to_host(&stream).unwrap();
+    found
+        .iter()
+        .zip(values)
+        .map(|(&f, v)| (f != 0).then_some(v))
+        .collect()
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn in_place_lookups_need_a_mapped_image_of_the_table() {
+    let _memory = shared_memory();
+    let table = CuckooTable::<u32, u32>::new(device(), small_options()).unwrap();
+    table.insert(&[1, 2, u32::MAX], &[10, 20, 30]).unwrap();
+    let stream = device().new_stream().unwrap();
+    let keys = DeviceBuffer::from_host(&stream, &[1u32, 3]).unwrap();
+    let mut found = DeviceBuffer::zeroed(&stream, 2).unwrap();
+    let unmapped = table
+        .to_pinned_image(&PinnedPool::new(device(), None))
+        .unwrap();
+    let refused =
+        CuckooTable::<u32, u32>::get_in_place(&stream, &unmapped, &keys, &mut found, None);
+    assert_eq!(refused.unwrap_err().kind(), ErrorKind::InvalidInput);
+    let wide = CuckooTable::<u64, u32>::new(device(), small_options()).unwrap();
+    let foreign = wide
+        .to_pinned_image(&PinnedPool::new_mapped(device(), None))
+        .unwrap();
+    let refused = CuckooTable::<u32, u32>::get_in_place(&stream, &foreign, &keys, &mut found, None);
+    assert_eq!(refused.unwrap_err().kind(), ErrorKind::InvalidInput);
+    let mapped = table
+        .to_pinned_image(&PinnedPool::new_mapped(device(), None))
+        .unwrap();
+    let mut short = DeviceBuffer::zeroed(&stream, 1).unwrap();
+    let refused = CuckooTable::<u32, u32>::get_in_place(&stream, &mapped, &keys, &mut short, None);
+    assert_eq!(refused.unwrap_err().kind(), ErrorKind::InvalidInput);
+    assert_eq!(
+        get_in_place::<u32, u32>(&mapped, &[1, 2, 3, u32::MAX]),
+        vec![Some(10), Some(20), None, Some(30)]
+    );
 }
 
 #[test]

@@ -1,16 +1,22 @@
 //! The table contract on a [`SwapTable`]: each batch is cut into segments, each segment
 //! partitioned by child on the device, each child's range run by the child's own device
 //! form (the child paged in as needed), and the answers put back in input order.
+//!
+//! Lookups (get, contains) of children on the host go another way: their keys are checked
+//! against the children's miss filters on the device, and only the keys a filter passes go
+//! on, to the child's image probed in place or to the child paged in, as the cost model
+//! chooses. Inserts and removes of children on the host page them in.
 
 use std::ops::Range;
 
-use gpuhash_core::image::Image;
+use gpuhash_core::image::ProbeInPlace;
 use gpuhash_core::table::{DevicePairs, Map, MemoryUsage, Table, check_pairs};
 use gpuhash_core::{Device, DeviceBuffer, Stream};
 
+use crate::filter::Survivors;
 use crate::launch;
 use crate::partition::Partition;
-use crate::policy::segments;
+use crate::policy::{Access, segments};
 use crate::residency::Residency;
 use crate::table::SwapTable;
 
@@ -51,7 +57,7 @@ struct Answers<V> {
     values: DeviceBuffer<V>,
 }
 
-impl<T: Map + Image> SwapTable<T> {
+impl<T: ProbeInPlace> SwapTable<T> {
     /// Runs `verb` on `keys`, segment by segment.
     fn run(
         &self,
@@ -79,15 +85,87 @@ impl<T: Map + Image> SwapTable<T> {
     ) -> Result<(), T::Error> {
         let children = residency.count();
         let partition = Partition::of(stream, children, keys, verb.values(), segment.clone())?;
+        // Misses of children on the host are answered by these zeros.
         let mut answers = Answers {
-            found: DeviceBuffer::unfilled(stream, segment.len())?,
+            found: DeviceBuffer::zeroed(stream, segment.len())?,
             values: DeviceBuffer::unfilled(stream, segment.len())?,
         };
+        // Which children a lookup reaches through its filter: those on the host now (the
+        // set is fixed before any child of the segment pages in or out).
+        let on_host: Vec<bool> = (0..children)
+            .map(|child| !verb.changes() && !residency.is_resident(child))
+            .collect();
+        let survivors = residency.filters().check(stream, &partition, &on_host)?;
         for (child, range) in partition.children() {
-            let table = residency.table(&self.device, stream, child, verb.changes())?;
-            run_child(table, stream, &partition, range, verb, &mut answers)?;
+            if on_host[child] {
+                residency.count_filtered(range.len() - survivors.ranges[child].len());
+                self.look_up_on_host(residency, stream, child, &survivors, verb, &mut answers)?;
+            } else {
+                let table = residency.table(&self.device, stream, child, verb.changes())?;
+                run_child(table, stream, &partition, range, verb, &mut answers)?;
+            }
         }
         gather_answers(stream, &partition, &answers, verb, segment.start)?;
+        Ok(())
+    }
+
+    /// Looks up the keys of child `child` (on the host) that its filter passed: in its image
+    /// in place or paged in, as the cost model chooses; their answers go to their places
+    /// in `answers`.
+    fn look_up_on_host(
+        &self,
+        residency: &mut Residency<T>,
+        stream: &Stream,
+        child: usize,
+        survivors: &Survivors<T::Key>,
+        verb: &Verb<'_, T::Value>,
+        answers: &mut Answers<T::Value>,
+    ) -> Result<(), T::Error> {
+        let range = survivors.ranges[child].clone();
+        if range.is_empty() {
+            return Ok(());
+        }
+        let keys = survivors.keys_of(stream, range.clone())?;
+        let mut found = DeviceBuffer::zeroed(stream, keys.len())?;
+        let mut values = match verb {
+            Verb::Get { .. } => Some(DeviceBuffer::unfilled(stream, keys.len())?),
+            _ => None,
+        };
+        let image = residency.image(child);
+        let access = if T::PROBES_IN_PLACE {
+            self.cost_model()
+                .choose(keys.len() as u64, T::PROBE_BYTES, image.bytes())
+        } else {
+            Access::Page
+        };
+        match access {
+            Access::Probe => {
+                T::get_in_place(stream, &image, &keys, &mut found, values.as_mut())?;
+                residency.count_probe_in_place();
+            }
+            Access::Page => {
+                let table = residency.table(&self.device, stream, child, false)?;
+                match values.as_mut() {
+                    Some(values) => table.get_async(stream, &keys, &mut found, values)?,
+                    None => table.contains_async(stream, &keys, &mut found)?,
+                }
+            }
+        }
+        let places = survivors.places_of(stream, range)?;
+        launch::gather(stream, &found, &places, None, &mut answers.found, 0)?;
+        if let Some(values) = &values {
+            launch::gather(
+                stream,
+                values,
+                &places,
+                Some(&found),
+                &mut answers.values,
+                0,
+            )?;
+        }
+        // The image may be replaced while the kernels above still read it: its memory goes
+        // back to the pool only once they have run (a pinned buffer waits for its readers).
+        drop(image);
         Ok(())
     }
 }
@@ -161,7 +239,7 @@ fn gather_answers<K, V: gpuhash_core::table::Value>(
     }
 }
 
-impl<T: Map + Image> Table for SwapTable<T> {
+impl<T: ProbeInPlace> Table for SwapTable<T> {
     type Key = T::Key;
     type Error = T::Error;
 
@@ -195,7 +273,7 @@ impl<T: Map + Image> Table for SwapTable<T> {
     }
 }
 
-impl<T: Map + Image> Map for SwapTable<T> {
+impl<T: ProbeInPlace> Map for SwapTable<T> {
     type Value = T::Value;
 
     fn insert_async(

@@ -1,5 +1,5 @@
-//! The kernels of `cuda-src/swap/partition.cu`: the only place this crate hands raw device
-//! pointers to the GPU.
+//! The kernels of `cuda-src/swap/` (`partition.cu`, `filter.cu`): the only place this crate
+//! hands raw device pointers to the GPU.
 
 use std::ops::Range;
 
@@ -8,7 +8,8 @@ use gpuhash_core::launch::{Kernel, KernelImage, KernelParams, LaunchShape};
 use gpuhash_core::{DeviceBuffer, Result, Stream};
 
 use crate::layouts::{
-    GH_SWAP_THREADS, GhSwapCopyParams, GhSwapCountParams, GhSwapGatherParams, GhSwapScatterParams,
+    GH_SWAP_FILTER_BLOCK_WORDS, GH_SWAP_THREADS, GhSwapCopyParams, GhSwapCountParams,
+    GhSwapFilterAddParams, GhSwapFilterCheckParams, GhSwapGatherParams, GhSwapScatterParams,
 };
 
 // SAFETY: bindgen's repr(C) copies of the C structs the kernels take, holding raw device
@@ -20,12 +21,20 @@ unsafe impl KernelParams for GhSwapScatterParams {}
 unsafe impl KernelParams for GhSwapGatherParams {}
 // SAFETY: as above.
 unsafe impl KernelParams for GhSwapCopyParams {}
+// SAFETY: as above.
+unsafe impl KernelParams for GhSwapFilterAddParams {}
+// SAFETY: as above.
+unsafe impl KernelParams for GhSwapFilterCheckParams {}
 
 static IMAGE: KernelImage = gpuhash_core::kernel_image!("partition");
 static COUNT: Kernel<GhSwapCountParams> = Kernel::new(&IMAGE, "gh_swap_count");
 static SCATTER: Kernel<GhSwapScatterParams> = Kernel::new(&IMAGE, "gh_swap_scatter");
 static GATHER: Kernel<GhSwapGatherParams> = Kernel::new(&IMAGE, "gh_swap_gather");
 static COPY: Kernel<GhSwapCopyParams> = Kernel::new(&IMAGE, "gh_swap_copy");
+static FILTER_IMAGE: KernelImage = gpuhash_core::kernel_image!("filter");
+static FILTER_ADD: Kernel<GhSwapFilterAddParams> = Kernel::new(&FILTER_IMAGE, "gh_swap_filter_add");
+static FILTER_CHECK: Kernel<GhSwapFilterCheckParams> =
+    Kernel::new(&FILTER_IMAGE, "gh_swap_filter_check");
 
 fn shape(stream: &Stream, items: usize) -> LaunchShape {
     LaunchShape::grid_stride(stream.device(), items as u64, GH_SWAP_THREADS)
@@ -184,4 +193,109 @@ pub(crate) fn copy_range<T: Pod>(
     unsafe { COPY.launch(stream, shape(stream, bytes), params) }?;
     drop((source_at, target_at));
     Ok(target)
+}
+
+/// Words of a filter of `blocks` blocks.
+pub(crate) fn filter_words(blocks: u32) -> usize {
+    blocks as usize * GH_SWAP_FILTER_BLOCK_WORDS as usize
+}
+
+/// Adds `keys` to `filter`, a filter of `blocks` blocks.
+pub(crate) fn filter_add<K: Pod>(
+    stream: &Stream,
+    keys: &DeviceBuffer<K>,
+    blocks: u32,
+    filter: &mut DeviceBuffer<u32>,
+) -> Result<()> {
+    assert_eq!(filter.len(), filter_words(blocks), "a filter of its blocks");
+    if keys.is_empty() {
+        return Ok(());
+    }
+    let keys_at = keys.address(stream);
+    let filter_at = filter.address_mut(stream);
+    let params = GhSwapFilterAddParams {
+        keys: keys_at.address as *const u32,
+        count: keys.len() as u64,
+        key_words: (size_of::<K>() / 4) as u32,
+        blocks,
+        filter: filter_at.address as *mut u32,
+    };
+    // SAFETY: the kernel reads `keys.len()` keys and writes words of blocks below `blocks`
+    // of `filter`, which holds them all (asserted); both stay borrowed until the launch is
+    // queued and their frees are ordered after it.
+    unsafe { FILTER_ADD.launch(stream, shape(stream, keys.len()), params) }
+}
+
+/// The filters a check consults: each child's, or `None` for a child not checked.
+pub(crate) struct FilterSet<'a> {
+    pub filters: Vec<Option<&'a DeviceBuffer<u32>>>,
+    pub blocks: u32,
+}
+
+/// Where a check puts the keys its filters pass: compacted to the front of each child's
+/// range (`starts`), with their places, and how many a child.
+pub(crate) struct CheckTarget<'a, K> {
+    pub starts: &'a DeviceBuffer<u32>,
+    pub survivors: &'a mut DeviceBuffer<u32>,
+    pub keys: &'a mut DeviceBuffer<K>,
+    pub places: &'a mut DeviceBuffer<u32>,
+}
+
+/// Checks the partitioned `keys` of children with a filter in `set`; see
+/// `GhSwapFilterCheckParams`.
+pub(crate) fn filter_check<K: Pod>(
+    stream: &Stream,
+    keys: &DeviceBuffer<K>,
+    set: &FilterSet<'_>,
+    target: CheckTarget<'_, K>,
+) -> Result<()> {
+    let children = set.filters.len();
+    assert!(
+        set.filters
+            .iter()
+            .flatten()
+            .all(|f| f.len() == filter_words(set.blocks))
+    );
+    assert!(target.starts.len() == children && target.survivors.len() == children);
+    assert!(target.keys.len() >= keys.len() && target.places.len() >= keys.len());
+    if keys.is_empty() {
+        return Ok(());
+    }
+    let guards: Vec<_> = set
+        .filters
+        .iter()
+        .map(|f| f.map(|f| f.address(stream)))
+        .collect();
+    let addresses: Vec<u64> = guards
+        .iter()
+        .map(|g| g.as_ref().map_or(0, |g| g.address))
+        .collect();
+    let filters = DeviceBuffer::from_host(stream, &addresses)?;
+    let filters_at = filters.address(stream);
+    let keys_at = keys.address(stream);
+    let starts_at = target.starts.address(stream);
+    let survivors_at = target.survivors.address_mut(stream);
+    let out_keys = target.keys.address_mut(stream);
+    let out_places = target.places.address_mut(stream);
+    let params = GhSwapFilterCheckParams {
+        keys: keys_at.address as *const u32,
+        count: keys.len() as u64,
+        key_words: (size_of::<K>() / 4) as u32,
+        children: children as u32,
+        blocks: set.blocks,
+        reserved: 0,
+        filters: filters_at.address as *const u64,
+        starts: starts_at.address as *const u32,
+        survivors: survivors_at.address as *mut u32,
+        out_keys: out_keys.address as *mut u32,
+        out_places: out_places.address as *mut u32,
+    };
+    // SAFETY: `filters` holds one address a child, each 0 or a live filter of `blocks`
+    // blocks (asserted) kept borrowed by its guard until the launch is queued; `starts` and
+    // `survivors` hold one word a child (asserted); a key of child c is written at
+    // starts[c] plus fewer than its child's count of keys (the partition's ranges, which
+    // `starts` begins), so within the targets, which hold every key (asserted).
+    unsafe { FILTER_CHECK.launch(stream, shape(stream, keys.len()), params) }?;
+    drop(guards);
+    Ok(())
 }

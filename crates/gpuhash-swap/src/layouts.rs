@@ -12,6 +12,7 @@
 
 pub const GH_SWAP_THREADS: u32 = 256;
 pub const GH_SWAP_SEED: u64 = 6616326155283851669;
+pub const GH_SWAP_FILTER_BLOCK_WORDS: u32 = 8;
 #[repr(C)]
 #[derive(Debug, Copy, Clone, PartialEq, Eq)]
 pub struct GhSwapCountParams {
@@ -154,6 +155,93 @@ const _: () = {
         [::core::mem::offset_of!(GhSwapCopyParams, bytes) - 16usize];
 };
 impl Default for GhSwapCopyParams {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone, PartialEq, Eq)]
+pub struct GhSwapFilterAddParams {
+    pub keys: *const u32,
+    pub count: u64,
+    pub key_words: u32,
+    pub blocks: u32,
+    pub filter: *mut u32,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of GhSwapFilterAddParams"][::core::mem::size_of::<GhSwapFilterAddParams>() - 32usize];
+    ["Alignment of GhSwapFilterAddParams"]
+        [::core::mem::align_of::<GhSwapFilterAddParams>() - 8usize];
+    ["Offset of field: GhSwapFilterAddParams::keys"]
+        [::core::mem::offset_of!(GhSwapFilterAddParams, keys) - 0usize];
+    ["Offset of field: GhSwapFilterAddParams::count"]
+        [::core::mem::offset_of!(GhSwapFilterAddParams, count) - 8usize];
+    ["Offset of field: GhSwapFilterAddParams::key_words"]
+        [::core::mem::offset_of!(GhSwapFilterAddParams, key_words) - 16usize];
+    ["Offset of field: GhSwapFilterAddParams::blocks"]
+        [::core::mem::offset_of!(GhSwapFilterAddParams, blocks) - 20usize];
+    ["Offset of field: GhSwapFilterAddParams::filter"]
+        [::core::mem::offset_of!(GhSwapFilterAddParams, filter) - 24usize];
+};
+impl Default for GhSwapFilterAddParams {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone, PartialEq, Eq)]
+pub struct GhSwapFilterCheckParams {
+    pub keys: *const u32,
+    pub count: u64,
+    pub key_words: u32,
+    pub children: u32,
+    pub blocks: u32,
+    pub reserved: u32,
+    pub filters: *const u64,
+    pub starts: *const u32,
+    pub survivors: *mut u32,
+    pub out_keys: *mut u32,
+    pub out_places: *mut u32,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of GhSwapFilterCheckParams"]
+        [::core::mem::size_of::<GhSwapFilterCheckParams>() - 72usize];
+    ["Alignment of GhSwapFilterCheckParams"]
+        [::core::mem::align_of::<GhSwapFilterCheckParams>() - 8usize];
+    ["Offset of field: GhSwapFilterCheckParams::keys"]
+        [::core::mem::offset_of!(GhSwapFilterCheckParams, keys) - 0usize];
+    ["Offset of field: GhSwapFilterCheckParams::count"]
+        [::core::mem::offset_of!(GhSwapFilterCheckParams, count) - 8usize];
+    ["Offset of field: GhSwapFilterCheckParams::key_words"]
+        [::core::mem::offset_of!(GhSwapFilterCheckParams, key_words) - 16usize];
+    ["Offset of field: GhSwapFilterCheckParams::children"]
+        [::core::mem::offset_of!(GhSwapFilterCheckParams, children) - 20usize];
+    ["Offset of field: GhSwapFilterCheckParams::blocks"]
+        [::core::mem::offset_of!(GhSwapFilterCheckParams, blocks) - 24usize];
+    ["Offset of field: GhSwapFilterCheckParams::reserved"]
+        [::core::mem::offset_of!(GhSwapFilterCheckParams, reserved) - 28usize];
+    ["Offset of field: GhSwapFilterCheckParams::filters"]
+        [::core::mem::offset_of!(GhSwapFilterCheckParams, filters) - 32usize];
+    ["Offset of field: GhSwapFilterCheckParams::starts"]
+        [::core::mem::offset_of!(GhSwapFilterCheckParams, starts) - 40usize];
+    ["Offset of field: GhSwapFilterCheckParams::survivors"]
+        [::core::mem::offset_of!(GhSwapFilterCheckParams, survivors) - 48usize];
+    ["Offset of field: GhSwapFilterCheckParams::out_keys"]
+        [::core::mem::offset_of!(GhSwapFilterCheckParams, out_keys) - 56usize];
+    ["Offset of field: GhSwapFilterCheckParams::out_places"]
+        [::core::mem::offset_of!(GhSwapFilterCheckParams, out_places) - 64usize];
+};
+impl Default for GhSwapFilterCheckParams {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
         unsafe {

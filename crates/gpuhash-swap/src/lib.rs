@@ -5,9 +5,10 @@
 //! as many live on the device as a budget allows; the others wait in host memory as
 //! images ([`gpuhash_core::image`]) and are paged in when a batch needs them.
 //!
-//! [`SwapTable<T>`] takes any child table `T` of the contract that has an image
-//! ([`Map`] + [`Image`]); [`SwapMap<K, V>`] is the default, DyHash children
-//! ([`gpuhash_cuckoo::CuckooTable`]). It implements [`Table`] and [`Map`] itself, so code
+//! [`SwapTable<T>`] takes any child table `T` of the contract that has an image and says
+//! whether its image can be probed in place ([`ProbeInPlace`], which every [`Map`] +
+//! [`Image`] gets with `impl ProbeInPlace for MyMap {}`); [`SwapMap<K, V>`] is the default,
+//! DyHash children ([`gpuhash_cuckoo::CuckooTable`]), which are probed in place. It implements [`Table`] and [`Map`] itself, so code
 //! written against the contract runs on it unchanged, host forms included.
 //!
 //! ## Example
@@ -33,14 +34,19 @@
 //! [`Table`]: gpuhash_core::table::Table
 //! [`Table::clear`]: gpuhash_core::table::Table::clear
 //! [`Image`]: gpuhash_core::image::Image
-//! [`Image::from_image`]: gpuhash_core::image::Image::from_image
-//! [`Image::to_image`]: gpuhash_core::image::Image::to_image
+//! [`ProbeInPlace`]: gpuhash_core::image::ProbeInPlace
+//! [`PinnedImage`]: gpuhash_core::image::PinnedImage
+//! [`Image::from_pinned_image`]: gpuhash_core::image::Image::from_pinned_image
+//! [`Image::to_pinned_image`]: gpuhash_core::image::Image::to_pinned_image
+//! [`ProbeInPlace::get_in_place`]: gpuhash_core::image::ProbeInPlace::get_in_place
 //!
 //! ## Options
 //!
 //! Set through [`SwapOptions`]: `with_capacity(n)`, `child_capacity` (one million pairs, the
 //! paper's), `children`, `device_budget` and `host_budget` in bytes, `scratch_bytes` for
-//! partitioning a batch, and `make_child`, the child table's constructor.
+//! partitioning a batch, `filter_bits_per_key` for the miss filters, `cost_model` (the
+//! rates that choose between paging and probing in place, [`CostModel`]), and
+//! `make_child`, the child table's constructor.
 //!
 //! ## Structure
 //!
@@ -58,15 +64,30 @@
 //!   child, the child is paged in if needed and its own device form runs on its range;
 //!   a last kernel puts the answers back in input order.
 //! - **Residency.** At most [`SwapTable::resident_limit`] children are on the device: the
-//!   device budget less the scratch, over the device memory of a child made at the child
-//!   capacity (measured once, when the table is made). Bringing a child in pages out the
-//!   least recently used one. Paging in is [`Image::from_image`], paging out
-//!   [`Image::to_image`]: no rehashing. Every child keeps its last image on the host, so a
-//!   child that no batch changed since it came in is dropped, not copied back;
-//!   [`SwapTable::stats`] counts page-ins, page-outs (write-backs) and drops.
-//! - **Host memory.** Images are [`gpuhash_core::image::TableImage`]s in ordinary
-//!   (pageable) host memory, not pinned buffers: a page-in or page-out copies through the
-//!   driver's staging. An optional host budget bounds the images' bytes.
+//!   device budget less the scratch and the filters, over the device memory of a child
+//!   made at the child capacity (measured once, when the table is made). Bringing a child
+//!   in pages out the least recently used one. Paging in is [`Image::from_pinned_image`],
+//!   paging out [`Image::to_pinned_image`]: no rehashing, and for DyHash one DMA a section
+//!   each way. Every child keeps its last image on the host, so a child that no batch
+//!   changed since it came in is dropped, not copied back; [`SwapTable::stats`] counts
+//!   page-ins, page-outs (write-backs) and drops.
+//! - **Host memory.** Images are [`PinnedImage`]s in page-locked host memory, mapped into
+//!   the device's address space, from a pool of the table's own whose cap is the host
+//!   budget: an image that the budget cannot hold is an `OutOfPinnedMemory` error, and the
+//!   child it was for stays resident and unchanged. The pool pins in power-of-two size
+//!   classes, so an image may take up to twice its bytes of the budget. The children share
+//!   one empty image until they first page out.
+//! - **Lookups of children on the host.** A get or contains does not page a child on the
+//!   host in for its keys. First its **miss filter** (a split block Bloom filter in device
+//!   memory, `cuda-src/swap/filter.cu`, built from the child's keys when a changed child
+//!   pages out) checks them on the device: keys it rules out are misses and nothing
+//!   crosses the bus for them ([`SwapStats::filtered`] counts them). The keys it passes
+//!   go, as the [`CostModel`] chooses for that child and batch segment, either to the
+//!   child's image **probed in place** ([`ProbeInPlace::get_in_place`]: DyHash's own find
+//!   kernel reading the mapped image over the bus; [`SwapStats::probes_in_place`]), or to
+//!   the child paged in, when the probes would move more bytes than the image. Children
+//!   that cannot be probed in place always page. Inserts and removes of a child on the
+//!   host page it in: the image is never written in place.
 //! - **Threads.** A table takes `&self` everywhere; one lock serializes batches, so four
 //!   host threads on one table are correct but do not run their batches at once.
 //!
@@ -80,11 +101,13 @@
 //!   more than the child capacity takes more device memory than the budget counted.
 //! - Paging is sequential: partition, then page and run child by child on the caller's
 //!   stream. The paper overlaps the copy of one child with the build of the next.
+//! - The paper has no filters and no zero-copy lookups: a search pages every child in.
 //!
 //! ## Waits
 //!
 //! A device form waits for its stream once a segment (the per-child counts come to the
-//! host) and for the whole device before each page-out (the child's work, from any
+//! host), once more for a lookup that reaches children on the host (the counts of keys
+//! their filters passed), and for the whole device before each page-out (the child's work, from any
 //! thread's stream, must be done before its image is taken or it is dropped). Equal keys in one insert batch: one whole value wins,
 //! unspecified which.
 //!
@@ -98,19 +121,23 @@
 //! the child on the host, unchanged. The answers buffers of a failed batch hold answers for
 //! the segments before the failure only. [`Table::clear`] that fails leaves some children
 //! cleared. Running out of device memory is an error of kind `OutOfDeviceMemory`;
-//! exceeding the host budget on a page-out is `OutOfPinnedMemory`.
+//! exceeding the host budget on a page-out, or the host refusing to pin more, is
+//! `OutOfPinnedMemory`, and the child stays resident and unchanged.
 //!
 //! ## Left for later
 //!
-//! - Pinned host buffers for the images, and overlap of paging with kernels across streams.
-//! - Zero-copy probing of host-resident children from mapped memory.
-//! - Device-side filters that answer misses without paging a child in.
-//! - Export builds every child's pairs on the device at once, outside the budget.
+//! - Overlap of paging with kernels across streams: a page-in's DMAs are queued at once
+//!   but waited for before the child's kernels run.
+//! - Export builds every child's pairs on the device at once, outside the budget; so
+//!   does a page-out for the one child's filter.
+//! - The cost model's rates are estimates until measured on the H100 (the W5 benchmark's
+//!   probing and paging rows give the crossover).
 //!
 //! ## Features
 #![doc = document_features::document_features!()]
 
 mod contract;
+mod filter;
 mod launch;
 #[allow(unused_imports, reason = "generated")]
 mod layouts;
@@ -120,6 +147,10 @@ pub mod policy;
 mod residency;
 mod table;
 
-pub use options::{DEFAULT_CHILD_CAPACITY, DEFAULT_SCRATCH_BYTES, MakeChild, SwapOptions};
+pub use options::{
+    DEFAULT_CHILD_CAPACITY, DEFAULT_FILTER_BITS_PER_KEY, DEFAULT_SCRATCH_BYTES, MakeChild,
+    SwapOptions,
+};
+pub use policy::{Access, CostModel};
 pub use residency::SwapStats;
 pub use table::{SwapMap, SwapTable};

@@ -7,6 +7,8 @@ use gpuhash_core::Device;
 use gpuhash_core::table::{Key, Table, Value};
 use gpuhash_cuckoo::CuckooTable;
 
+use crate::policy::CostModel;
+
 /// Builds a child table of a capacity (in pairs) on a device.
 pub type MakeChild<T> = Arc<dyn Fn(&Device, usize) -> Result<T, <T as Table>::Error> + Send + Sync>;
 
@@ -14,6 +16,9 @@ pub type MakeChild<T> = Arc<dyn Fn(&Device, usize) -> Result<T, <T as Table>::Er
 pub const DEFAULT_CHILD_CAPACITY: usize = 1 << 20;
 /// Device bytes kept for the partition of a batch segment unless set.
 pub const DEFAULT_SCRATCH_BYTES: u64 = 64 << 20;
+/// Bits of a child's miss filter for each pair the child is made for, unless set: about
+/// 2% of the misses to a child on the host get past its filter.
+pub const DEFAULT_FILTER_BITS_PER_KEY: u32 = 8;
 
 /// How a [`crate::SwapTable`] divides its keys and its memory. Built by setters:
 /// `SwapOptions::with_capacity(n).device_budget(bytes)`.
@@ -30,11 +35,17 @@ pub struct SwapOptions<T: Table> {
     /// Device bytes for resident children and scratch (default: no limit, every child
     /// resident).
     pub device_budget: u64,
-    /// Host bytes for the children's images, when limited.
+    /// Host bytes for the children's images, when limited: the cap of the table's pool of
+    /// mapped pinned memory, which pins each image in a power-of-two size class.
     pub host_budget: Option<u64>,
     /// Device bytes, within the device budget, for partitioning a batch: a batch is
     /// processed in segments of as many elements as this holds.
     pub scratch_bytes: u64,
+    /// Bits of a child's miss filter (in device memory, within the device budget) for
+    /// each of the [`SwapOptions::child_capacity`] pairs it is made for.
+    pub filter_bits_per_key: u32,
+    /// The rates that choose between paging a child in and probing it in place.
+    pub cost_model: CostModel,
     /// Builds a child.
     pub make_child: MakeChild<T>,
 }
@@ -48,6 +59,8 @@ impl<K: Key, V: Value> Default for SwapOptions<CuckooTable<K, V>> {
             device_budget: u64::MAX,
             host_budget: None,
             scratch_bytes: DEFAULT_SCRATCH_BYTES,
+            filter_bits_per_key: DEFAULT_FILTER_BITS_PER_KEY,
+            cost_model: CostModel::default(),
             make_child: Arc::new(|device, capacity| CuckooTable::with_capacity(device, capacity)),
         }
     }
@@ -86,6 +99,10 @@ impl<T: Table> SwapOptions<T> {
         host_budget: u64,
         /// Sets [`SwapOptions::scratch_bytes`].
         scratch_bytes: u64,
+        /// Sets [`SwapOptions::filter_bits_per_key`].
+        filter_bits_per_key: u32,
+        /// Sets [`SwapOptions::cost_model`].
+        cost_model: CostModel,
     }
 
     /// The same options with children that `make_child(device, capacity)` builds.
@@ -100,6 +117,8 @@ impl<T: Table> SwapOptions<T> {
             device_budget: self.device_budget,
             host_budget: self.host_budget,
             scratch_bytes: self.scratch_bytes,
+            filter_bits_per_key: self.filter_bits_per_key,
+            cost_model: self.cost_model,
             make_child: Arc::new(make_child),
         }
     }
@@ -130,6 +149,8 @@ impl<T: Table> fmt::Debug for SwapOptions<T> {
             .field("device_budget", &self.device_budget)
             .field("host_budget", &self.host_budget)
             .field("scratch_bytes", &self.scratch_bytes)
+            .field("filter_bits_per_key", &self.filter_bits_per_key)
+            .field("cost_model", &self.cost_model)
             .finish_non_exhaustive()
     }
 }

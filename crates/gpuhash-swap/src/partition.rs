@@ -70,6 +70,11 @@ impl<K: Pod, V: Pod> Partition<K, V> {
             .map(|(child, range)| (child, range.clone()))
     }
 
+    /// The partitioned keys, every child's end to end.
+    pub(crate) fn keys(&self) -> &DeviceBuffer<K> {
+        &self.keys
+    }
+
     /// A child's keys, in a buffer of their own.
     pub(crate) fn keys_of(&self, stream: &Stream, range: Range<usize>) -> Result<DeviceBuffer<K>> {
         launch::copy_range(stream, &self.keys, range)

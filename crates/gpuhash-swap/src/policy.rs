@@ -1,5 +1,6 @@
 //! The host side's pure policy: which child a key lives in, how the budgets divide, the
-//! ranges of a partitioned batch, and which resident child goes out first.
+//! ranges of a partitioned batch, which resident child goes out first, how large a miss
+//! filter is, and whether a batch pages a child in or probes its image in place.
 
 use std::ops::Range;
 
@@ -15,10 +16,17 @@ pub fn child_of(key: u64, children: u32) -> u32 {
 }
 
 /// Device bytes a batch element needs while a segment runs: its key and value twice (the
-/// partitioned copy and the child's own), its child id and input place, and its answer
-/// (flag and value) twice.
+/// partitioned copy and the child's own), its child id and input place, its answer (flag
+/// and value) twice, and for lookups its key and place again where a filter passes it.
 pub fn scratch_per_element(key_bytes: usize, value_bytes: usize) -> u64 {
-    (2 * (key_bytes + value_bytes) + 8 + 2 * (value_bytes + 1)) as u64
+    (3 * key_bytes + 2 * value_bytes + 12 + 2 * (value_bytes + 1)) as u64
+}
+
+/// Blocks (of 256 bits) of a child's miss filter: `bits_per_key` bits for each of the
+/// `child_capacity` pairs a child is made for, at least one block.
+pub fn filter_blocks(child_capacity: usize, bits_per_key: u32) -> u32 {
+    let bits = (child_capacity as u64).saturating_mul(u64::from(bits_per_key));
+    bits.div_ceil(256).clamp(1, u64::from(u32::MAX)) as u32
 }
 
 /// How the device budget divides: children resident at once and batch elements a segment.
@@ -30,21 +38,36 @@ pub struct Plan {
     pub segment: usize,
 }
 
-/// The plan for a device budget, or why the budget is too small: it must hold the scratch
-/// and at least one child of `child_bytes`, and the scratch at least one element.
+/// What the device budget holds besides the resident children.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fixed {
+    /// Bytes for partitioning a batch segment.
+    pub scratch_bytes: u64,
+    /// Bytes of every child's miss filter.
+    pub filter_bytes: u64,
+}
+
+/// The plan for a device budget, or why the budget is too small: it must hold the scratch,
+/// the filters and at least one child of `child_bytes`, and the scratch at least one element.
 pub fn plan(
     device_budget: u64,
-    scratch_bytes: u64,
+    fixed: Fixed,
     child_bytes: u64,
     element_bytes: u64,
     children: usize,
 ) -> Result<Plan, String> {
-    let for_children = device_budget.saturating_sub(scratch_bytes);
+    let Fixed {
+        scratch_bytes,
+        filter_bytes,
+    } = fixed;
+    let for_children = device_budget
+        .saturating_sub(scratch_bytes)
+        .saturating_sub(filter_bytes);
     let resident = (for_children / child_bytes.max(1)).min(children as u64) as usize;
     if resident == 0 {
         return Err(format!(
             "a device budget of {device_budget} bytes holds no child of {child_bytes} bytes \
-             beside {scratch_bytes} bytes of scratch"
+             beside {scratch_bytes} bytes of scratch and {filter_bytes} bytes of filters"
         ));
     }
     let segment = (scratch_bytes / element_bytes.max(1)).min(u64::from(u32::MAX)) as usize;
@@ -74,6 +97,92 @@ pub fn child_ranges(counts: &[u32]) -> Vec<Range<usize>> {
             range
         })
         .collect()
+}
+
+/// How a lookup batch reaches a child on the host: paging its image in, or probing the
+/// image in place over the bus.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Copy the whole image to the device (evicting the least recently used child), then
+    /// look up there.
+    Page,
+    /// Look up in the image where it lies in mapped pinned memory (zero-copy).
+    Probe,
+}
+
+/// The rates that decide between paging a child in and probing it in place, per child per
+/// batch: paging costs the image's bytes over the host-to-device rate, plus a fixed cost
+/// (allocations and one copy a section), plus the lookups on the device; probing costs
+/// the probes' bytes over the rate the bus serves random reads of mapped memory. Paging
+/// also leaves the child resident for later batches, which the model does not count: it
+/// favours probing only when probing this one batch is cheaper.
+///
+/// The defaults are estimates for an H100 on PCIe 5.0 x16, to be replaced by the rates
+/// measured on the machine (the W5 benchmark prints them): 50 GB/s for copies from pinned
+/// memory, 10 GB/s of 64-byte random reads of mapped memory, 50 us to set a child up, and
+/// a billion device lookups a second.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CostModel {
+    /// Bytes a second a copy from pinned memory to the device moves.
+    pub host_to_device_bytes_per_s: f64,
+    /// Bytes a second kernels read from mapped pinned memory at random.
+    pub zero_copy_bytes_per_s: f64,
+    /// Seconds to page a child in besides its bytes: allocations and copies to queue.
+    pub page_in_seconds: f64,
+    /// Lookups a second on a resident child.
+    pub device_lookups_per_s: f64,
+}
+
+impl Default for CostModel {
+    fn default() -> Self {
+        Self {
+            host_to_device_bytes_per_s: 50e9,
+            zero_copy_bytes_per_s: 10e9,
+            page_in_seconds: 50e-6,
+            device_lookups_per_s: 1e9,
+        }
+    }
+}
+
+impl CostModel {
+    /// Seconds to page in an image of `image_bytes` and look `probes` keys up on the device.
+    pub fn page_seconds(&self, probes: u64, image_bytes: u64) -> f64 {
+        self.page_in_seconds
+            + image_bytes as f64 / self.host_to_device_bytes_per_s
+            + probes as f64 / self.device_lookups_per_s
+    }
+
+    /// Seconds to look `probes` keys up in place, each reading `probe_bytes` over the bus.
+    pub fn probe_seconds(&self, probes: u64, probe_bytes: u64) -> f64 {
+        probes as f64 * probe_bytes as f64 / self.zero_copy_bytes_per_s
+    }
+
+    /// The cheaper way to look `probes` keys up in a child on the host whose image holds
+    /// `image_bytes`, each probe reading `probe_bytes`: [`Access::Probe`] where that is no
+    /// dearer, else [`Access::Page`].
+    pub fn choose(&self, probes: u64, probe_bytes: u64, image_bytes: u64) -> Access {
+        if self.probe_seconds(probes, probe_bytes) <= self.page_seconds(probes, image_bytes) {
+            Access::Probe
+        } else {
+            Access::Page
+        }
+    }
+
+    /// The fewest probes for which paging an image of `image_bytes` is cheaper than probing
+    /// it, each probe reading `probe_bytes` (`u64::MAX` when probing always wins).
+    pub fn crossover(&self, probe_bytes: u64, image_bytes: u64) -> u64 {
+        let per_probe =
+            probe_bytes as f64 / self.zero_copy_bytes_per_s - 1.0 / self.device_lookups_per_s;
+        if per_probe <= 0.0 {
+            return u64::MAX;
+        }
+        let fixed = self.page_seconds(0, image_bytes);
+        let estimate = (fixed / per_probe).floor().min(u64::MAX as f64) as u64;
+        // The float estimate may be one off either way: settle it by the model itself.
+        (estimate.saturating_sub(1)..=estimate.saturating_add(2))
+            .find(|&probes| self.choose(probes, probe_bytes, image_bytes) == Access::Page)
+            .unwrap_or(u64::MAX)
+    }
 }
 
 /// Which children are resident, and when each was last used.
@@ -166,19 +275,61 @@ mod tests {
         assert!(counts.iter().all(|&c| c > 7000), "{counts:?}");
     }
 
+    fn scratch(scratch_bytes: u64) -> Fixed {
+        Fixed {
+            scratch_bytes,
+            filter_bytes: 0,
+        }
+    }
+
     #[test]
     fn the_budget_must_hold_one_child_and_scratch() {
-        assert!(plan(100, 60, 50, 10, 8).is_err());
-        assert!(plan(110, 110, 50, 10, 8).is_err());
-        assert!(plan(110, 5, 50, 10, 8).is_err());
+        assert!(plan(100, scratch(60), 50, 10, 8).is_err());
+        assert!(plan(110, scratch(110), 50, 10, 8).is_err());
+        assert!(plan(110, scratch(5), 50, 10, 8).is_err());
         assert_eq!(
-            plan(110, 60, 50, 10, 8),
+            plan(110, scratch(60), 50, 10, 8),
             Ok(Plan {
                 resident: 1,
                 segment: 6
             })
         );
-        assert_eq!(plan(u64::MAX, 64, 50, 8, 8).unwrap().resident, 8);
+        assert_eq!(plan(u64::MAX, scratch(64), 50, 8, 8).unwrap().resident, 8);
+    }
+
+    #[test]
+    fn the_filters_come_out_of_the_budget() {
+        let fixed = Fixed {
+            scratch_bytes: 60,
+            filter_bytes: 40,
+        };
+        assert_eq!(plan(200, fixed, 50, 10, 8).unwrap().resident, 2);
+        assert!(plan(140, fixed, 50, 10, 8).is_err());
+    }
+
+    #[test]
+    fn filters_take_their_bits_per_key() {
+        assert_eq!(filter_blocks(1 << 20, 8), 1 << 15);
+        assert_eq!(filter_blocks(1, 8), 1);
+        assert_eq!(filter_blocks(0, 8), 1);
+        assert_eq!(filter_blocks(100, 10), 4);
+        assert_eq!(filter_blocks(usize::MAX, 64), u32::MAX);
+    }
+
+    #[test]
+    fn small_batches_probe_and_large_ones_page() {
+        let model = CostModel::default();
+        let image = 16 << 20;
+        assert_eq!(model.choose(1 << 10, 72, image), Access::Probe);
+        assert_eq!(model.choose(1 << 22, 72, image), Access::Page);
+        let crossover = model.crossover(72, image);
+        assert_eq!(model.choose(crossover, 72, image), Access::Page);
+        assert_eq!(model.choose(crossover - 1, 72, image), Access::Probe);
+        let free_bus = CostModel {
+            zero_copy_bytes_per_s: f64::INFINITY,
+            ..model
+        };
+        assert_eq!(free_bus.crossover(72, image), u64::MAX);
     }
 
     #[test]
@@ -215,6 +366,29 @@ mod tests {
             ranges.iter().zip(&counts).all(|(r, &c)| r.len() == c as usize)
                 && ranges.windows(2).all(|w| w[0].end == w[1].start)
                 && ranges.last().map_or(0, |r| r.end) == total as usize
+        }
+
+        fn more_probes_never_turn_paging_into_probing(probes: u32, more: u32, bytes: u8, image: u32) -> bool {
+            let model = CostModel::default();
+            let (probes, bytes, image) = (u64::from(probes), u64::from(bytes), u64::from(image));
+            model.choose(probes, bytes, image) == Access::Probe
+                || model.choose(probes + u64::from(more), bytes, image) == Access::Page
+        }
+
+        fn larger_images_never_turn_probing_into_paging(probes: u32, bytes: u8, image: u32, more: u32) -> bool {
+            let model = CostModel::default();
+            let (probes, bytes, image) = (u64::from(probes), u64::from(bytes), u64::from(image));
+            model.choose(probes, bytes, image) == Access::Page
+                || model.choose(probes, bytes, image + u64::from(more)) == Access::Probe
+        }
+
+        fn the_crossover_splits_probing_from_paging(bytes: u8, image: u32) -> bool {
+            let model = CostModel::default();
+            let (bytes, image) = (u64::from(bytes).max(1), u64::from(image));
+            let crossover = model.crossover(bytes, image);
+            crossover == u64::MAX
+                || (model.choose(crossover, bytes, image) == Access::Page
+                    && (crossover == 0 || model.choose(crossover - 1, bytes, image) == Access::Probe))
         }
 
         fn the_lru_keeps_the_limit_and_evicts_the_oldest(uses: Vec<u8>) -> bool {

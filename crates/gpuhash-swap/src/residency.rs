@@ -1,13 +1,15 @@
-//! The children and where each one is: its image on the host always, its table on the
-//! device while resident. Paging in rebuilds a child from its image; paging out writes a
-//! changed child's image back, and drops an unchanged one.
+//! The children and where each one is: its image in mapped pinned host memory always, its
+//! table on the device while resident, and its miss filter in device memory. Paging in
+//! rebuilds a child from its image (one DMA a section); paging out writes a changed child's
+//! image back (likewise) after rebuilding its filter, and drops an unchanged one.
 
 use std::sync::Arc;
 
-use gpuhash_core::image::{Image, TableImage};
-use gpuhash_core::table::Map;
-use gpuhash_core::{Device, Error, Stream};
+use gpuhash_core::image::{PinnedImage, ProbeInPlace};
+use gpuhash_core::table::{ErrorKind, TableError};
+use gpuhash_core::{Device, Error, PinnedPool, Stream};
 
+use crate::filter::Filters;
 use crate::policy::Lru;
 
 /// Paging counts since the table was made.
@@ -19,12 +21,18 @@ pub struct SwapStats {
     pub page_outs: u64,
     /// Unchanged children dropped from the device with nothing written back.
     pub drops: u64,
+    /// Lookups of one batch segment in one child run on the child's image in place, over
+    /// the bus, instead of paging the child in.
+    pub probes_in_place: u64,
+    /// Keys of lookups that a child's miss filter answered on the device: misses that
+    /// sent nothing over the bus.
+    pub filtered: u64,
 }
 
 /// A child table: its host image, and its device table while resident.
 struct Child<T> {
     /// The image the child was last written to (stale while the resident table is dirty).
-    image: Arc<TableImage>,
+    image: Arc<PinnedImage>,
     /// Entries the image holds.
     image_len: usize,
     resident: Option<Resident<T>>,
@@ -36,37 +44,46 @@ struct Resident<T> {
     dirty: bool,
 }
 
-/// Every child, the resident set and the counts.
+/// Every child, the resident set, the pinned memory of the images, the filters and the
+/// counts.
 pub(crate) struct Residency<T> {
     children: Vec<Child<T>>,
     lru: Lru,
-    empty: Arc<TableImage>,
-    host_budget: Option<u64>,
+    empty: Arc<PinnedImage>,
+    /// Mapped pinned memory for the images, capped at the host budget.
+    pool: PinnedPool,
+    filters: Filters,
     stats: SwapStats,
 }
 
-/// Bytes an image holds.
-fn image_bytes(image: &TableImage) -> u64 {
-    image.sections().iter().map(|s| s.len() as u64).sum()
-}
-
-impl<T: Map + Image> Residency<T> {
-    /// `children` empty children, each the image `empty`, none resident; at most
-    /// `resident` at once.
+impl<T: ProbeInPlace> Residency<T> {
+    /// `children` children, each the empty image of `first`, none resident; at most
+    /// `resident` at once. A host budget that holds no `children` empty images is an
+    /// error of kind `InvalidInput`.
     pub(crate) fn new(
-        empty: TableImage,
+        device: &Device,
+        first: &T,
         children: usize,
         resident: usize,
         host_budget: Option<u64>,
+        filters: Filters,
     ) -> Result<Self, T::Error> {
-        let empty = Arc::new(empty);
-        let needed = image_bytes(&empty) * children as u64;
-        if host_budget.is_some_and(|budget| needed > budget) {
-            return Err(Error::InvalidInput(format!(
-                "a host budget of {host_budget:?} bytes holds no {children} empty children of {} bytes",
-                image_bytes(&empty)
+        let cap = host_budget.map(|b| usize::try_from(b).unwrap_or(usize::MAX));
+        let pool = PinnedPool::new_mapped(device, cap);
+        let too_small = || {
+            Error::InvalidInput(format!(
+                "a host budget of {host_budget:?} bytes holds no {children} empty children"
             ))
-            .into());
+        };
+        let empty = match first.to_pinned_image(&pool) {
+            Err(error) if host_budget.is_some() && is_out_of_pinned(&error) => {
+                return Err(too_small().into());
+            }
+            other => Arc::new(other?),
+        };
+        let needed = empty.pinned_bytes() as u64 * children as u64;
+        if host_budget.is_some_and(|budget| needed > budget) {
+            return Err(too_small().into());
         }
         let children = (0..children)
             .map(|_| Child {
@@ -79,7 +96,8 @@ impl<T: Map + Image> Residency<T> {
             children,
             lru: Lru::new(resident),
             empty,
-            host_budget,
+            pool,
+            filters,
             stats: SwapStats::default(),
         })
     }
@@ -90,6 +108,31 @@ impl<T: Map + Image> Residency<T> {
 
     pub(crate) fn count(&self) -> usize {
         self.children.len()
+    }
+
+    /// Whether child `index` is on the device.
+    pub(crate) fn is_resident(&self, index: usize) -> bool {
+        self.lru.is_resident(index)
+    }
+
+    /// The image of child `index`: current for a child on the host.
+    pub(crate) fn image(&self, index: usize) -> Arc<PinnedImage> {
+        Arc::clone(&self.children[index].image)
+    }
+
+    /// The miss filters.
+    pub(crate) fn filters(&self) -> &Filters {
+        &self.filters
+    }
+
+    /// Counts a lookup run on an image in place.
+    pub(crate) fn count_probe_in_place(&mut self) {
+        self.stats.probes_in_place += 1;
+    }
+
+    /// Counts `keys` lookups answered by the filters.
+    pub(crate) fn count_filtered(&mut self, keys: usize) {
+        self.stats.filtered += keys as u64;
     }
 
     /// Child `index` on the device, paged in (and the least recently used paged out) as
@@ -119,7 +162,7 @@ impl<T: Map + Image> Residency<T> {
 
     fn page_in(&mut self, device: &Device, index: usize) -> Result<(), T::Error> {
         let child = &mut self.children[index];
-        let table = T::from_image(device, &child.image)?;
+        let table = T::from_pinned_image(device, &child.image)?;
         child.resident = Some(Resident {
             table,
             dirty: false,
@@ -128,22 +171,23 @@ impl<T: Map + Image> Residency<T> {
         Ok(())
     }
 
-    /// Writes a dirty child's image back (within the host budget) and drops its table;
-    /// on an error the child stays resident and unchanged. Waits for the whole device
-    /// first: other threads' batches may have left work on the child on their streams.
+    /// Rebuilds a dirty child's filter from its keys and writes its image back (within the
+    /// host budget), then drops its table; on an error the child stays resident and
+    /// unchanged. Waits for the whole device first: other threads' batches may have left
+    /// work on the child on their streams.
     fn page_out(&mut self, device: &Device, stream: &Stream, index: usize) -> Result<(), T::Error> {
         device.synchronize()?;
-        let held = self.host_bytes();
         let child = &mut self.children[index];
         let resident = child.resident.as_ref().expect("a resident victim");
         if resident.dirty {
             let len = resident.table.len_on(stream)?;
-            let image = resident.table.to_image()?;
-            let after = held - image_bytes(&child.image) + image_bytes(&image);
-            if self.host_budget.is_some_and(|budget| after > budget) {
-                return Err(Error::OutOfPinnedMemory.into());
-            }
-            child.image = Arc::new(image);
+            let pairs = resident.table.export_on(stream)?;
+            self.filters.rebuild(stream, index, &pairs.keys)?;
+            drop(pairs);
+            // The image the child came in with is stale: its memory goes back to the pool
+            // first, so that a host budget that holds the new image holds it now.
+            child.image = Arc::clone(&self.empty);
+            child.image = Arc::new(resident.table.to_pinned_image(&self.pool)?);
             child.image_len = len;
             self.stats.page_outs += 1;
         } else {
@@ -152,11 +196,6 @@ impl<T: Map + Image> Residency<T> {
         child.resident = None;
         self.lru.evict(index);
         Ok(())
-    }
-
-    /// Host bytes of the children's images.
-    fn host_bytes(&self) -> u64 {
-        self.children.iter().map(|c| image_bytes(&c.image)).sum()
     }
 
     /// Entries of every child: resident ones counted on `stream`.
@@ -179,15 +218,16 @@ impl<T: Map + Image> Residency<T> {
     }
 
     /// Empties every child: resident ones cleared in place (and dirty), the others given
-    /// the empty image.
+    /// the empty image and an empty filter.
     pub(crate) fn clear_on(&mut self, stream: &Stream) -> Result<(), T::Error> {
-        for child in &mut self.children {
+        for (index, child) in self.children.iter_mut().enumerate() {
             match &mut child.resident {
                 Some(resident) => {
                     resident.table.clear_on(stream)?;
                     resident.dirty = true;
                 }
                 None => {
+                    self.filters.clear(stream, index)?;
                     child.image = Arc::clone(&self.empty);
                     child.image_len = 0;
                 }
@@ -195,4 +235,9 @@ impl<T: Map + Image> Residency<T> {
         }
         Ok(())
     }
+}
+
+/// Whether a table's error is the pinned pool's refusal.
+fn is_out_of_pinned(error: &impl TableError) -> bool {
+    error.kind() == ErrorKind::OutOfPinnedMemory
 }

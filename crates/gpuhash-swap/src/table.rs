@@ -1,28 +1,30 @@
 //! [`SwapTable`]: construction, budgets and the paging counts.
 
 use gpuhash_core::Device;
-use gpuhash_core::image::Image;
-use gpuhash_core::table::Map;
+use gpuhash_core::image::ProbeInPlace;
 use gpuhash_cuckoo::CuckooTable;
 use parking_lot::Mutex;
 
+use crate::filter::Filters;
+use crate::launch::filter_words;
 use crate::options::SwapOptions;
-use crate::policy::{Plan, plan, scratch_per_element};
+use crate::policy::{CostModel, Fixed, Plan, filter_blocks, plan, scratch_per_element};
 use crate::residency::{Residency, SwapStats};
 
 /// A map larger than the device's memory: children of type `T`, each key in one of them,
 /// at most as many resident on the device as the budget holds, the rest as images on the
 /// host. See the crate docs.
-pub struct SwapTable<T: Map + Image> {
+pub struct SwapTable<T: ProbeInPlace> {
     pub(crate) device: Device,
     pub(crate) plan: Plan,
+    pub(crate) cost_model: Mutex<CostModel>,
     pub(crate) residency: Mutex<Residency<T>>,
 }
 
 /// The default: DyHash children.
 pub type SwapMap<K, V> = SwapTable<CuckooTable<K, V>>;
 
-impl<T: Map + Image> std::fmt::Debug for SwapTable<T> {
+impl<T: ProbeInPlace> std::fmt::Debug for SwapTable<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SwapTable")
             .field("plan", &self.plan)
@@ -43,33 +45,47 @@ impl<K: gpuhash_core::table::Key, V: gpuhash_core::table::Value> SwapMap<K, V> {
     }
 }
 
-impl<T: Map + Image> SwapTable<T> {
+impl<T: ProbeInPlace> SwapTable<T> {
     /// A table by `options`: builds one child to measure it and take its empty image, which
-    /// every child starts from. A device budget that holds no child beside the scratch, or
-    /// scratch that holds no batch element, or a host budget that holds no empty children,
-    /// is an error of kind `InvalidInput`.
+    /// every child starts from. A device budget that holds no child beside the scratch and
+    /// the filters, or scratch that holds no batch element, or a host budget that holds no
+    /// empty children, is an error of kind `InvalidInput`.
     pub fn new(device: &Device, options: SwapOptions<T>) -> Result<Self, T::Error> {
         let children = options.children_count();
         let first = (options.make_child)(device, options.child_capacity)?;
         let child_bytes = first.memory()?.bytes_reserved;
         let element_bytes = scratch_per_element(size_of::<T::Key>(), size_of::<T::Value>());
+        let blocks = filter_blocks(options.child_capacity, options.filter_bits_per_key);
+        let fixed = Fixed {
+            scratch_bytes: options.scratch_bytes,
+            filter_bytes: (filter_words(blocks) * 4 * children) as u64,
+        };
         let plan = plan(
             options.device_budget,
-            options.scratch_bytes,
+            fixed,
             child_bytes,
             element_bytes,
             children,
         )
         .map_err(gpuhash_core::Error::InvalidInput)?;
+        let filters = {
+            let stream = device.lend_stream()?;
+            let filters = Filters::new(&stream, children, blocks)?;
+            stream.synchronize()?;
+            filters
+        };
         let residency = Residency::<T>::new(
-            first.to_image()?,
+            device,
+            &first,
             children,
             plan.resident,
             options.host_budget,
+            filters,
         )?;
         Ok(Self {
             device: device.clone(),
             plan,
+            cost_model: Mutex::new(options.cost_model),
             residency: Mutex::new(residency),
         })
     }
@@ -87,6 +103,17 @@ impl<T: Map + Image> SwapTable<T> {
     /// Batch elements partitioned at once; longer batches run in segments of this many.
     pub fn segment_len(&self) -> usize {
         self.plan.segment
+    }
+
+    /// The rates that choose between paging a child in and probing it in place.
+    pub fn cost_model(&self) -> CostModel {
+        *self.cost_model.lock()
+    }
+
+    /// Replaces the cost model, for the batches that start after the call: with the rates
+    /// measured on the machine, say.
+    pub fn set_cost_model(&self, cost_model: CostModel) {
+        *self.cost_model.lock() = cost_model;
     }
 
     /// Paging counts since the table was made.

@@ -51,3 +51,35 @@ typedef struct GhSwapCopyParams {
     uint8_t* target;
     uint64_t bytes;
 } GhSwapCopyParams;
+
+// Miss filters: a blocked Bloom filter a child, kept in device memory while the child is on
+// the host, so that a lookup of a key the child does not hold never crosses the bus. A
+// block is GH_SWAP_FILTER_BLOCK_WORDS words (256 bits, one 32-byte sector); a key sets one
+// bit in each word of its block (a split block Bloom filter).
+#define GH_SWAP_FILTER_BLOCK_WORDS 8u
+
+// Adds keys to one child's filter.
+typedef struct GhSwapFilterAddParams {
+    const uint32_t* keys;  // key_words words a key
+    uint64_t count;
+    uint32_t key_words;
+    uint32_t blocks;       // blocks of the filter
+    uint32_t* filter;      // blocks * GH_SWAP_FILTER_BLOCK_WORDS words
+} GhSwapFilterAddParams;
+
+// Checks a partitioned segment's keys against the filters of the children that are on the
+// host: the keys a filter may hold are compacted to the front of their child's range, with
+// their place in the segment; the others are misses and go nowhere.
+typedef struct GhSwapFilterCheckParams {
+    const uint32_t* keys;        // the partitioned keys, key_words words a key
+    uint64_t count;
+    uint32_t key_words;
+    uint32_t children;
+    uint32_t blocks;             // blocks of every child's filter
+    uint32_t reserved;
+    const uint64_t* filters;     // each child's filter address (0 where not consulted)
+    const uint32_t* starts;      // each child's first place in the partitioned segment
+    uint32_t* survivors;         // in: zeros; out: keys a child's filter passed
+    uint32_t* out_keys;          // the keys passed, at starts[child] + rank
+    uint32_t* out_places;        // and their places in the partitioned segment
+} GhSwapFilterCheckParams;

@@ -105,9 +105,10 @@ impl PinnedImage {
 
     /// The byte range of section `index` in the buffer, or [`Error::InvalidInput`].
     fn range(&self, index: usize) -> Result<Range<usize>> {
-        self.sections.get(index).cloned().ok_or_else(|| {
-            Error::InvalidInput(format!("pinned image: no section {index}"))
-        })
+        self.sections
+            .get(index)
+            .cloned()
+            .ok_or_else(|| Error::InvalidInput(format!("pinned image: no section {index}")))
     }
 
     /// Section `index` on the host, once copies into it have run.

@@ -98,9 +98,9 @@ use bytemuck::Pod;
 use cudarc::driver::sys;
 
 use crate::{Device, DeviceBuffer, Error, Result, Stream};
+pub use image::{PinnedImage, SECTION_ALIGN};
 use memory::Allocation;
 use pending::{Access, Pending};
-pub use image::{PinnedImage, SECTION_ALIGN};
 pub use pool::{PinnedPool, PooledPinned};
 pub(crate) use registered::RegisteredRanges;
 pub use registered::{HostRegistered, Registrable, RegistrableMut};

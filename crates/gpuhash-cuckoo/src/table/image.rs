@@ -167,7 +167,10 @@ impl Sections for TableImage {
         Ok(self.section_as(index)?)
     }
     fn upload<T: Pod>(&self, stream: &Stream, index: usize) -> Result<DeviceBuffer<T>> {
-        Ok(DeviceBuffer::from_host(stream, &self.section_as::<T>(index)?)?)
+        Ok(DeviceBuffer::from_host(
+            stream,
+            &self.section_as::<T>(index)?,
+        )?)
     }
 }
 

@@ -1,0 +1,21 @@
+// A batch key as the swap kernels read it, and the child it lives in: shared by the
+// partition of a batch and the miss filters, which must agree on the child.
+#pragma once
+
+#include <stdint.h>
+
+#include "gpuhash/hash.cuh"
+#include "gpuhash/swap_layouts.h"
+
+__device__ __forceinline__ uint64_t gh_swap_key(const uint32_t* keys, uint64_t i, uint32_t key_words) {
+    if (key_words == 1) {
+        return keys[i];
+    }
+    return (uint64_t)keys[2 * i] | ((uint64_t)keys[2 * i + 1] << 32);
+}
+
+// The high 32 bits of the seeded mix, scaled to [0, children) by a multiply-shift.
+__device__ __forceinline__ uint32_t gh_swap_child(uint64_t key, uint32_t children) {
+    const uint64_t high = gh_fmix64(key ^ GH_SWAP_SEED) >> 32;
+    return (uint32_t)((high * children) >> 32);
+}
