@@ -72,6 +72,11 @@ impl<K: Key, V: Key> SlabHashMap<K, V> {
     }
 }
 
+/// A slab hash's buckets are chains of slab addresses, which mean nothing read from host
+/// memory: its image is never probed in place, and a table that pages maps (gpuhash-swap)
+/// pages it in for every lookup.
+impl<K: Key, V: Key> gpuhash_core::image::ProbeInPlace for SlabHashMap<K, V> {}
+
 impl<K: Key, V: Key> Map for SlabHashMap<K, V> {
     type Value = V;
 

@@ -10,8 +10,9 @@ use gpuhash_core::image::Image;
 use gpuhash_core::table::{ErrorKind, Key, Map, Table, TableError};
 use gpuhash_core::{Device, PinnedPool};
 use gpuhash_cuckoo::{CuckooError, CuckooTable};
+use gpuhash_slab_hash::SlabHashMap;
 use gpuhash_swap::policy::child_of;
-use gpuhash_swap::{CostModel, SwapMap, SwapOptions};
+use gpuhash_swap::{CostModel, SwapMap, SwapOptions, SwapTable};
 use gpuhash_test_support::{SeededRng, adversarial_keys, device, map_conformance, value_of};
 
 const CHILDREN: usize = 8;
@@ -87,6 +88,27 @@ fn conforms_when_lookups_always_page_or_always_probe() {
 fn conforms_with_two_of_eight_children_resident() {
     map_conformance(paging::<u32>);
     map_conformance(paging::<u64>);
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn conforms_with_slab_hash_children_which_always_page() {
+    map_conformance(|device, capacity| {
+        let child_capacity = capacity.div_ceil(CHILDREN).max(1024);
+        let child = SlabHashMap::<u32, u32>::with_capacity(device, child_capacity)?;
+        let child_bytes = child.memory()?.bytes_reserved;
+        let filters = CHILDREN as u64 * (child_capacity as u64 * FILTER_BITS).div_ceil(256) * 32;
+        let options = SwapOptions::<CuckooTable<u32, u32>>::with_capacity(capacity)
+            .children(CHILDREN)
+            .child_capacity(child_capacity)
+            .scratch_bytes(SCRATCH)
+            .filter_bits_per_key(FILTER_BITS as u32)
+            .device_budget(RESIDENT * child_bytes + SCRATCH + filters)
+            .make_child(|device, capacity| {
+                SlabHashMap::<u32, u32>::with_capacity(device, capacity)
+            });
+        SwapTable::new(device, options)
+    });
 }
 
 #[test]
