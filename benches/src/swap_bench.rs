@@ -92,8 +92,8 @@ fn probing_against_paging(
         table.set_cost_model(model);
         for log2_batch in (10..=20).step_by(2) {
             let batch = 1usize << log2_batch;
-            // As many keys as the largest batch, so every row does the same work.
-            let sample = &keys[..keys.len().min(1 << 20)];
+            // 16 batches a row: paging small batches costs whole children each.
+            let sample = &keys[..keys.len().min(16 * batch)];
             let name = format!("{name}, {model_name}");
             time_gets(table, &name, "get hit", sample, batch)?;
         }
