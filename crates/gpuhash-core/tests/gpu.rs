@@ -2,6 +2,7 @@
 //! Run on a GPU machine with `--include-ignored` (see docs/gpu-testing.md).
 
 use gpuhash_core::hash::{self, DeviceHash, Hash32, Hash64, Universal32, Universal64};
+use gpuhash_core::image::{ImageHeader, PinnedImage, TableImage};
 use gpuhash_core::layouts::{GH_PRIME32, GH_PRIME61};
 use gpuhash_core::table::Key;
 use gpuhash_core::workload::{self, INDEX_LIMIT, KeySet};
@@ -885,6 +886,84 @@ fn pinned_pool_cap_gives_out_of_pinned_memory() {
         Err(Error::OutOfPinnedMemory)
     ));
     assert_eq!(pool.cap(), Some(1 << 20));
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn pinned_images_move_sections_by_dma_and_map_them() {
+    let _memory = shared_memory();
+    let (device, stream) = gpu();
+    let pool = PinnedPool::new_mapped(&device, None);
+    assert!(pool.is_mapped());
+    let header = ImageHeader {
+        table: "test/pinned".into(),
+        key_bytes: 4,
+        value_bytes: 8,
+        layout_version: 1,
+    };
+    let words: Vec<u32> = (0..3000u32).map(hash::fmix32).collect();
+    let wide: Vec<u64> = (0..1000u64).map(hash::fmix64).collect();
+    let mut host = TableImage::new(header.clone());
+    host.push_section(vec![7, 8, 9]);
+    host.push_section(bytemuck::cast_slice(&words).to_vec());
+    host.push_section(Vec::new());
+    host.push_section(bytemuck::cast_slice(&wide).to_vec());
+    let pinned = PinnedImage::from_image(&pool, &host).unwrap();
+    assert_eq!(pinned.to_image().unwrap(), host);
+    assert_eq!(pinned.bytes(), 3 + 12000 + 8000);
+    assert!(pinned.section(4).is_err());
+    assert!(matches!(
+        pinned.upload_section::<u64>(&stream, 0),
+        Err(Error::InvalidInput(_))
+    ));
+    // Sections up to the device and back into a second image, one DMA each.
+    let words_on_device = pinned.upload_section::<u32>(&stream, 1).unwrap();
+    let wide_on_device = pinned.upload_section::<u64>(&stream, 3).unwrap();
+    assert_eq!(words_on_device.to_host(&stream).unwrap(), words);
+    assert_eq!(wide_on_device.to_host(&stream).unwrap(), wide);
+    let mut copy = PinnedImage::with_sections(&pool, header, &[3, 12000, 0, 8000]).unwrap();
+    copy.section_mut(0).unwrap().copy_from_slice(&[7, 8, 9]);
+    copy.download_section(&stream, 1, &words_on_device).unwrap();
+    copy.download_section(&stream, 3, &wide_on_device).unwrap();
+    assert!(matches!(
+        copy.download_section(&stream, 1, &wide_on_device),
+        Err(Error::LengthMismatch { .. })
+    ));
+    assert_eq!(copy.to_image().unwrap(), host);
+    // Mapped: every section has a device address the device copies from.
+    let (guard, addresses) = pinned.mapped_sections(&stream).unwrap();
+    assert_eq!(addresses.len(), 4);
+    assert!(addresses.iter().all(|a| a % 256 == 0 && *a != 0));
+    let mut through_mapping = DeviceBuffer::<u64>::zeroed(&stream, wide.len()).unwrap();
+    {
+        let target = through_mapping.address_mut(&stream);
+        stream.cuda_stream().context().bind_to_thread().unwrap();
+        // SAFETY: section 3 holds `wide.len()` u64 values at its mapped address, kept by
+        // `guard`; the target buffer holds as many and stays allocated until the copy runs.
+        unsafe {
+            cudarc::driver::result::memcpy_dtod_async(
+                target.address,
+                addresses[3],
+                wide.len() * 8,
+                stream.cuda_stream().cu_stream(),
+            )
+        }
+        .unwrap();
+    }
+    drop(guard);
+    assert_eq!(through_mapping.to_host(&stream).unwrap(), wide);
+    // An image from a pool that is not mapped has no device addresses; a capped pool
+    // refuses an image past its cap.
+    let plain = PinnedImage::from_image(&PinnedPool::new(&device, None), &host).unwrap();
+    assert!(matches!(
+        plain.mapped_sections(&stream),
+        Err(Error::InvalidInput(_))
+    ));
+    let capped = PinnedPool::new_mapped(&device, Some(16 << 10));
+    assert!(matches!(
+        PinnedImage::from_image(&capped, &host),
+        Err(Error::OutOfPinnedMemory)
+    ));
 }
 
 #[test]
