@@ -253,19 +253,24 @@ impl<T: ProbeInPlace> Table for SwapTable<T> {
         self.residency.lock().len_on(stream)
     }
 
-    /// Device memory of the resident children (children on the host take none).
+    /// Device memory of the resident children (children on the host take none) and of
+    /// every child's miss filter.
     fn memory_on(&self, stream: &Stream) -> Result<MemoryUsage, Self::Error> {
         let residency = self.residency.lock();
-        residency
-            .resident_tables()
-            .try_fold(MemoryUsage::default(), |sum, table| {
-                let usage = table.memory_on(stream)?;
-                Ok(MemoryUsage {
-                    bytes_reserved: sum.bytes_reserved + usage.bytes_reserved,
-                    bytes_in_use: sum.bytes_in_use + usage.bytes_in_use,
-                    entry_bytes: sum.entry_bytes + usage.entry_bytes,
-                })
+        let filters = residency.filters().bytes();
+        let start = MemoryUsage {
+            bytes_reserved: filters,
+            bytes_in_use: filters,
+            entry_bytes: 0,
+        };
+        residency.resident_tables().try_fold(start, |sum, table| {
+            let usage = table.memory_on(stream)?;
+            Ok(MemoryUsage {
+                bytes_reserved: sum.bytes_reserved + usage.bytes_reserved,
+                bytes_in_use: sum.bytes_in_use + usage.bytes_in_use,
+                entry_bytes: sum.entry_bytes + usage.entry_bytes,
             })
+        })
     }
 
     fn clear_on(&self, stream: &Stream) -> Result<(), Self::Error> {

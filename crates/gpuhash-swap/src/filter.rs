@@ -41,6 +41,11 @@ impl Filters {
         Ok(Self { filters, blocks })
     }
 
+    /// Device bytes of every filter.
+    pub(crate) fn bytes(&self) -> u64 {
+        self.filters.iter().map(|f| f.size_bytes() as u64).sum()
+    }
+
     /// Empties child `child`'s filter and adds `keys` to it.
     pub(crate) fn rebuild<K: Pod>(
         &mut self,
