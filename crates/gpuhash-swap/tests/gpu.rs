@@ -194,6 +194,12 @@ fn a_budget_too_small_is_refused() {
         .device_budget(SCRATCH + 1024);
     let refused = SwapMap::new(device(), options).unwrap_err();
     assert_eq!(refused.kind(), ErrorKind::InvalidInput);
+    let no_host_room =
+        SwapOptions::<CuckooTable<u32, u32>>::with_capacity(1 << 20).host_budget(4096);
+    assert_eq!(
+        SwapMap::new(device(), no_host_room).unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
     let no_scratch = SwapOptions::<CuckooTable<u32, u32>>::with_capacity(1 << 20).scratch_bytes(4);
     assert_eq!(
         SwapMap::new(device(), no_scratch).unwrap_err().kind(),
