@@ -85,7 +85,8 @@
 //!   go, as the [`CostModel`] chooses for that child and batch segment, either to the
 //!   child's image **probed in place** ([`ProbeInPlace::get_in_place`]: DyHash's own find
 //!   kernel reading the mapped image over the bus; [`SwapStats::probes_in_place`]), or to
-//!   the child paged in, when the probes would move more bytes than the image. Children
+//!   the child paged in, when the model says moving the whole image takes less time than
+//!   the probes' reads (large batches). Children
 //!   that cannot be probed in place always page. Inserts and removes of a child on the
 //!   host page it in: the image is never written in place.
 //! - **Threads.** A table takes `&self` everywhere; one lock serializes batches, so four
@@ -107,9 +108,9 @@
 //!
 //! A device form waits for its stream once a segment (the per-child counts come to the
 //! host), once more for a lookup that reaches children on the host (the counts of keys
-//! their filters passed), and for the whole device before each page-out (the child's work, from any
-//! thread's stream, must be done before its image is taken or it is dropped). Equal keys in one insert batch: one whole value wins,
-//! unspecified which.
+//! their filters passed), and for the whole device before each page-out (the child's work,
+//! from any thread's stream, must be done before its image is taken or it is dropped).
+//! Equal keys in one insert batch: one whole value wins, unspecified which.
 //!
 //! ## After an error
 //!
