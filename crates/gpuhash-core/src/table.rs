@@ -23,9 +23,11 @@
 //!   batch (which takes effect, or fails and changes nothing, whole), and stages the
 //!   answers back. They take `&self`, so several host
 //!   threads use one table at once. Their `_into` forms (`get_into`, `contains_into`,
-//!   `count_into`) write the answers into the caller's buffers instead of new vectors;
-//!   slices the caller registered with [`Device::register`] are copied straight, with no
-//!   staging.
+//!   `count_into`, `export_into`) write the answers into the caller's buffers instead of
+//!   new vectors; slices the caller registered with [`Device::register`] are copied
+//!   straight, with no staging. Exports have a device `_into` form too
+//!   (`export_into_on`), into the caller's device buffers; a buffer too short for the
+//!   table is [`ErrorKind::InvalidInput`], with nothing written.
 //! - [`CombiningMap`]: a [`Map`] whose upserts combine values in place ([`Combine`]: add,
 //!   min, max), so counting or summing per key is one batch, and whose `insert_or_find`
 //!   gives each key its value or stores a candidate (dictionary encoding).
@@ -53,7 +55,7 @@ use bytemuck::Pod;
 
 use crate::hits::{DeviceHits, Hits, count_hits};
 use crate::last_copy::LastCopyKernels;
-use crate::staging::{download, parallel_collect, upload};
+use crate::staging::{download, downloaded, parallel_collect, upload};
 use crate::{Device, DeviceBuffer, Error, Stream};
 
 mod combining;
@@ -186,15 +188,45 @@ pub struct DevicePairs<K, V> {
     pub values: DeviceBuffer<V>,
 }
 
-impl<K: Pod, V: Pod> DevicePairs<K, V> {
-    /// The pairs, copied to the host; waits for the stream.
+impl<K: Pod + Send + Sync, V: Pod + Send + Sync> DevicePairs<K, V> {
+    /// The pairs, copied to the host through pinned memory and zipped on several threads;
+    /// waits for the stream.
     pub fn to_host(&self, stream: &Stream) -> Result<Pairs<K, V>, Error> {
-        Ok(self
-            .keys
-            .to_host(stream)?
-            .into_iter()
-            .zip(self.values.to_host(stream)?)
-            .collect())
+        check_lengths("pairs: keys and values", self.keys.len(), self.values.len())?;
+        let keys = downloaded(stream, &self.keys)?;
+        let values = downloaded(stream, &self.values)?;
+        Ok(parallel_collect(keys.len(), |i| (keys[i], values[i])))
+    }
+
+    /// Copies the pairs into the front of the caller's buffers, queued on `stream`, and
+    /// returns how many; buffers with room for fewer are [`Error::InvalidInput`], and
+    /// nothing is written.
+    pub fn copy_into(
+        &self,
+        stream: &Stream,
+        keys: &mut DeviceBuffer<K>,
+        values: &mut DeviceBuffer<V>,
+    ) -> Result<usize, Error> {
+        check_room("export_into", self.keys.len(), keys.len().min(values.len()))?;
+        keys.copy_from_at(stream, 0, &self.keys)?;
+        values.copy_from_at(stream, 0, &self.values)?;
+        Ok(self.keys.len())
+    }
+
+    /// Copies the pairs into the front of the caller's slices (through pinned memory, or
+    /// straight into registered ones) and returns how many; slices with room for fewer
+    /// are [`Error::InvalidInput`], and nothing is written. Waits for the copies.
+    pub fn download_into(
+        &self,
+        stream: &Stream,
+        keys: &mut [K],
+        values: &mut [V],
+    ) -> Result<usize, Error> {
+        let n = self.keys.len();
+        check_room("export_into", n, keys.len().min(values.len()))?;
+        download(stream, &self.keys, &mut keys[..n])?;
+        download(stream, &self.values, &mut values[..n])?;
+        Ok(n)
     }
 }
 
@@ -293,6 +325,23 @@ pub trait Map: Table {
         stream: &Stream,
     ) -> Result<DevicePairs<Self::Key, Self::Value>, Self::Error>;
 
+    /// Every pair, in no particular order, into the front of the caller's device buffers,
+    /// queued on `stream`; returns how many (waiting to count them). Buffers with room for
+    /// fewer (the shorter of the two counts) are [`ErrorKind::InvalidInput`]: nothing is
+    /// written and the table is unchanged. Buffers kept from export to export spare the
+    /// allocation of new ones.
+    ///
+    /// The default copies an [`export_on`](Self::export_on) into them; a table that can
+    /// write the caller's buffers straight does so.
+    fn export_into_on(
+        &self,
+        stream: &Stream,
+        keys: &mut DeviceBuffer<Self::Key>,
+        values: &mut DeviceBuffer<Self::Value>,
+    ) -> Result<usize, Self::Error> {
+        Ok(self.export_on(stream)?.copy_into(stream, keys, values)?)
+    }
+
     /// Inserts each pair (see the table's docs for which value a key repeated in the batch
     /// keeps).
     fn insert(&self, keys: &[Self::Key], values: &[Self::Value]) -> Result<(), Self::Error> {
@@ -384,6 +433,20 @@ pub trait Map: Table {
     fn export(&self) -> Result<Pairs<Self::Key, Self::Value>, Self::Error> {
         with_stream(self.device(), |s| Ok(self.export_on(s)?.to_host(s)?))
     }
+
+    /// Every pair, in no particular order, into the front of the caller's slices; returns
+    /// how many. Slices with room for fewer (the shorter of the two counts) are
+    /// [`ErrorKind::InvalidInput`]: nothing is written and the table is unchanged. Slices
+    /// registered with [`Device::register`] are copied straight, with no staging.
+    fn export_into(
+        &self,
+        keys: &mut [Self::Key],
+        values: &mut [Self::Value],
+    ) -> Result<usize, Self::Error> {
+        with_stream(self.device(), |s| {
+            Ok(self.export_on(s)?.download_into(s, keys, values)?)
+        })
+    }
 }
 
 /// A set: keys only.
@@ -414,6 +477,22 @@ pub trait Set: Table {
     /// Every key, in no particular order, into a new device buffer; waits to size it.
     fn export_on(&self, stream: &Stream) -> Result<DeviceBuffer<Self::Key>, Self::Error>;
 
+    /// Every key, in no particular order, into the front of the caller's device buffer,
+    /// queued on `stream`; returns how many (waiting to count them). A buffer with room
+    /// for fewer is [`ErrorKind::InvalidInput`]: nothing is written and the set is
+    /// unchanged. The default copies an [`export_on`](Self::export_on) into it; a table
+    /// that can write the caller's buffer straight does so.
+    fn export_into_on(
+        &self,
+        stream: &Stream,
+        keys: &mut DeviceBuffer<Self::Key>,
+    ) -> Result<usize, Self::Error> {
+        let exported = self.export_on(stream)?;
+        check_room("export_into", exported.len(), keys.len())?;
+        keys.copy_from_at(stream, 0, &exported)?;
+        Ok(exported.len())
+    }
+
     /// Inserts each key.
     fn insert(&self, keys: &[Self::Key]) -> Result<(), Self::Error> {
         with_stream(self.device(), |s| self.insert_async(s, &upload(s, keys)?))
@@ -440,7 +519,21 @@ pub trait Set: Table {
 
     /// Every key, in no particular order.
     fn export(&self) -> Result<Vec<Self::Key>, Self::Error> {
-        with_stream(self.device(), |s| Ok(self.export_on(s)?.to_host(s)?))
+        with_stream(self.device(), |s| Ok(downloaded(s, &self.export_on(s)?)?))
+    }
+
+    /// Every key, in no particular order, into the front of the caller's slice; returns
+    /// how many. A slice with room for fewer is [`ErrorKind::InvalidInput`]: nothing is
+    /// written and the set is unchanged. A slice registered with [`Device::register`] is
+    /// copied straight, with no staging.
+    fn export_into(&self, keys: &mut [Self::Key]) -> Result<usize, Self::Error> {
+        with_stream(self.device(), |s| {
+            let exported = self.export_on(s)?;
+            let n = exported.len();
+            check_room("export_into", n, keys.len())?;
+            download(s, &exported, &mut keys[..n])?;
+            Ok(n)
+        })
     }
 }
 
@@ -488,6 +581,23 @@ pub trait MultiMap: Table {
         stream: &Stream,
     ) -> Result<DevicePairs<Self::Key, Self::Value>, Self::Error>;
 
+    /// Every pair, in no particular order, into the front of the caller's device buffers,
+    /// queued on `stream`; returns how many (waiting to count them). Buffers with room for
+    /// fewer (the shorter of the two counts) are [`ErrorKind::InvalidInput`]: nothing is
+    /// written and the table is unchanged. Buffers kept from export to export spare the
+    /// allocation of new ones.
+    ///
+    /// The default copies an [`export_on`](Self::export_on) into them; a table that can
+    /// write the caller's buffers straight does so.
+    fn export_into_on(
+        &self,
+        stream: &Stream,
+        keys: &mut DeviceBuffer<Self::Key>,
+        values: &mut DeviceBuffer<Self::Value>,
+    ) -> Result<usize, Self::Error> {
+        Ok(self.export_on(stream)?.copy_into(stream, keys, values)?)
+    }
+
     /// Inserts each pair.
     fn insert(&self, keys: &[Self::Key], values: &[Self::Value]) -> Result<(), Self::Error> {
         insert_pairs(self.device(), keys, values, |s, k, v| {
@@ -516,8 +626,8 @@ pub trait MultiMap: Table {
     /// Every value of each key, in no particular order.
     fn get_all(&self, keys: &[Self::Key]) -> Result<Vec<Vec<Self::Value>>, Self::Error> {
         with_stream(self.device(), |s| {
-            let rows = self.get_all_on(s, &DeviceBuffer::from_host(s, keys)?)?;
-            let (offsets, values) = (rows.offsets.to_host(s)?, rows.values.to_host(s)?);
+            let rows = self.get_all_on(s, &upload(s, keys)?)?;
+            let (offsets, values) = (downloaded(s, &rows.offsets)?, downloaded(s, &rows.values)?);
             Ok(offsets
                 .windows(2)
                 .map(|w| values[w[0] as usize..w[1] as usize].to_vec())
@@ -535,6 +645,20 @@ pub trait MultiMap: Table {
     /// Every pair, in no particular order.
     fn export(&self) -> Result<Pairs<Self::Key, Self::Value>, Self::Error> {
         with_stream(self.device(), |s| Ok(self.export_on(s)?.to_host(s)?))
+    }
+
+    /// Every pair, in no particular order, into the front of the caller's slices; returns
+    /// how many. Slices with room for fewer (the shorter of the two counts) are
+    /// [`ErrorKind::InvalidInput`]: nothing is written and the table is unchanged. Slices
+    /// registered with [`Device::register`] are copied straight, with no staging.
+    fn export_into(
+        &self,
+        keys: &mut [Self::Key],
+        values: &mut [Self::Value],
+    ) -> Result<usize, Self::Error> {
+        with_stream(self.device(), |s| {
+            Ok(self.export_on(s)?.download_into(s, keys, values)?)
+        })
     }
 }
 
@@ -605,6 +729,17 @@ fn flags_of<K: Key, E: From<Error>>(
 /// [`Error::LengthMismatch`] unless a batch has as many values as keys.
 pub fn check_pairs(keys: usize, values: usize) -> Result<(), Error> {
     check_lengths("keys and values", keys, values)
+}
+
+/// [`Error::InvalidInput`] unless `room` holds `needed` answers.
+fn check_room(what: &str, needed: usize, room: usize) -> Result<(), Error> {
+    if needed <= room {
+        Ok(())
+    } else {
+        Err(Error::InvalidInput(format!(
+            "{what}: room for {room}, the table holds {needed}"
+        )))
+    }
 }
 
 /// [`Error::LengthMismatch`] (naming `what`) unless `left == right`.
