@@ -8,6 +8,7 @@ use gpuhash_core::Device;
 use gpuhash_core::table::{ErrorKind, Key, Map, MultiMap, Set, Table, TableError, Value};
 
 use crate::caller_buffers::{map_caller_buffers, multimap_caller_buffers, set_caller_buffers};
+use crate::export_into::export_into;
 use crate::gpu::{all_memory, device, fill_device_except, shared_memory, stream};
 use crate::inputs::{SeededRng, adversarial_keys, value_of, values_of};
 use crate::model::Model;
@@ -17,11 +18,12 @@ use crate::steps::{Step, batch_values, find_failure, small_key};
 /// Runs every check of the contract on maps that `make` builds (`make(device, capacity)`;
 /// the table may grow past the capacity): random batch sequences against a `HashMap`,
 /// the adversarial keys, equal keys in one batch (one of their values stays, whole),
-/// mismatched lengths, four host threads on one table, and out of device memory in the
-/// middle of a batch; the first four through the device forms on a caller's stream as
-/// well; then the `_into` forms into reused and registered caller buffers
-/// ([`PageAlone`](crate::PageAlone)). Takes the memory guards itself: call it holding neither. Prints nothing when the
-/// map conforms; otherwise panics naming the map type, the check and the failing step.
+/// mismatched lengths, exports into caller buffers (exactly full, longer, one short),
+/// four host threads on one table, and out of device memory in the middle of a batch; the
+/// first five through the device forms on a caller's stream as well; then the `_into`
+/// forms into reused and registered caller buffers ([`PageAlone`](crate::PageAlone)).
+/// Takes the memory guards itself: call it holding neither. Prints nothing when the map
+/// conforms; otherwise panics naming the map type, the check and the failing step.
 pub fn map_conformance<M, F>(make: F)
 where
     M: Map,
@@ -67,6 +69,7 @@ where
             expect::<T>("adversarial keys", via, adversarial(&make, via));
             expect::<T>("equal keys in one batch", via, equal_keys(&make, via));
             expect::<T>("mismatched lengths", via, mismatched_lengths(&make, via));
+            expect::<T>("export into caller buffers", via, export_into(&make, via));
         }
         expect::<T>("four host threads", Via::Host, threads(&make));
     }
