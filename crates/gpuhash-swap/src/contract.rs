@@ -45,6 +45,9 @@ impl<V> Verb<'_, V> {
     }
 }
 
+/// One child's exported pairs.
+type ChildPairs<T> = DevicePairs<<T as Table>::Key, <T as Map>::Value>;
+
 /// One segment's answers in partitioned order.
 struct Answers<V> {
     found: DeviceBuffer<u8>,
@@ -95,7 +98,7 @@ impl<T: Map + Image> SwapTable<T> {
     fn export_children(
         &self,
         stream: &Stream,
-    ) -> Result<Vec<DevicePairs<T::Key, T::Value>>, T::Error> {
+    ) -> Result<Vec<ChildPairs<T>>, T::Error> {
         let mut residency = self.residency.lock();
         let mut parts = Vec::with_capacity(residency.count());
         for child in 0..residency.count() {

@@ -81,13 +81,14 @@ pub trait Shape<Tag>: Table {
         via: Via<'_>,
         rooms: (usize, usize),
         registered: bool,
-    ) -> Result<ExportedInto<Self::Key, Self::Value, Self::Error>, Self::Error>;
+    ) -> ExportedInto<Self::Key, Self::Value, Self::Error>;
 }
 
 /// What an `_into` export answered and left in the caller's buffers.
 #[derive(Debug)]
 pub struct ExportedInto<K, V, E> {
-    /// How many pairs the call said it wrote, or its error.
+    /// How many pairs the call said it wrote, or its error (or that of readying the
+    /// buffers).
     pub written: Result<usize, E>,
     /// The pairs in the front of the buffers, as many as it said (none after an error).
     pub pairs: Pairs<K, V>,
@@ -102,6 +103,13 @@ fn junk<T: Pod>() -> T {
     value
 }
 
+/// Caller buffers after an `_into` export: what it answered, and their whole contents.
+struct Filled<K, V, E> {
+    written: Result<usize, E>,
+    keys: Vec<K>,
+    values: Vec<V>,
+}
+
 /// Buffers of `rooms` keys and values, filled with [`junk`], exported into through a
 /// host form (the keys' slice registered when `registered`) or a device form.
 fn export_into_buffers<K: Key, V: Value, E: From<Error>>(
@@ -111,36 +119,63 @@ fn export_into_buffers<K: Key, V: Value, E: From<Error>>(
     registered: bool,
     host: impl FnOnce(&mut [K], &mut [V]) -> Result<usize, E>,
     device_form: impl FnOnce(&Stream, &mut DeviceBuffer<K>, &mut DeviceBuffer<V>) -> Result<usize, E>,
-) -> Result<(Result<usize, E>, Vec<K>, Vec<V>), E> {
+) -> Filled<K, V, E> {
     let mut keys = vec![junk::<K>(); rooms.0];
     let mut values = vec![junk::<V>(); rooms.1];
-    let written = match via {
+    let written = fill_via(
+        via,
+        device,
+        registered,
+        (&mut keys, &mut values),
+        host,
+        device_form,
+    );
+    Filled {
+        written,
+        keys,
+        values,
+    }
+}
+
+/// Runs the `_into` export of [`export_into_buffers`] on the caller's `buffers`.
+fn fill_via<K: Key, V: Value, E: From<Error>>(
+    via: Via<'_>,
+    device: &Device,
+    registered: bool,
+    (keys, values): (&mut [K], &mut [V]),
+    host: impl FnOnce(&mut [K], &mut [V]) -> Result<usize, E>,
+    device_form: impl FnOnce(&Stream, &mut DeviceBuffer<K>, &mut DeviceBuffer<V>) -> Result<usize, E>,
+) -> Result<usize, E> {
+    match via {
         Via::Device(stream) => {
-            let mut k = DeviceBuffer::from_host(stream, &keys)?;
-            let mut v = DeviceBuffer::from_host(stream, &values)?;
+            let mut k = DeviceBuffer::from_host(stream, keys)?;
+            let mut v = DeviceBuffer::from_host(stream, values)?;
             let written = device_form(stream, &mut k, &mut v);
-            k.copy_to_host(stream, &mut keys)?;
-            v.copy_to_host(stream, &mut values)?;
+            k.copy_to_host(stream, keys)?;
+            v.copy_to_host(stream, values)?;
             written
         }
         // An empty slice cannot be registered: it goes as it is.
         Via::Host if registered && !keys.is_empty() => {
-            let mut alone = PageAlone::from_slice(&keys);
+            let mut alone = PageAlone::from_slice(keys);
             let written = {
                 let mut k = device.register(alone.values_mut())?;
-                host(&mut k, &mut values)
+                host(&mut k, values)
             };
             keys.copy_from_slice(alone.values());
             written
         }
-        Via::Host => host(&mut keys, &mut values),
-    };
-    Ok((written, keys, values))
+        Via::Host => host(keys, values),
+    }
 }
 
 /// The pairs a map or multimap's `_into` export wrote, and whether it left the rest alone.
 fn exported_pairs<K: Key, V: Value, E>(
-    (written, keys, values): (Result<usize, E>, Vec<K>, Vec<V>),
+    Filled {
+        written,
+        keys,
+        values,
+    }: Filled<K, V, E>,
 ) -> ExportedInto<K, V, E> {
     let (junk_key, junk_value) = (junk::<K>(), junk::<V>());
     let n = *written.as_ref().unwrap_or(&0);
@@ -304,15 +339,15 @@ impl<M: Map> Shape<MapShape> for M {
         via: Via<'_>,
         rooms: (usize, usize),
         registered: bool,
-    ) -> Result<ExportedInto<M::Key, M::Value, M::Error>, M::Error> {
-        Ok(exported_pairs(export_into_buffers(
+    ) -> ExportedInto<M::Key, M::Value, M::Error> {
+        exported_pairs(export_into_buffers(
             via,
             self.device(),
             rooms,
             registered,
             |k, v| self.export_into(k, v),
             |s, k, v| self.export_into_on(s, k, v),
-        )?))
+        ))
     }
 }
 
@@ -369,22 +404,19 @@ impl<S: Set> Shape<SetShape> for S {
         via: Via<'_>,
         (key_room, _): (usize, usize),
         registered: bool,
-    ) -> Result<ExportedInto<S::Key, (), S::Error>, S::Error> {
-        let (written, keys, _) = export_into_buffers::<_, (), _>(
+    ) -> ExportedInto<S::Key, (), S::Error> {
+        // A set's values take no room: the pairs are its keys with `()`.
+        let filled = export_into_buffers::<_, (), _>(
             via,
             self.device(),
             (key_room, 0),
             registered,
             |k, _| self.export_into(k),
             |s, k, _| self.export_into_on(s, k),
-        )?;
-        let n = *written.as_ref().unwrap_or(&0);
-        let junk_key = junk::<S::Key>();
-        Ok(ExportedInto {
-            pairs: keys[..n.min(key_room)].iter().map(|&k| (k, ())).collect(),
-            rest_untouched: keys[n.min(key_room)..].iter().all(|&k| k == junk_key),
-            written,
-        })
+        );
+        let n = *filled.written.as_ref().unwrap_or(&0);
+        let values = vec![(); n.min(key_room)];
+        exported_pairs(Filled { values, ..filled })
     }
 }
 
@@ -448,15 +480,15 @@ impl<M: MultiMap> Shape<MultiMapShape> for M {
         via: Via<'_>,
         rooms: (usize, usize),
         registered: bool,
-    ) -> Result<ExportedInto<M::Key, M::Value, M::Error>, M::Error> {
-        Ok(exported_pairs(export_into_buffers(
+    ) -> ExportedInto<M::Key, M::Value, M::Error> {
+        exported_pairs(export_into_buffers(
             via,
             self.device(),
             rooms,
             registered,
             |k, v| self.export_into(k, v),
             |s, k, v| self.export_into_on(s, k, v),
-        )?))
+        ))
     }
 }
 
