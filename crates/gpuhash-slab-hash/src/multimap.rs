@@ -71,9 +71,10 @@ impl<K: Key, V: Key> MultiMap for SlabHashMultiMap<K, V> {
         self.counts_async(stream, GH_OP_REMOVE, keys, counts)
     }
 
-    /// Every value of each key: a count pass, a prefix sum, and a pass that writes each
-    /// key's values at its offset (again, with the counts it found, if a batch on another
-    /// stream removed values in between).
+    /// Every value of each key: a count pass, a scan of the counts on the device (only
+    /// the total reaches the host), and a pass that writes each key's values at its offset
+    /// (again, with the counts it found, if a batch on another stream removed values in
+    /// between).
     fn get_all_on(&self, stream: &Stream, keys: &DeviceBuffer<K>) -> Result<DeviceRows<V>> {
         let mut counts = DeviceBuffer::zeroed(stream, keys.len())?;
         self.count_async(stream, keys, &mut counts)?;
