@@ -95,10 +95,7 @@ impl<T: Map + Image> SwapTable<T> {
     }
 
     /// Each child's pairs, the children paged in in turn (least recently used out).
-    fn export_children(
-        &self,
-        stream: &Stream,
-    ) -> Result<Vec<ChildPairs<T>>, T::Error> {
+    fn export_children(&self, stream: &Stream) -> Result<Vec<ChildPairs<T>>, T::Error> {
         let mut residency = self.residency.lock();
         let mut parts = Vec::with_capacity(residency.count());
         for child in 0..residency.count() {
@@ -209,6 +206,12 @@ impl<T: Map + Image> Table for SwapTable<T> {
 
     fn clear_on(&self, stream: &Stream) -> Result<(), Self::Error> {
         self.residency.lock().clear_on(stream)
+    }
+
+    /// Whole: every batch pages its children in in turn, so a lookup cut into chunks would
+    /// page them all once a chunk.
+    fn host_lookup_chunk(&self) -> usize {
+        usize::MAX
     }
 }
 
