@@ -1,13 +1,11 @@
 //! Exports and multimap rows laid out on the device, on tables large enough that the
 //! device scan runs at more than one level, held against std collection models; exports
-//! into caller buffers exactly full and one short. Run on a GPU machine with
-//! `--include-ignored`.
+//! into caller buffers exactly full and one short. Part of the `gpu` test binary.
 
 use std::collections::{HashMap, HashSet};
 
-mod common;
-
-use common::{device, keys_of, options, sorted, stream};
+use crate::common::{device, keys_of, options, sorted, stream};
+use crate::shared_memory;
 use gpuhash_core::DeviceBuffer;
 use gpuhash_core::table::{ErrorKind, Key, Map, MultiMap, Set, Table, TableError};
 use gpuhash_slab_hash::{SlabHashMap, SlabHashMultiMap, SlabHashSet};
@@ -93,6 +91,7 @@ fn check_map_export<K: Key, V: Key>(map: &SlabHashMap<K, V>, model: &HashMap<K, 
 #[test]
 #[ignore = "needs a CUDA device"]
 fn map_exports_over_many_buckets_match_the_model_at_every_width() {
+    let _memory = shared_memory();
     map_over_many_buckets::<u32, u32>();
     map_over_many_buckets::<u32, u64>();
     map_over_many_buckets::<u64, u32>();
@@ -130,6 +129,7 @@ fn set_over_many_buckets<K: Key>() {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn set_exports_over_many_buckets_match_the_model() {
+    let _memory = shared_memory();
     set_over_many_buckets::<u32>();
     set_over_many_buckets::<u64>();
 }
@@ -186,6 +186,7 @@ fn multimap_over_many_buckets<K: Key, V: Key>() {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn multimap_exports_and_rows_over_many_buckets_match_the_model() {
+    let _memory = shared_memory();
     multimap_over_many_buckets::<u32, u32>();
     multimap_over_many_buckets::<u64, u64>();
 }
