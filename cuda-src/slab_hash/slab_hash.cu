@@ -1,5 +1,5 @@
 // Slab hash kernels: batches of operations, multimap gathers, and the per-bucket passes
-// (count, export, flush), for every table kind and key and value width; one template
+// (count and export by chunks of buckets, flush), for every table kind and key and value width; one template
 // each. Keys, values and results travel as arrays of 32-bit words, a 64-bit element as
 // two (low word first).
 #include "slab_hash/slab_tile.cuh"
@@ -52,18 +52,43 @@ __device__ __forceinline__ bool is_live(uint64_t here) {
            here != Shape::kBusy;
 }
 
-// Live entries per bucket into counts, or, when counts is null, their sum into *total
-// with one atomic a warp: counting the table then needs no memory in proportion to it.
+// Visits every chunk of GH_SLAB_CHUNK_BUCKETS buckets with one warp, the chunk's buckets in
+// order, so that a count pass and an export pass see each chunk's pairs in the same order.
+template <typename Visit>
+__device__ void for_each_chunk(const GhSlabTable &table, Visit visit) {
+    uint64_t warps = (uint64_t)gridDim.x * blockDim.x / 32;
+    uint32_t buckets = table.bucket_count + GH_RESERVED_BUCKETS;
+    uint64_t chunks = ((uint64_t)buckets + GH_SLAB_CHUNK_BUCKETS - 1) / GH_SLAB_CHUNK_BUCKETS;
+    for (uint64_t c = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; c < chunks; c += warps) {
+        uint32_t first = (uint32_t)(c * GH_SLAB_CHUNK_BUCKETS);
+        uint32_t end = (uint32_t)min((uint64_t)buckets, (uint64_t)first + GH_SLAB_CHUNK_BUCKETS);
+        visit(c, first, end);
+    }
+}
+
+// Live entries of one bucket, the same on every lane.
+template <typename Shape>
+__device__ uint64_t live_in_bucket(const GhSlabTable &table, uint32_t bucket) {
+    uint64_t live = 0;
+    gh::traverse(table.alloc, gh::head_slab(table, bucket), [&](uint32_t *, uint32_t word) {
+        live += __popc(__ballot_sync(kFullWarp, is_live<Shape>(gh::join_words<Shape::kKeyWords>(word))));
+    });
+    return live;
+}
+
+// Live entries per chunk of buckets into counts, or, when counts is null, their sum into
+// *total with one atomic a warp: counting the table then needs no memory in proportion to
+// it.
 template <typename Shape>
 __device__ void count_buckets(const GhSlabBucketsParams &p) {
     uint64_t warp_total = 0;
-    for_each_bucket(p.table, [&](uint32_t bucket) {
+    for_each_chunk(p.table, [&](uint64_t chunk, uint32_t first, uint32_t end) {
         uint64_t live = 0;
-        gh::traverse(p.table.alloc, gh::head_slab(p.table, bucket), [&](uint32_t *, uint32_t word) {
-            live += __popc(__ballot_sync(kFullWarp, is_live<Shape>(gh::join_words<Shape::kKeyWords>(word))));
-        });
+        for (uint32_t bucket = first; bucket < end; ++bucket) {
+            live += live_in_bucket<Shape>(p.table, bucket);
+        }
         if (p.counts != nullptr && lane_id() == 0) {
-            p.counts[bucket] = live;
+            p.counts[chunk] = live;
         }
         warp_total += live;
     });
@@ -72,24 +97,32 @@ __device__ void count_buckets(const GhSlabBucketsParams &p) {
     }
 }
 
+// Each chunk's pairs from its offset on, in bucket order. A chunk never writes past the
+// next chunk's offset: should a batch on another stream insert between the count and this
+// pass, its pairs are left out rather than written over another chunk's (or past the
+// outputs).
 template <typename Shape>
 __device__ void export_buckets(const GhSlabBucketsParams &p) {
     uint32_t lanes_below = (1u << lane_id()) - 1u;
-    for_each_bucket(p.table, [&](uint32_t bucket) {
-        uint64_t written = p.offsets[bucket];
-        gh::traverse(p.table.alloc, gh::head_slab(p.table, bucket), [&](uint32_t *, uint32_t word) {
-            uint64_t here = gh::join_words<Shape::kKeyWords>(word);
-            uint64_t value = __shfl_down_sync(kFullWarp, gh::join_words<Shape::kValueBufferWords>(word), Shape::kValueLane);
-            uint32_t live = __ballot_sync(kFullWarp, is_live<Shape>(here));
-            if ((live >> lane_id()) & 1) {
+    for_each_chunk(p.table, [&](uint64_t chunk, uint32_t first, uint32_t end) {
+        uint64_t written = p.offsets[chunk];
+        const uint64_t limit = p.offsets[chunk + 1];
+        for (uint32_t bucket = first; bucket < end; ++bucket) {
+            gh::traverse(p.table.alloc, gh::head_slab(p.table, bucket), [&](uint32_t *, uint32_t word) {
+                uint64_t here = gh::join_words<Shape::kKeyWords>(word);
+                uint64_t value =
+                    __shfl_down_sync(kFullWarp, gh::join_words<Shape::kValueBufferWords>(word), Shape::kValueLane);
+                uint32_t live = __ballot_sync(kFullWarp, is_live<Shape>(here));
                 uint64_t at = written + __popc(live & lanes_below);
-                store_words<Shape::kKeyWords>(p.keys_out, at, gh::user_key<Shape>(p.table, bucket, here));
-                if (p.values_out != nullptr) {
-                    store_words<Shape::kValueBufferWords>(p.values_out, at, value);
+                if (((live >> lane_id()) & 1) && at < limit) {
+                    store_words<Shape::kKeyWords>(p.keys_out, at, gh::user_key<Shape>(p.table, bucket, here));
+                    if (p.values_out != nullptr) {
+                        store_words<Shape::kValueBufferWords>(p.values_out, at, value);
+                    }
                 }
-            }
-            written += __popc(live);
-        });
+                written += __popc(live);
+            });
+        }
     });
 }
 
@@ -177,6 +210,9 @@ __device__ void gather(const GhSlabGatherParams &p) {
             }
             if (lane_id() == 0) {
                 p.counts[i] = (uint32_t)min(written, limit);
+                if (written < limit) {
+                    *p.short_rows = 1;
+                }
             }
         }
     }

@@ -20,6 +20,8 @@ pub const GH_COMBINE_KEEP: u32 = 0;
 pub const GH_COMBINE_ADD: u32 = 1;
 pub const GH_COMBINE_MIN: u32 = 2;
 pub const GH_COMBINE_MAX: u32 = 3;
+pub const GH_SCAN_THREADS: u32 = 256;
+pub const GH_SCAN_TILE: u32 = 4096;
 #[repr(C)]
 #[derive(Default, Debug, Copy, Clone, PartialEq, Eq)]
 pub struct GhUniversal32 {
@@ -384,6 +386,34 @@ const _: () = {
     ["Offset of field: GhHitsParams::pad"][::core::mem::offset_of!(GhHitsParams, pad) - 68usize];
 };
 impl Default for GhHitsParams {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone, PartialEq, Eq)]
+pub struct GhScanParams {
+    pub counts: *const ::core::ffi::c_void,
+    pub count: u64,
+    pub tile_offsets: *const u64,
+    pub out: *mut u64,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of GhScanParams"][::core::mem::size_of::<GhScanParams>() - 32usize];
+    ["Alignment of GhScanParams"][::core::mem::align_of::<GhScanParams>() - 8usize];
+    ["Offset of field: GhScanParams::counts"]
+        [::core::mem::offset_of!(GhScanParams, counts) - 0usize];
+    ["Offset of field: GhScanParams::count"][::core::mem::offset_of!(GhScanParams, count) - 8usize];
+    ["Offset of field: GhScanParams::tile_offsets"]
+        [::core::mem::offset_of!(GhScanParams, tile_offsets) - 16usize];
+    ["Offset of field: GhScanParams::out"][::core::mem::offset_of!(GhScanParams, out) - 24usize];
+};
+impl Default for GhScanParams {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
         unsafe {

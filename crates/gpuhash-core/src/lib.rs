@@ -66,6 +66,7 @@ pub mod last_copy;
 pub mod launch;
 pub mod layouts;
 pub mod pinned;
+pub mod scan;
 pub mod staging;
 mod stream;
 pub mod table;

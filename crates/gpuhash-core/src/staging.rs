@@ -35,7 +35,7 @@ const DIRECT_BYTES: usize = 64 << 10;
 /// Host threads that copy chunks of one call: as many as the host offers, at most 8 (the
 /// host's memory bandwidth, not its cores, bounds the copies: 8 reached 30 GB/s on the
 /// host we measured, 16 no more).
-fn copy_threads() -> usize {
+pub(crate) fn copy_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
 }
 

@@ -21,11 +21,14 @@
 //!   provided once, here, on top of the device forms: each stages its slices to the device
 //!   through pinned memory ([`crate::staging`]), runs its device form once on the whole
 //!   batch (which takes effect, or fails and changes nothing, whole), and stages the
-//!   answers back. They take `&self`, so several host
+//!   answers back. Lookups, which change nothing, run in chunks on several streams at once
+//!   instead, so that copies overlap kernels ([`Table::host_lookup_chunk`]). They take `&self`, so several host
 //!   threads use one table at once. Their `_into` forms (`get_into`, `contains_into`,
-//!   `count_into`) write the answers into the caller's buffers instead of new vectors;
-//!   slices the caller registered with [`Device::register`] are copied straight, with no
-//!   staging.
+//!   `count_into`, `export_into`) write the answers into the caller's buffers instead of
+//!   new vectors; slices the caller registered with [`Device::register`] are copied
+//!   straight, with no staging. Exports have a device `_into` form too
+//!   (`export_into_on`), into the caller's device buffers; a buffer too short for the
+//!   table is [`ErrorKind::InvalidInput`], with nothing written.
 //! - [`CombiningMap`]: a [`Map`] whose upserts combine values in place ([`Combine`]: add,
 //!   min, max), so counting or summing per key is one batch, and whose `insert_or_find`
 //!   gives each key its value or stores a candidate (dictionary encoding).
@@ -53,12 +56,19 @@ use bytemuck::Pod;
 
 use crate::hits::{DeviceHits, Hits, count_hits};
 use crate::last_copy::LastCopyKernels;
-use crate::staging::{download, parallel_collect, upload};
+use crate::staging::{download, downloaded, parallel_collect, upload};
 use crate::{Device, DeviceBuffer, Error, Stream};
 
 mod combining;
+mod host;
+mod pairs;
 
 pub use combining::{Combine, CombiningMap, check_values_out};
+use host::{
+    WHOLE, answers_into, answers_of, check_lengths, flags_of, in_lanes, insert_pairs, with_stream,
+};
+use pairs::check_room;
+pub use pairs::{DevicePairs, DeviceRows, Pairs};
 
 mod sealed {
     pub trait Sealed {}
@@ -174,40 +184,6 @@ impl MemoryUsage {
     }
 }
 
-/// Pairs on the host, as `export` returns them.
-pub type Pairs<K, V> = Vec<(K, V)>;
-
-/// Pairs on the device: `keys[i]` with `values[i]`.
-#[derive(Debug)]
-pub struct DevicePairs<K, V> {
-    /// The keys.
-    pub keys: DeviceBuffer<K>,
-    /// Their values, one a key.
-    pub values: DeviceBuffer<V>,
-}
-
-impl<K: Pod, V: Pod> DevicePairs<K, V> {
-    /// The pairs, copied to the host; waits for the stream.
-    pub fn to_host(&self, stream: &Stream) -> Result<Pairs<K, V>, Error> {
-        Ok(self
-            .keys
-            .to_host(stream)?
-            .into_iter()
-            .zip(self.values.to_host(stream)?)
-            .collect())
-    }
-}
-
-/// Values of many keys on the device, as compressed rows: key i's values are
-/// `values[offsets[i]..offsets[i + 1]]`.
-#[derive(Debug)]
-pub struct DeviceRows<V> {
-    /// One more than the keys; the last is the number of values.
-    pub offsets: DeviceBuffer<u64>,
-    /// Every key's values, laid end to end in key order.
-    pub values: DeviceBuffer<V>,
-}
-
 /// What every table has.
 pub trait Table: Send + Sync {
     /// The key type.
@@ -226,6 +202,16 @@ pub trait Table: Send + Sync {
 
     /// Removes every entry, keeping the memory, ordered after the work queued on `stream`.
     fn clear_on(&self, stream: &Stream) -> Result<(), Self::Error>;
+
+    /// Keys of the chunks that a lookup from host slices (`get`, `contains`, `count` and
+    /// their `_into` forms) is cut into: the chunks run on several streams at once, so that
+    /// one chunk's copies overlap another's kernel (a lookup changes nothing, so it answers
+    /// in chunks as it would whole). [`crate::staging::CHUNK`] unless the table says
+    /// otherwise; a table whose every batch costs a pass over all of it (paging its parts
+    /// in, say) answers `usize::MAX`, and its lookups run whole.
+    fn host_lookup_chunk(&self) -> usize {
+        crate::staging::CHUNK
+    }
 
     /// Live entries.
     fn len(&self) -> Result<usize, Self::Error> {
@@ -293,6 +279,23 @@ pub trait Map: Table {
         stream: &Stream,
     ) -> Result<DevicePairs<Self::Key, Self::Value>, Self::Error>;
 
+    /// Every pair, in no particular order, into the front of the caller's device buffers,
+    /// queued on `stream`; returns how many (waiting to count them). Buffers with room for
+    /// fewer (the shorter of the two counts) are [`ErrorKind::InvalidInput`]: nothing is
+    /// written and the table is unchanged. Buffers kept from export to export spare the
+    /// allocation of new ones.
+    ///
+    /// The default copies an [`export_on`](Self::export_on) into them; a table that can
+    /// write the caller's buffers straight does so.
+    fn export_into_on(
+        &self,
+        stream: &Stream,
+        keys: &mut DeviceBuffer<Self::Key>,
+        values: &mut DeviceBuffer<Self::Value>,
+    ) -> Result<usize, Self::Error> {
+        Ok(self.export_on(stream)?.copy_into(stream, keys, values)?)
+    }
+
     /// Inserts each pair (see the table's docs for which value a key repeated in the batch
     /// keeps).
     fn insert(&self, keys: &[Self::Key], values: &[Self::Value]) -> Result<(), Self::Error> {
@@ -326,7 +329,13 @@ pub trait Map: Table {
     ) -> Result<(), Self::Error> {
         check_lengths("get_into: keys and found", keys.len(), found.len())?;
         check_lengths("get_into: keys and values", keys.len(), values.len())?;
-        with_stream(self.device(), |s| {
+        let chunk = self.host_lookup_chunk().max(1);
+        let parts: Vec<_> = keys
+            .chunks(chunk)
+            .zip(found.chunks_mut(chunk))
+            .zip(values.chunks_mut(chunk))
+            .collect();
+        in_lanes(self.device(), parts, |s, ((keys, found), values)| {
             let mut found_on_device = DeviceBuffer::unfilled(s, keys.len())?;
             let mut values_on_device = DeviceBuffer::unfilled(s, keys.len())?;
             let keys = upload(s, keys)?;
@@ -363,26 +372,45 @@ pub trait Map: Table {
 
     /// Whether each key is there.
     fn contains(&self, keys: &[Self::Key]) -> Result<Vec<bool>, Self::Error> {
-        flags_of(self.device(), keys, |s, k, f| self.contains_async(s, k, f))
+        flags_of(self.device(), keys, self.host_lookup_chunk(), |s, k, f| {
+            self.contains_async(s, k, f)
+        })
     }
 
     /// Whether each key is there, into the caller's `found` (1 yes, 0 no), which must have
     /// the keys' length ([`ErrorKind::InvalidInput`] otherwise); see [`Map::get_into`].
     fn contains_into(&self, keys: &[Self::Key], found: &mut [u8]) -> Result<(), Self::Error> {
-        answers_into(self.device(), keys, found, |s, k, f| {
+        let chunk = self.host_lookup_chunk();
+        answers_into(self.device(), keys, found, chunk, |s, k, f| {
             self.contains_async(s, k, f)
         })
     }
 
     /// Removes each key; true where it was there.
     fn remove(&self, keys: &[Self::Key]) -> Result<Vec<bool>, Self::Error> {
-        let flags = answers_of(self.device(), keys, |s, k, f| self.remove_async(s, k, f))?;
+        let flags = answers_of(self.device(), keys, WHOLE, |s, k, f| {
+            self.remove_async(s, k, f)
+        })?;
         Ok(parallel_collect(flags.len(), |i| flags[i] != 0))
     }
 
     /// Every pair, in no particular order.
     fn export(&self) -> Result<Pairs<Self::Key, Self::Value>, Self::Error> {
         with_stream(self.device(), |s| Ok(self.export_on(s)?.to_host(s)?))
+    }
+
+    /// Every pair, in no particular order, into the front of the caller's slices; returns
+    /// how many. Slices with room for fewer (the shorter of the two counts) are
+    /// [`ErrorKind::InvalidInput`]: nothing is written and the table is unchanged. Slices
+    /// registered with [`Device::register`] are copied straight, with no staging.
+    fn export_into(
+        &self,
+        keys: &mut [Self::Key],
+        values: &mut [Self::Value],
+    ) -> Result<usize, Self::Error> {
+        with_stream(self.device(), |s| {
+            Ok(self.export_on(s)?.download_into(s, keys, values)?)
+        })
     }
 }
 
@@ -414,6 +442,22 @@ pub trait Set: Table {
     /// Every key, in no particular order, into a new device buffer; waits to size it.
     fn export_on(&self, stream: &Stream) -> Result<DeviceBuffer<Self::Key>, Self::Error>;
 
+    /// Every key, in no particular order, into the front of the caller's device buffer,
+    /// queued on `stream`; returns how many (waiting to count them). A buffer with room
+    /// for fewer is [`ErrorKind::InvalidInput`]: nothing is written and the set is
+    /// unchanged. The default copies an [`export_on`](Self::export_on) into it; a table
+    /// that can write the caller's buffer straight does so.
+    fn export_into_on(
+        &self,
+        stream: &Stream,
+        keys: &mut DeviceBuffer<Self::Key>,
+    ) -> Result<usize, Self::Error> {
+        let exported = self.export_on(stream)?;
+        check_room("export_into", exported.len(), keys.len())?;
+        keys.copy_from_at(stream, 0, &exported)?;
+        Ok(exported.len())
+    }
+
     /// Inserts each key.
     fn insert(&self, keys: &[Self::Key]) -> Result<(), Self::Error> {
         with_stream(self.device(), |s| self.insert_async(s, &upload(s, keys)?))
@@ -421,26 +465,45 @@ pub trait Set: Table {
 
     /// Whether each key is there.
     fn contains(&self, keys: &[Self::Key]) -> Result<Vec<bool>, Self::Error> {
-        flags_of(self.device(), keys, |s, k, f| self.contains_async(s, k, f))
+        flags_of(self.device(), keys, self.host_lookup_chunk(), |s, k, f| {
+            self.contains_async(s, k, f)
+        })
     }
 
     /// Whether each key is there, into the caller's `found` (1 yes, 0 no), which must have
     /// the keys' length ([`ErrorKind::InvalidInput`] otherwise); see [`Map::get_into`].
     fn contains_into(&self, keys: &[Self::Key], found: &mut [u8]) -> Result<(), Self::Error> {
-        answers_into(self.device(), keys, found, |s, k, f| {
+        let chunk = self.host_lookup_chunk();
+        answers_into(self.device(), keys, found, chunk, |s, k, f| {
             self.contains_async(s, k, f)
         })
     }
 
     /// Removes each key; true where it was there.
     fn remove(&self, keys: &[Self::Key]) -> Result<Vec<bool>, Self::Error> {
-        let flags = answers_of(self.device(), keys, |s, k, f| self.remove_async(s, k, f))?;
+        let flags = answers_of(self.device(), keys, WHOLE, |s, k, f| {
+            self.remove_async(s, k, f)
+        })?;
         Ok(parallel_collect(flags.len(), |i| flags[i] != 0))
     }
 
     /// Every key, in no particular order.
     fn export(&self) -> Result<Vec<Self::Key>, Self::Error> {
-        with_stream(self.device(), |s| Ok(self.export_on(s)?.to_host(s)?))
+        with_stream(self.device(), |s| Ok(downloaded(s, &self.export_on(s)?)?))
+    }
+
+    /// Every key, in no particular order, into the front of the caller's slice; returns
+    /// how many. A slice with room for fewer is [`ErrorKind::InvalidInput`]: nothing is
+    /// written and the set is unchanged. A slice registered with [`Device::register`] is
+    /// copied straight, with no staging.
+    fn export_into(&self, keys: &mut [Self::Key]) -> Result<usize, Self::Error> {
+        with_stream(self.device(), |s| {
+            let exported = self.export_on(s)?;
+            let n = exported.len();
+            check_room("export_into", n, keys.len())?;
+            download(s, &exported, &mut keys[..n])?;
+            Ok(n)
+        })
     }
 }
 
@@ -488,6 +551,23 @@ pub trait MultiMap: Table {
         stream: &Stream,
     ) -> Result<DevicePairs<Self::Key, Self::Value>, Self::Error>;
 
+    /// Every pair, in no particular order, into the front of the caller's device buffers,
+    /// queued on `stream`; returns how many (waiting to count them). Buffers with room for
+    /// fewer (the shorter of the two counts) are [`ErrorKind::InvalidInput`]: nothing is
+    /// written and the table is unchanged. Buffers kept from export to export spare the
+    /// allocation of new ones.
+    ///
+    /// The default copies an [`export_on`](Self::export_on) into them; a table that can
+    /// write the caller's buffers straight does so.
+    fn export_into_on(
+        &self,
+        stream: &Stream,
+        keys: &mut DeviceBuffer<Self::Key>,
+        values: &mut DeviceBuffer<Self::Value>,
+    ) -> Result<usize, Self::Error> {
+        Ok(self.export_on(stream)?.copy_into(stream, keys, values)?)
+    }
+
     /// Inserts each pair.
     fn insert(&self, keys: &[Self::Key], values: &[Self::Value]) -> Result<(), Self::Error> {
         insert_pairs(self.device(), keys, values, |s, k, v| {
@@ -497,13 +577,17 @@ pub trait MultiMap: Table {
 
     /// How many values each key holds.
     fn count(&self, keys: &[Self::Key]) -> Result<Vec<u32>, Self::Error> {
-        answers_of(self.device(), keys, |s, k, c| self.count_async(s, k, c))
+        let chunk = self.host_lookup_chunk();
+        answers_of(self.device(), keys, chunk, |s, k, c| {
+            self.count_async(s, k, c)
+        })
     }
 
     /// How many values each key holds, into the caller's `counts`, which must have the
     /// keys' length ([`ErrorKind::InvalidInput`] otherwise); see [`Map::get_into`].
     fn count_into(&self, keys: &[Self::Key], counts: &mut [u32]) -> Result<(), Self::Error> {
-        answers_into(self.device(), keys, counts, |s, k, c| {
+        let chunk = self.host_lookup_chunk();
+        answers_into(self.device(), keys, counts, chunk, |s, k, c| {
             self.count_async(s, k, c)
         })
     }
@@ -516,8 +600,8 @@ pub trait MultiMap: Table {
     /// Every value of each key, in no particular order.
     fn get_all(&self, keys: &[Self::Key]) -> Result<Vec<Vec<Self::Value>>, Self::Error> {
         with_stream(self.device(), |s| {
-            let rows = self.get_all_on(s, &DeviceBuffer::from_host(s, keys)?)?;
-            let (offsets, values) = (rows.offsets.to_host(s)?, rows.values.to_host(s)?);
+            let rows = self.get_all_on(s, &upload(s, keys)?)?;
+            let (offsets, values) = (downloaded(s, &rows.offsets)?, downloaded(s, &rows.values)?);
             Ok(offsets
                 .windows(2)
                 .map(|w| values[w[0] as usize..w[1] as usize].to_vec())
@@ -527,7 +611,7 @@ pub trait MultiMap: Table {
 
     /// Removes every value of each key; how many each had.
     fn remove_all(&self, keys: &[Self::Key]) -> Result<Vec<u32>, Self::Error> {
-        answers_of(self.device(), keys, |s, k, c| {
+        answers_of(self.device(), keys, WHOLE, |s, k, c| {
             self.remove_all_async(s, k, c)
         })
     }
@@ -536,82 +620,23 @@ pub trait MultiMap: Table {
     fn export(&self) -> Result<Pairs<Self::Key, Self::Value>, Self::Error> {
         with_stream(self.device(), |s| Ok(self.export_on(s)?.to_host(s)?))
     }
-}
 
-/// Runs `work` on a stream lent by the device's pool, then waits for the stream, so that
-/// the host forms return with their work done.
-fn with_stream<R, E: From<Error>>(
-    device: &Device,
-    work: impl FnOnce(&Stream) -> Result<R, E>,
-) -> Result<R, E> {
-    let stream = device.lend_stream()?;
-    let answer = work(&stream)?;
-    stream.synchronize()?;
-    Ok(answer)
-}
-
-/// A host form that inserts pairs through a device form, the whole batch in one call (so
-/// that it takes effect, or fails, as one), its copies staged through pinned memory.
-fn insert_pairs<K: Key, V: Value, E: From<Error>>(
-    device: &Device,
-    keys: &[K],
-    values: &[V],
-    device_form: impl Fn(&Stream, &DeviceBuffer<K>, &DeviceBuffer<V>) -> Result<(), E>,
-) -> Result<(), E> {
-    check_pairs(keys.len(), values.len())?;
-    with_stream(device, |s| {
-        let (k, v) = (upload(s, keys)?, upload(s, values)?);
-        device_form(s, &k, &v)
-    })
-}
-
-/// A host form that answers one word a key (a flag, a count) through a device form, run
-/// once on the whole batch.
-fn answers_of<K: Key, A: Pod + Send + Sync, E: From<Error>>(
-    device: &Device,
-    keys: &[K],
-    device_form: impl Fn(&Stream, &DeviceBuffer<K>, &mut DeviceBuffer<A>) -> Result<(), E>,
-) -> Result<Vec<A>, E> {
-    let mut answers = bytemuck::zeroed_vec(keys.len());
-    answers_into(device, keys, &mut answers, device_form)?;
-    Ok(answers)
-}
-
-/// [`answers_of`] into the caller's `answers`, which must have the keys' length.
-fn answers_into<K: Key, A: Pod + Send + Sync, E: From<Error>>(
-    device: &Device,
-    keys: &[K],
-    answers: &mut [A],
-    device_form: impl Fn(&Stream, &DeviceBuffer<K>, &mut DeviceBuffer<A>) -> Result<(), E>,
-) -> Result<(), E> {
-    check_lengths("keys and answers", keys.len(), answers.len())?;
-    with_stream(device, |s| {
-        let mut on_device = DeviceBuffer::unfilled(s, keys.len())?;
-        device_form(s, &upload(s, keys)?, &mut on_device)?;
-        Ok(download(s, &on_device, answers)?)
-    })
-}
-
-/// [`answers_of`] for yes-or-no answers.
-fn flags_of<K: Key, E: From<Error>>(
-    device: &Device,
-    keys: &[K],
-    device_form: impl Fn(&Stream, &DeviceBuffer<K>, &mut DeviceBuffer<u8>) -> Result<(), E>,
-) -> Result<Vec<bool>, E> {
-    let flags = answers_of(device, keys, device_form)?;
-    Ok(parallel_collect(flags.len(), |i| flags[i] != 0))
+    /// Every pair, in no particular order, into the front of the caller's slices; returns
+    /// how many. Slices with room for fewer (the shorter of the two counts) are
+    /// [`ErrorKind::InvalidInput`]: nothing is written and the table is unchanged. Slices
+    /// registered with [`Device::register`] are copied straight, with no staging.
+    fn export_into(
+        &self,
+        keys: &mut [Self::Key],
+        values: &mut [Self::Value],
+    ) -> Result<usize, Self::Error> {
+        with_stream(self.device(), |s| {
+            Ok(self.export_on(s)?.download_into(s, keys, values)?)
+        })
+    }
 }
 
 /// [`Error::LengthMismatch`] unless a batch has as many values as keys.
 pub fn check_pairs(keys: usize, values: usize) -> Result<(), Error> {
     check_lengths("keys and values", keys, values)
-}
-
-/// [`Error::LengthMismatch`] (naming `what`) unless `left == right`.
-fn check_lengths(what: &'static str, left: usize, right: usize) -> Result<(), Error> {
-    if left == right {
-        Ok(())
-    } else {
-        Err(Error::LengthMismatch { what, left, right })
-    }
 }

@@ -7,7 +7,7 @@ use gpuhash_core::layouts::{GH_PRIME32, GH_PRIME61};
 use gpuhash_core::table::Key;
 use gpuhash_core::workload::{self, INDEX_LIMIT, KeySet};
 use gpuhash_core::{Device, DeviceBuffer, Error, EventTimer, PinnedBuffer, PinnedPool, Stream};
-use gpuhash_core::{last_copy, staging};
+use gpuhash_core::{last_copy, scan, staging};
 use quickcheck::{QuickCheck, TestResult};
 use std::collections::HashMap;
 use std::sync::{OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -1151,4 +1151,84 @@ fn registering_memory_twice_is_an_error_value() {
     assert!(owned[..] == data[..] && device.is_registered(&owned));
     let empty = device.register(&[] as &[u64]).unwrap();
     assert!(empty.is_empty() && !device.is_registered(&empty));
+}
+
+/// The device scan of `counts` against the host's prefix sums, the total last.
+fn check_scan<C: gpuhash_core::scan::ScanCount + Into<u64>>(stream: &Stream, counts: &[C]) {
+    let on_device = DeviceBuffer::from_host(stream, counts).unwrap();
+    // Junk in the offsets first, so that one left unwritten shows.
+    let mut offsets = DeviceBuffer::from_host(stream, &vec![u64::MAX; counts.len() + 1]).unwrap();
+    scan::exclusive_scan(stream, &on_device, &mut offsets).unwrap();
+    let total = scan::scanned_total(stream, &offsets).unwrap();
+    let got = offsets.to_host(stream).unwrap();
+    let mut expected = Vec::with_capacity(counts.len() + 1);
+    let mut sum = 0u64;
+    for &c in counts {
+        expected.push(sum);
+        sum = sum.wrapping_add(c.into());
+    }
+    expected.push(sum);
+    if let Some(i) = (0..expected.len()).find(|&i| got[i] != expected[i]) {
+        panic!(
+            "scan of {} counts: offset {i} is {}, the host says {}",
+            counts.len(),
+            got[i],
+            expected[i]
+        );
+    }
+    assert_eq!(total, sum, "scanned total of {} counts", counts.len());
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn device_scans_match_host_prefix_sums_at_every_level() {
+    let (_device, stream) = gpu();
+    let tile = scan::TILE;
+    let mut rng = 0x5ca7_u64;
+    let mut next = move || {
+        rng = rng
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        rng >> 33
+    };
+    // Empty, one, around one tile, around a tile of tiles (two levels), and past it
+    // (three levels).
+    let lengths = [
+        0,
+        1,
+        2,
+        255,
+        256,
+        257,
+        tile - 1,
+        tile,
+        tile + 1,
+        3 * tile + 17,
+        tile * tile - 1,
+        tile * tile,
+        tile * tile + 1,
+        tile * tile + 3 * tile + 5,
+    ];
+    for len in lengths {
+        let small: Vec<u32> = (0..len).map(|_| (next() % 40) as u32).collect();
+        check_scan(&stream, &small);
+    }
+    // Words that fill 32 bits, and 64-bit counts that wrap the total.
+    let wide: Vec<u32> = (0..3 * tile + 1)
+        .map(|_| u32::MAX - (next() % 3) as u32)
+        .collect();
+    check_scan(&stream, &wide);
+    let huge: Vec<u64> = (0..2 * tile + 9)
+        .map(|_| u64::MAX / 1000 * (next() % 7))
+        .collect();
+    check_scan(&stream, &huge);
+    let zeros = vec![0u64; tile + 3];
+    check_scan(&stream, &zeros);
+    // A mismatched length is an error value, with nothing queued.
+    let counts = DeviceBuffer::<u32>::zeroed(&stream, 5).unwrap();
+    let mut offsets = DeviceBuffer::<u64>::zeroed(&stream, 5).unwrap();
+    assert!(matches!(
+        scan::exclusive_scan(&stream, &counts, &mut offsets),
+        Err(Error::LengthMismatch { .. })
+    ));
 }

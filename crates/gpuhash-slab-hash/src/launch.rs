@@ -6,8 +6,8 @@ use gpuhash_core::launch::{Kernel, KernelImage, KernelParams, LaunchShape};
 use gpuhash_core::{DeviceBuffer, Stream};
 
 use crate::layouts::{
-    GH_OP_GET, GH_OP_INSERT, GhFillParams, GhSlabBucketsParams, GhSlabGatherParams,
-    GhSlabMarkParams, GhSlabOpsParams, GhSlabTable,
+    GH_OP_GET, GH_OP_INSERT, GH_SLAB_CHUNK_BUCKETS, GhFillParams, GhSlabBucketsParams,
+    GhSlabGatherParams, GhSlabMarkParams, GhSlabOpsParams, GhSlabTable,
 };
 use crate::op::OpCode;
 use crate::shape::{Kind, Shape};
@@ -162,11 +162,11 @@ pub(crate) fn ops<K: Pod, V: Pod>(
 
 /// Which per-bucket pass to run.
 pub(crate) enum BucketPass<'a, K, V> {
-    /// counts[b] = live entries of bucket b.
+    /// counts[c] = live entries of chunk c of [`chunks`] (the reserved-key buckets last).
     Count { counts: &'a mut DeviceBuffer<u64> },
     /// total[0] += live entries of every bucket (one word, whatever the table's size).
     Total { total: &'a mut DeviceBuffer<u64> },
-    /// Entries of bucket b written from offsets[b] on.
+    /// Entries of chunk c written from offsets[c] on, never past offsets[c + 1].
     Export {
         offsets: &'a DeviceBuffer<u64>,
         keys: &'a mut DeviceBuffer<K>,
@@ -176,7 +176,13 @@ pub(crate) enum BucketPass<'a, K, V> {
     Flush,
 }
 
-/// One warp per bucket, `buckets` of them (the reserved-key buckets included).
+/// Chunks of buckets the count and export passes take, one warp each.
+pub(crate) fn chunks(buckets: u32) -> usize {
+    buckets.div_ceil(GH_SLAB_CHUNK_BUCKETS) as usize
+}
+
+/// One warp per bucket (flush) or per chunk of buckets (count, export), `buckets` of them
+/// (the reserved-key buckets included).
 pub(crate) fn buckets<K: Pod, V: Pod>(
     stream: &Stream,
     shape: Shape,
@@ -188,13 +194,17 @@ pub(crate) fn buckets<K: Pod, V: Pod>(
         table,
         ..GhSlabBucketsParams::default()
     };
-    let launch_shape = grid(stream, u64::from(buckets) * 32);
+    let warps = match pass {
+        BucketPass::Flush => buckets as usize,
+        _ => chunks(buckets),
+    };
+    let launch_shape = grid(stream, warps as u64 * 32);
     let kernels = kernels(shape)?;
     match pass {
         BucketPass::Count { counts } => {
             let counts = counts.address_mut(stream);
             params.counts = counts.address as *mut u64;
-            // SAFETY: `counts` holds one word per bucket (checked by the caller); the
+            // SAFETY: `counts` holds one word per chunk (checked by the caller); the
             // table comes from the live table; the kernel only reads slabs.
             unsafe { kernels.count.launch(stream, launch_shape, params) }
         }
@@ -218,8 +228,10 @@ pub(crate) fn buckets<K: Pod, V: Pod>(
             params.values_out = values
                 .as_ref()
                 .map_or(std::ptr::null_mut(), |a| a.address as *mut u32);
-            // SAFETY: offsets come from a count pass on the same, unchanged table, so
-            // every write lands below the total the caller sized the outputs to.
+            // SAFETY: `offsets` holds one more word than there are chunks, rising, the
+            // last at most the outputs' length (checked by the caller); a chunk writes
+            // only between its offset and the next, so every write lands in the outputs
+            // whatever batches changed the table since the offsets were counted.
             unsafe { kernels.export.launch(stream, launch_shape, params) }
         }
         // SAFETY: the table and its allocator context are live; flush holds the
@@ -229,25 +241,44 @@ pub(crate) fn buckets<K: Pod, V: Pod>(
     }
 }
 
+/// Where a multimap gather reads and writes.
+pub(crate) struct GatherBuffers<'a, K, V> {
+    pub keys: &'a DeviceBuffer<K>,
+    /// The most values of each key to write; then how many were.
+    pub counts: &'a mut DeviceBuffer<u32>,
+    /// Where each key's values start: the prefix sums of `counts`.
+    pub offsets: &'a DeviceBuffer<u64>,
+    /// Room for the sum of `counts`.
+    pub out: &'a mut DeviceBuffer<V>,
+    /// One word, set to 1 if some key had fewer values than its count.
+    pub short_rows: &'a mut DeviceBuffer<u32>,
+}
+
 /// Multimap: the values of each key into `out`, from its offset, at most its count.
 pub(crate) fn gather<K: Pod, V: Pod>(
     stream: &Stream,
     shape: Shape,
     table: GhSlabTable,
-    keys: &DeviceBuffer<K>,
-    counts: &mut DeviceBuffer<u32>,
-    offsets: &DeviceBuffer<u64>,
-    out: &mut DeviceBuffer<V>,
+    buffers: GatherBuffers<'_, K, V>,
 ) -> gpuhash_core::Result<()> {
-    let count = keys.len();
+    let count = buffers.keys.len();
     if count == 0 {
         return Ok(());
     }
-    let (k, c, o, w) = (
-        keys.address(stream),
-        counts.address_mut(stream),
-        offsets.address(stream),
-        out.address_mut(stream),
+    if buffers.counts.len() != count
+        || buffers.offsets.len() < count
+        || buffers.short_rows.is_empty()
+    {
+        return Err(gpuhash_core::Error::InvalidInput(
+            "gather: counts, offsets or flag of the wrong length".into(),
+        ));
+    }
+    let (k, c, o, w, s) = (
+        buffers.keys.address(stream),
+        buffers.counts.address_mut(stream),
+        buffers.offsets.address(stream),
+        buffers.out.address_mut(stream),
+        buffers.short_rows.address_mut(stream),
     );
     let params = GhSlabGatherParams {
         table,
@@ -255,6 +286,7 @@ pub(crate) fn gather<K: Pod, V: Pod>(
         counts: c.address as *mut u32,
         offsets: o.address as *const u64,
         out: w.address as *mut u32,
+        short_rows: s.address as *mut u32,
         count: count as u64,
     };
     let key = (shape.key_words, shape.value_words);
@@ -263,9 +295,11 @@ pub(crate) fn gather<K: Pod, V: Pod>(
         .find(|(k, _)| *k == key)
         .ok_or_else(|| no_kernel(shape))?
         .1;
-    // SAFETY: keys and counts hold `count` elements, offsets at least that; offsets are the prefix sums
-    // of counts and `out` holds their total (checked by the caller); the kernel writes at
-    // most counts[i] values from offsets[i], then counts[i] itself, never raising it.
+    // SAFETY: keys and counts hold `count` elements, offsets at least that, and
+    // `short_rows` its one word (checked above); offsets are the prefix sums of counts and
+    // `out` holds their total (the caller's promise, as `GatherBuffers` says); the kernel
+    // writes at most counts[i] values from offsets[i], then counts[i] itself, never
+    // raising it.
     unsafe { kernel.launch(stream, grid(stream, count as u64), params) }
 }
 

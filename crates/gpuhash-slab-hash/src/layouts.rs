@@ -37,6 +37,7 @@ pub const GH_STATUS_ABSENT: u32 = 0;
 pub const GH_STATUS_DONE: u32 = 1;
 pub const GH_STATUS_PENDING: u32 = 2;
 pub const GH_STATUS_NO_SLAB: u32 = 3;
+pub const GH_SLAB_CHUNK_BUCKETS: u32 = 32;
 #[repr(C)]
 #[derive(Debug, Copy, Clone, PartialEq, Eq)]
 pub struct GhSlabTable {
@@ -120,11 +121,12 @@ pub struct GhSlabGatherParams {
     pub counts: *mut u32,
     pub offsets: *const u64,
     pub out: *mut u32,
+    pub short_rows: *mut u32,
     pub count: u64,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of GhSlabGatherParams"][::core::mem::size_of::<GhSlabGatherParams>() - 120usize];
+    ["Size of GhSlabGatherParams"][::core::mem::size_of::<GhSlabGatherParams>() - 128usize];
     ["Alignment of GhSlabGatherParams"][::core::mem::align_of::<GhSlabGatherParams>() - 8usize];
     ["Offset of field: GhSlabGatherParams::table"]
         [::core::mem::offset_of!(GhSlabGatherParams, table) - 0usize];
@@ -136,8 +138,10 @@ const _: () = {
         [::core::mem::offset_of!(GhSlabGatherParams, offsets) - 96usize];
     ["Offset of field: GhSlabGatherParams::out"]
         [::core::mem::offset_of!(GhSlabGatherParams, out) - 104usize];
+    ["Offset of field: GhSlabGatherParams::short_rows"]
+        [::core::mem::offset_of!(GhSlabGatherParams, short_rows) - 112usize];
     ["Offset of field: GhSlabGatherParams::count"]
-        [::core::mem::offset_of!(GhSlabGatherParams, count) - 112usize];
+        [::core::mem::offset_of!(GhSlabGatherParams, count) - 120usize];
 };
 impl Default for GhSlabGatherParams {
     fn default() -> Self {

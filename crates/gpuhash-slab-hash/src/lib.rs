@@ -45,8 +45,11 @@
 //!
 //! - `table.rs`: the engine the three tables share: bucket heads and the allocator behind
 //!   one lock, batches queued on the caller's stream (`queue`) or run to the end with
-//!   retries (`run`). `room.rs`: room for inserts, compaction, flush, clear. `scan.rs`:
-//!   counting, export, memory, the multimap's gather. `image.rs`: table images.
+//!   retries (`run`). `room.rs`: room for inserts (reserved through
+//!   [`gpuhash_slab_list::room`]), compaction, flush, clear. `scan.rs`: counting, export
+//!   (live pairs per chunk of 32 buckets, scanned on the device by
+//!   [`gpuhash_core::scan`], then written from each chunk's offset, into new buffers or the
+//!   caller's), memory, the multimap's gather. `image.rs`: table images.
 //! - `map.rs`, `set.rs`, `multimap.rs`: the contract's verbs on the engine;
 //!   `contract.rs`: what the three share (construction, `flush`, [`Table`], [`Image`]).
 //! - `launch.rs`: the only place raw device pointers go to the kernels of
@@ -99,7 +102,8 @@
 //! 1e-8 per run of full blocks, were the picks random). That is a bound on a probability,
 //! not a proof: the picks are a hash. So the kernels keep their safety net. An insert
 //! that still finds no slab raises a flag the table owns, and the next call on the table
-//! that waits for its stream (`len`, `memory`, `export`, `get_all`, `flush`, `to_image`)
+//! that waits for its stream (`len`, `memory`, `export`, `export_into`, `get_all`, `flush`,
+//! `to_image`)
 //! returns [`SlabHashError::LostInserts`]: a pair is never lost silently. The host forms
 //! (`insert`, [`SlabHashMap::apply`]) keep each element's status and run the inserts that
 //! found no slab again once the table has made room, or name them in

@@ -12,6 +12,7 @@ use crate::layouts::{
     GH_OP_GET, GH_OP_INSERT, GH_OP_INSERT_OR_FIND, GH_OP_REMOVE, GH_OP_UPSERT_ADD,
     GH_OP_UPSERT_MAX, GH_OP_UPSERT_MIN,
 };
+use crate::scan::ExportOutputs;
 use crate::shape::{Kind, Shape};
 use crate::table::{Batch, SlabTable};
 use crate::{Op, OpCode, Outcome, Result};
@@ -126,6 +127,20 @@ impl<K: Key, V: Key> Map for SlabHashMap<K, V> {
     fn export_on(&self, stream: &Stream) -> Result<DevicePairs<K, V>> {
         let (keys, values) = self.table.export(stream)?;
         Ok(DevicePairs { keys, values })
+    }
+
+    /// Writes the caller's buffers straight: the export pass places the pairs there.
+    fn export_into_on(
+        &self,
+        stream: &Stream,
+        keys: &mut DeviceBuffer<K>,
+        values: &mut DeviceBuffer<V>,
+    ) -> Result<usize> {
+        let outputs = ExportOutputs {
+            keys,
+            values: Some(values),
+        };
+        self.table.export_into(stream, outputs)
     }
 
     /// Inserts each pair; inserts that find no free slab run again once the table has made

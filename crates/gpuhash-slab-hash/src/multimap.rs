@@ -8,6 +8,7 @@ use gpuhash_core::{DeviceBuffer, Stream};
 use crate::Result;
 use crate::contract::table_contract;
 use crate::layouts::{GH_OP_COUNT, GH_OP_INSERT, GH_OP_REMOVE};
+use crate::scan::ExportOutputs;
 use crate::shape::{Kind, Shape};
 use crate::table::{Batch, SlabTable};
 
@@ -70,9 +71,10 @@ impl<K: Key, V: Key> MultiMap for SlabHashMultiMap<K, V> {
         self.counts_async(stream, GH_OP_REMOVE, keys, counts)
     }
 
-    /// Every value of each key: a count pass, a prefix sum, and a pass that writes each
-    /// key's values at its offset (again, with the counts it found, if a batch on another
-    /// stream removed values in between).
+    /// Every value of each key: a count pass, a scan of the counts on the device (only
+    /// the total reaches the host), and a pass that writes each key's values at its offset
+    /// (again, with the counts it found, if a batch on another stream removed values in
+    /// between).
     fn get_all_on(&self, stream: &Stream, keys: &DeviceBuffer<K>) -> Result<DeviceRows<V>> {
         let mut counts = DeviceBuffer::zeroed(stream, keys.len())?;
         self.count_async(stream, keys, &mut counts)?;
@@ -82,6 +84,20 @@ impl<K: Key, V: Key> MultiMap for SlabHashMultiMap<K, V> {
     fn export_on(&self, stream: &Stream) -> Result<DevicePairs<K, V>> {
         let (keys, values) = self.table.export(stream)?;
         Ok(DevicePairs { keys, values })
+    }
+
+    /// Writes the caller's buffers straight: the export pass places the pairs there.
+    fn export_into_on(
+        &self,
+        stream: &Stream,
+        keys: &mut DeviceBuffer<K>,
+        values: &mut DeviceBuffer<V>,
+    ) -> Result<usize> {
+        let outputs = ExportOutputs {
+            keys,
+            values: Some(values),
+        };
+        self.table.export_into(stream, outputs)
     }
 
     /// Adds every pair; inserts that find no free slab run again once the table has made

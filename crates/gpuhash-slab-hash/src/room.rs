@@ -3,17 +3,18 @@
 //!
 //! Every insert batch first reserves the most slabs it may link: an insert links at most
 //! one new slab, and a list that takes k new entries at most ceil(k / entries per slab),
-//! so a batch of n at most ceil(n / entries per slab) + min(n, lists). The table keeps an
-//! upper bound of the allocator's slabs in use (measured at the last device-wide wait,
-//! plus every reservation since) and lets a batch go with no wait while that bound stays
-//! within [`safe_share`] of the slabs reserved. Only a batch that would pass it waits for
-//! the device, measures the real use, and compacts (if removals left tombstones) or grows.
+//! so a batch of n at most ceil(n / entries per slab) + min(n, lists). The reservation is
+//! the slab lists' ([`gpuhash_slab_list::room`]): an upper bound of the allocator's slabs
+//! in use, kept on the host, lets a batch go with no wait while it stays within
+//! [`safe_share`] of the slabs reserved. Only a batch that would pass it waits for the
+//! device, measures the real use, and compacts (if removals left tombstones) or grows.
 
 use std::sync::atomic::Ordering;
 
 use gpuhash_core::Stream;
 use gpuhash_slab_alloc::{SlabAlloc, SlabAllocError};
-use parking_lot::{RwLockReadGuard, RwLockWriteGuard};
+use gpuhash_slab_list::room::{self, safe_share};
+use parking_lot::RwLockReadGuard;
 
 use crate::Result;
 use crate::launch::{self, BucketPass};
@@ -32,13 +33,6 @@ pub(crate) enum Room {
     Retry,
 }
 
-/// The share of the reserved slabs that may be in use, 3/4: the allocator reports
-/// exhaustion after 64 full memory blocks in a row, and with a quarter of all slabs free
-/// at least a quarter of the blocks have room.
-pub(crate) fn safe_share(reserved: u64) -> u64 {
-    reserved / 4 * 3
-}
-
 impl SlabTable {
     /// The most slabs an insert batch of `n` elements may link.
     pub(crate) fn slabs_needed(&self, n: usize) -> u64 {
@@ -54,21 +48,14 @@ impl SlabTable {
         needed: u64,
         room: Room,
     ) -> Result<RwLockReadGuard<'_, Slabs>, SlabAllocError> {
-        if room != Room::Retry {
-            let slabs = self.slabs.read();
-            let limit = safe_share(slabs.alloc.slabs_reserved());
-            let reserved =
-                self.possibly_in_use
-                    .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
-                        used.checked_add(needed).filter(|&total| total <= limit)
-                    });
-            if reserved.is_ok() {
-                return Ok(slabs);
-            }
-        }
-        let mut slabs = self.slabs.write();
-        self.make_room(&mut slabs, stream, needed, room)?;
-        Ok(RwLockWriteGuard::downgrade(slabs))
+        room::with_room(
+            &self.slabs,
+            &self.possibly_in_use,
+            needed,
+            room != Room::Retry,
+            |slabs| slabs.alloc.slabs_reserved(),
+            |slabs| self.make_room(slabs, stream, needed, room),
+        )
     }
 
     /// Waits for every kernel on the device (compaction moves entries, and growth replaces
@@ -94,8 +81,7 @@ impl SlabTable {
             in_use = self.compact(slabs, stream)?;
             compacted = true;
         }
-        self.possibly_in_use
-            .store(in_use + needed, Ordering::Release);
+        self.possibly_in_use.set(in_use + needed);
         let grown = grow_until(
             &mut slabs.alloc,
             stream,
@@ -133,7 +119,7 @@ impl SlabTable {
             let slabs = self.slabs.write();
             self.device.synchronize()?;
             let in_use = self.compact(&slabs, &stream)?;
-            self.possibly_in_use.store(in_use, Ordering::Release);
+            self.possibly_in_use.set(in_use);
         }
         self.check_lost(&stream)
     }
@@ -146,7 +132,7 @@ impl SlabTable {
         launch::fill(stream, &mut slabs.heads, GH_EMPTY_KEY)?;
         slabs.alloc.reset(stream)?;
         slabs.lost.clear(stream)?;
-        self.possibly_in_use.store(0, Ordering::Release);
+        self.possibly_in_use.set(0);
         self.may_hold_tombstones.store(false, Ordering::Release);
         Ok(())
     }
@@ -176,16 +162,4 @@ fn grow_until(
         alloc.grow(stream)?;
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_safe_share_is_three_quarters_rounded_down_to_whole_quarters() {
-        assert_eq!(safe_share(1024), 768);
-        assert_eq!(safe_share(1027), 768);
-        assert_eq!(safe_share(0), 0);
-    }
 }

@@ -1,34 +1,39 @@
 //! Passes that read the whole table or every value of keys: counting, export, memory,
-//! and the multimap's gather. Each waits for its answer's size.
+//! and the multimap's gather. Counts are laid end to end on the device
+//! ([`gpuhash_core::scan`]): only a total, the size of an answer, reaches the host.
+//!
+//! Export runs in three passes: live pairs per chunk of buckets, an exclusive scan of
+//! those counts into each chunk's offset, and a pass that writes each chunk's pairs from
+//! its offset. A single pass with a global cursor, one atomic a slab, would save the count
+//! and the scan but would put every warp's slab on one word of memory (millions of atomics
+//! for a large table) and give a different order on every run; the chunked count keeps the
+//! order of the buckets, so an export of the same table is the same every time, and costs
+//! one word a chunk of 32 buckets.
 
+use gpuhash_core::scan::{exclusive_scan, scanned_total};
 use gpuhash_core::table::{DeviceRows, Key, MemoryUsage};
 use gpuhash_core::{DeviceBuffer, Stream};
 
 use crate::Result;
-use crate::launch::{self, BucketPass};
+use crate::launch::{self, BucketPass, GatherBuffers};
 use crate::shape::Kind;
-use crate::table::SlabTable;
+use crate::table::{SlabTable, Slabs};
+
+/// Where an export writes: keys, and values unless the table is a set.
+pub(crate) struct ExportOutputs<'a, K, V> {
+    pub keys: &'a mut DeviceBuffer<K>,
+    pub values: Option<&'a mut DeviceBuffer<V>>,
+}
 
 impl SlabTable {
-    /// Live entries of each bucket (the reserved-key buckets last), on the device.
-    fn bucket_counts(&self, stream: &Stream) -> Result<DeviceBuffer<u64>> {
-        let buckets = self.all_buckets();
-        let mut counts = DeviceBuffer::zeroed(stream, buckets as usize)?;
-        let pass = BucketPass::Count {
-            counts: &mut counts,
-        };
-        self.bucket_pass::<u32, u32>(stream, pass)?;
-        Ok(counts)
-    }
-
-    /// Runs one per-bucket pass over the slabs, holding them for reading.
+    /// Runs one per-bucket pass over the slabs the caller holds.
     fn bucket_pass<K: Key, V: Key>(
         &self,
+        slabs: &Slabs,
         stream: &Stream,
         pass: BucketPass<'_, K, V>,
     ) -> Result<()> {
-        let slabs = self.slabs.read();
-        Ok(self.with_table(&slabs, stream, None, |table| {
+        Ok(self.with_table(slabs, stream, None, |table| {
             launch::buckets(stream, self.shape, table, self.all_buckets(), pass)
         })?)
     }
@@ -37,10 +42,26 @@ impl SlabTable {
     /// into one word.
     pub(crate) fn len(&self, stream: &Stream) -> Result<usize> {
         let mut total = DeviceBuffer::<u64>::zeroed(stream, 1)?;
-        self.bucket_pass::<u32, u32>(stream, BucketPass::Total { total: &mut total })?;
-        let len = total.to_host(stream)?[0] as usize;
+        let pass = BucketPass::Total { total: &mut total };
+        self.bucket_pass::<u32, u32>(&self.slabs.read(), stream, pass)?;
+        let len = scanned_total(stream, &total)? as usize;
         self.check_lost(stream)?;
         Ok(len)
+    }
+
+    /// Where each chunk of buckets starts its pairs (one offset more than the chunks, the
+    /// last the total) and the total, counted and scanned on the device.
+    fn export_offsets(&self, slabs: &Slabs, stream: &Stream) -> Result<(DeviceBuffer<u64>, usize)> {
+        let chunks = launch::chunks(self.all_buckets());
+        let mut counts = DeviceBuffer::unfilled(stream, chunks)?;
+        let pass = BucketPass::Count {
+            counts: &mut counts,
+        };
+        self.bucket_pass::<u32, u32>(slabs, stream, pass)?;
+        let mut offsets = DeviceBuffer::unfilled(stream, chunks + 1)?;
+        exclusive_scan(stream, &counts, &mut offsets)?;
+        let total = scanned_total(stream, &offsets)? as usize;
+        Ok((offsets, total))
     }
 
     /// Every live entry into new device buffers: keys, and values (none for a set).
@@ -48,24 +69,66 @@ impl SlabTable {
         &self,
         stream: &Stream,
     ) -> Result<(DeviceBuffer<K>, DeviceBuffer<V>)> {
-        let counts = self.bucket_counts(stream)?.to_host(stream)?;
-        let (offsets, total) = exclusive_prefix_sum(&counts);
-        let offsets = DeviceBuffer::from_host(stream, &offsets)?;
-        let value_count = if self.shape.kind == Kind::Set {
-            0
-        } else {
-            total
-        };
-        let mut keys = DeviceBuffer::<K>::zeroed(stream, total as usize)?;
-        let mut values = DeviceBuffer::<V>::zeroed(stream, value_count as usize)?;
-        let pass = BucketPass::Export {
-            offsets: &offsets,
+        let slabs = self.slabs.read();
+        let (offsets, total) = self.export_offsets(&slabs, stream)?;
+        let mut keys = DeviceBuffer::<K>::unfilled(stream, total)?;
+        let value_count = if self.is_set() { 0 } else { total };
+        let mut values = DeviceBuffer::<V>::unfilled(stream, value_count)?;
+        let outputs = ExportOutputs {
             keys: &mut keys,
-            values: (self.shape.kind != Kind::Set).then_some(&mut values),
+            values: (!self.is_set()).then_some(&mut values),
         };
-        self.bucket_pass(stream, pass)?;
+        self.write_export(&slabs, stream, &offsets, outputs)?;
+        drop(slabs);
         self.check_lost(stream)?;
         Ok((keys, values))
+    }
+
+    /// Every live entry into the front of the caller's buffers (values, none for a set,
+    /// must be given for the others); returns how many. Buffers too short for them are
+    /// [`gpuhash_core::Error::InvalidInput`], and nothing is written.
+    pub(crate) fn export_into<K: Key, V: Key>(
+        &self,
+        stream: &Stream,
+        outputs: ExportOutputs<'_, K, V>,
+    ) -> Result<usize> {
+        let slabs = self.slabs.read();
+        let (offsets, total) = self.export_offsets(&slabs, stream)?;
+        let room = match &outputs.values {
+            Some(values) => outputs.keys.len().min(values.len()),
+            None if self.is_set() => outputs.keys.len(),
+            None => 0,
+        };
+        if room < total {
+            return Err(gpuhash_core::Error::InvalidInput(format!(
+                "export_into: room for {room} pairs, the table holds {total}"
+            ))
+            .into());
+        }
+        self.write_export(&slabs, stream, &offsets, outputs)?;
+        drop(slabs);
+        self.check_lost(stream)?;
+        Ok(total)
+    }
+
+    /// Queues the pass that writes each chunk's pairs from its offset.
+    fn write_export<K: Key, V: Key>(
+        &self,
+        slabs: &Slabs,
+        stream: &Stream,
+        offsets: &DeviceBuffer<u64>,
+        outputs: ExportOutputs<'_, K, V>,
+    ) -> Result<()> {
+        let pass = BucketPass::Export {
+            offsets,
+            keys: outputs.keys,
+            values: outputs.values,
+        };
+        self.bucket_pass(slabs, stream, pass)
+    }
+
+    fn is_set(&self) -> bool {
+        self.shape.kind == Kind::Set
     }
 
     /// Device memory the table reserves and uses.
@@ -85,70 +148,42 @@ impl SlabTable {
         })
     }
 
-    /// Multimap: the values of each key laid end to end in key order, as compressed rows.
-    /// A batch on another stream may remove values between the count and the gather:
-    /// then the gather runs again with the counts it found, which only fall, so that no
-    /// slot of the answer is left unwritten.
+    /// Multimap: the values of each key laid end to end in key order, as compressed rows,
+    /// their offsets scanned on the device. A batch on another stream may remove values
+    /// between the count and the gather: the gather then raises a flag, and runs again
+    /// with the counts it found, which only fall, so that no slot of the answer is left
+    /// unwritten.
     pub(crate) fn gather<K: Key, V: Key>(
         &self,
         stream: &Stream,
         keys: &DeviceBuffer<K>,
         counts: &DeviceBuffer<u32>,
     ) -> Result<DeviceRows<V>> {
-        let mut limits = counts.to_host(stream)?;
+        let mut limits = DeviceBuffer::<u32>::unfilled(stream, counts.len())?;
+        limits.copy_from(stream, counts)?;
         loop {
-            let wide: Vec<u64> = limits.iter().map(|&c| u64::from(c)).collect();
-            let (mut offsets, total) = exclusive_prefix_sum(&wide);
-            offsets.push(total);
-            let mut written = DeviceBuffer::from_host(stream, &limits)?;
-            let offsets = DeviceBuffer::from_host(stream, &offsets)?;
-            let mut values = DeviceBuffer::<V>::unfilled(stream, total as usize)?;
+            let mut offsets = DeviceBuffer::unfilled(stream, limits.len() + 1)?;
+            exclusive_scan(stream, &limits, &mut offsets)?;
+            let total = scanned_total(stream, &offsets)? as usize;
+            let mut values = DeviceBuffer::<V>::unfilled(stream, total)?;
+            let mut short_rows = DeviceBuffer::<u32>::zeroed(stream, 1)?;
             {
                 let slabs = self.slabs.read();
                 self.with_table(&slabs, stream, None, |table| {
-                    launch::gather(
-                        stream,
-                        self.shape,
-                        table,
+                    let buffers = GatherBuffers {
                         keys,
-                        &mut written,
-                        &offsets,
-                        &mut values,
-                    )
+                        counts: &mut limits,
+                        offsets: &offsets,
+                        out: &mut values,
+                        short_rows: &mut short_rows,
+                    };
+                    launch::gather(stream, self.shape, table, buffers)
                 })?;
             }
-            let written = written.to_host(stream)?;
-            if written == limits {
+            if short_rows.to_host(stream)?[0] == 0 {
                 self.check_lost(stream)?;
                 return Ok(DeviceRows { offsets, values });
             }
-            limits = written;
         }
-    }
-}
-
-/// Offsets where each group starts when groups of `counts` are laid end to end, and the
-/// total.
-pub(crate) fn exclusive_prefix_sum(counts: &[u64]) -> (Vec<u64>, u64) {
-    let mut total = 0;
-    let offsets = counts
-        .iter()
-        .map(|&c| {
-            let at = total;
-            total += c;
-            at
-        })
-        .collect();
-    (offsets, total)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn prefix_sums_lay_groups_end_to_end() {
-        assert_eq!(exclusive_prefix_sum(&[3, 0, 2]), (vec![0, 3, 3], 5));
-        assert_eq!(exclusive_prefix_sum(&[]), (vec![], 0));
     }
 }

@@ -8,6 +8,7 @@ use gpuhash_core::{DeviceBuffer, Stream};
 use crate::Result;
 use crate::contract::table_contract;
 use crate::layouts::{GH_OP_GET, GH_OP_INSERT, GH_OP_REMOVE};
+use crate::scan::ExportOutputs;
 use crate::shape::{Kind, Shape};
 use crate::table::{Batch, SlabTable};
 
@@ -52,6 +53,12 @@ impl<K: Key> Set for SlabHashSet<K> {
 
     fn export_on(&self, stream: &Stream) -> Result<DeviceBuffer<K>> {
         Ok(self.table.export::<K, u32>(stream)?.0)
+    }
+
+    /// Writes the caller's buffer straight: the export pass places the keys there.
+    fn export_into_on(&self, stream: &Stream, keys: &mut DeviceBuffer<K>) -> Result<usize> {
+        let outputs = ExportOutputs::<K, u32> { keys, values: None };
+        self.table.export_into(stream, outputs)
     }
 
     /// Inserts each key; inserts that find no free slab run again once the table has made

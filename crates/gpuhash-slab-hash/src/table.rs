@@ -3,7 +3,7 @@
 //! ([`SlabTable::queue`]) or run to the end with retries ([`SlabTable::run`]). Room for
 //! inserts is in `room.rs`, whole-table passes in `scan.rs`, images in `image.rs`.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use gpuhash_core::hash::Universal32;
 use gpuhash_core::last_copy::{self, DuplicateKeys};
@@ -12,6 +12,7 @@ use gpuhash_core::table::Key;
 
 use gpuhash_core::{Device, DeviceBuffer, Stream};
 use gpuhash_slab_alloc::{Exhaustion, SlabAlloc, SlabAllocOptions};
+use gpuhash_slab_list::room::InUseBound;
 use parking_lot::RwLock;
 
 use crate::launch::{self, OpsBuffers};
@@ -47,7 +48,7 @@ pub(crate) struct SlabTable {
     pub slabs: RwLock<Slabs>,
     /// An upper bound of the allocator's slabs in use: measured on the device at the last
     /// wait, plus the most every insert batch queued since may link (see `room.rs`).
-    pub possibly_in_use: AtomicU64,
+    pub possibly_in_use: InUseBound,
     /// Set when a batch that may remove entries is queued, cleared by a compaction:
     /// whether compacting could give slabs back.
     pub may_hold_tombstones: AtomicBool,
@@ -157,7 +158,7 @@ impl SlabTable {
             hash,
             duplicate_keys,
             slabs: RwLock::new(slabs),
-            possibly_in_use: AtomicU64::new(in_use),
+            possibly_in_use: InUseBound::new(in_use),
             may_hold_tombstones: AtomicBool::new(in_use > 0),
         }
     }

@@ -5,6 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 mod common;
+mod exports;
 
 use common::{device, key_from_bits, keys_of, options, sorted, stream};
 use gpuhash_core::hash::fmix32;

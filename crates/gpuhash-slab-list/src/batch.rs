@@ -42,23 +42,6 @@ pub(crate) fn slabs_needed(n: usize, list_count: u32) -> u64 {
     n.div_ceil(u64::from(GH_SLAB_DATA_LANES)) + n.min(u64::from(list_count))
 }
 
-/// The share of the reserved slabs that may be in use, 3/4: the device allocator reports
-/// exhaustion after 64 full memory blocks in a row, and with a quarter of all slabs free
-/// at least a quarter of the blocks have room.
-pub(crate) fn safe_share(reserved: u64) -> u64 {
-    reserved / 4 * 3
-}
-
-/// Compressed-row offsets of per-list counts: one more than the lists, the last the total.
-pub(crate) fn offsets(counts: &[u64]) -> Vec<u64> {
-    std::iter::once(0)
-        .chain(counts.iter().scan(0u64, |total, &c| {
-            *total += c;
-            Some(*total)
-        }))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -118,19 +101,5 @@ mod tests {
             let linked: u64 = sizes.iter().map(|&s| u64::from(s).div_ceil(31)).sum();
             linked <= slabs_needed(n, lists)
         }
-
-        fn offsets_are_prefix_sums(counts: Vec<u32>) -> bool {
-            let counts: Vec<u64> = counts.into_iter().map(u64::from).collect();
-            let o = offsets(&counts);
-            o.len() == counts.len() + 1
-                && o[0] == 0
-                && o.windows(2).zip(&counts).all(|(w, &c)| w[1] - w[0] == c)
-        }
-    }
-
-    #[test]
-    fn the_safe_share_is_three_quarters() {
-        assert_eq!(safe_share(1024), 768);
-        assert_eq!(safe_share(0), 0);
     }
 }

@@ -70,7 +70,8 @@
 //!
 //! Before an append the host reserves the most slabs the batch may link, growing the
 //! allocator while nothing runs, so a batch either fits or appends nothing; see
-//! [`SlabLists::append`] for the rare device-side exhaustion.
+//! [`SlabLists::append`] for the rare device-side exhaustion. The reservation ([`room`]) is
+//! public: the slab hash tables reserve room for their inserts with it.
 //!
 //! ## Features
 #![doc = document_features::document_features!()]
@@ -80,6 +81,7 @@ mod error;
 mod launch;
 pub mod layouts;
 mod lists;
+pub mod room;
 
 pub use batch::is_reserved;
 pub use error::{Result, SlabListError};

@@ -1,16 +1,16 @@
 //! [`SlabLists`]: a set of slab lists on one device, their head slabs in one array and the
 //! rest of every list from one [`SlabAlloc`].
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
+use gpuhash_core::scan::{exclusive_scan, scanned_total};
 use gpuhash_core::table::{DeviceRows, MemoryUsage};
 use gpuhash_core::{Device, DeviceBuffer, Stream};
 use gpuhash_slab_alloc::{Exhaustion, SlabAlloc, SlabAllocOptions};
 use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use crate::batch::{self, safe_share, slabs_needed};
+use crate::batch::{self, slabs_needed};
 use crate::error::{Result, SlabListError};
 use crate::launch;
+use crate::room::{self, InUseBound, safe_share};
 use gpuhash_slab_alloc::layouts::{GH_SLAB_WORDS, GhSlabAllocContext};
 
 use crate::layouts::{GH_SLAB_EMPTY_WORD, GhSlabLists};
@@ -46,7 +46,7 @@ pub struct SlabLists {
     slabs: RwLock<Slabs>,
     /// An upper bound of the allocator's slabs in use: measured at the last device-wide
     /// wait, plus every append's reservation since.
-    possibly_in_use: AtomicU64,
+    possibly_in_use: InUseBound,
 }
 
 impl SlabLists {
@@ -77,7 +77,7 @@ impl SlabLists {
             list_count,
             max_slabs: options.max_slabs,
             slabs: RwLock::new(Slabs { heads, alloc }),
-            possibly_in_use: AtomicU64::new(0),
+            possibly_in_use: InUseBound::new(0),
         })
     }
 
@@ -201,10 +201,10 @@ impl SlabLists {
         self.with_lists(&slabs, stream, |lists| {
             launch::count(stream, lists, &mut counts)
         })?;
-        let offsets = batch::offsets(&counts.to_host(stream)?);
-        let total = *offsets.last().unwrap_or(&0);
-        let offsets = DeviceBuffer::from_host(stream, &offsets)?;
-        let mut values = DeviceBuffer::<u32>::zeroed(stream, total as usize)?;
+        let mut offsets = DeviceBuffer::unfilled(stream, counts.len() + 1)?;
+        exclusive_scan(stream, &counts, &mut offsets)?;
+        let total = scanned_total(stream, &offsets)?;
+        let mut values = DeviceBuffer::<u32>::unfilled(stream, total as usize)?;
         self.with_lists(&slabs, stream, |lists| {
             launch::collect(stream, lists, &offsets, &mut values)
         })?;
@@ -231,7 +231,7 @@ impl SlabLists {
         self.device.synchronize()?;
         self.with_lists(&slabs, stream, |lists| launch::free(stream, lists))?;
         stream.synchronize()?;
-        self.possibly_in_use.store(0, Ordering::Release);
+        self.possibly_in_use.set(0);
         Ok(())
     }
 
@@ -268,32 +268,28 @@ impl SlabLists {
     /// bound of slabs in use leaves it, else after waiting for the device, measuring, and
     /// growing the allocator until they fit within the safe share.
     fn with_room(&self, stream: &Stream, needed: u64) -> Result<RwLockReadGuard<'_, Slabs>> {
-        {
-            let slabs = self.slabs.read();
-            let limit = safe_share(slabs.alloc.slabs_reserved());
-            let reserved =
-                self.possibly_in_use
-                    .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
-                        used.checked_add(needed).filter(|&total| total <= limit)
-                    });
-            if reserved.is_ok() {
-                return Ok(slabs);
-            }
-        }
-        let mut slabs = self.slabs.write();
-        self.device.synchronize()?;
-        let in_use = slabs.alloc.slabs_in_use(stream)?;
-        if let Some(max_slabs) = self.max_slabs
-            && in_use + needed > safe_share(max_slabs)
-        {
-            return Err(SlabListError::OutOfSlabs { needed, max_slabs });
-        }
-        while in_use + needed > safe_share(slabs.alloc.slabs_reserved()) {
-            self.grow(&mut slabs, stream)?;
-        }
-        self.possibly_in_use
-            .store(in_use + needed, Ordering::Release);
-        Ok(RwLockWriteGuard::downgrade(slabs))
+        let reserved = |slabs: &Slabs| slabs.alloc.slabs_reserved();
+        room::with_room(
+            &self.slabs,
+            &self.possibly_in_use,
+            needed,
+            true,
+            reserved,
+            |slabs| {
+                self.device.synchronize()?;
+                let in_use = slabs.alloc.slabs_in_use(stream)?;
+                if let Some(max_slabs) = self.max_slabs
+                    && in_use + needed > safe_share(max_slabs)
+                {
+                    return Err(SlabListError::OutOfSlabs { needed, max_slabs });
+                }
+                while in_use + needed > safe_share(slabs.alloc.slabs_reserved()) {
+                    self.grow(slabs, stream)?;
+                }
+                self.possibly_in_use.set(in_use + needed);
+                Ok(())
+            },
+        )
     }
 
     /// Doubles the allocator's reservation, unless that passes the limit.

@@ -51,6 +51,9 @@ impl<V> Verb<'_, V> {
     }
 }
 
+/// One child's exported pairs.
+type ChildPairs<T> = DevicePairs<<T as Table>::Key, <T as Map>::Value>;
+
 /// One segment's answers in partitioned order.
 struct Answers<V> {
     found: DeviceBuffer<u8>,
@@ -168,6 +171,17 @@ impl<T: ProbeInPlace> SwapTable<T> {
         drop(image);
         Ok(())
     }
+
+    /// Each child's pairs, the children paged in in turn (least recently used out).
+    fn export_children(&self, stream: &Stream) -> Result<Vec<ChildPairs<T>>, T::Error> {
+        let mut residency = self.residency.lock();
+        let mut parts = Vec::with_capacity(residency.count());
+        for child in 0..residency.count() {
+            let table = residency.table(&self.device, stream, child, false)?;
+            parts.push(table.export_on(stream)?);
+        }
+        Ok(parts)
+    }
 }
 
 /// Runs `verb` on one child's range, its answers into `answers` at the range.
@@ -276,6 +290,12 @@ impl<T: ProbeInPlace> Table for SwapTable<T> {
     fn clear_on(&self, stream: &Stream) -> Result<(), Self::Error> {
         self.residency.lock().clear_on(stream)
     }
+
+    /// Whole: every batch pages its children in in turn, so a lookup cut into chunks would
+    /// page them all once a chunk.
+    fn host_lookup_chunk(&self) -> usize {
+        usize::MAX
+    }
 }
 
 impl<T: ProbeInPlace> Map for SwapTable<T> {
@@ -325,31 +345,49 @@ impl<T: ProbeInPlace> Map for SwapTable<T> {
         &self,
         stream: &Stream,
     ) -> Result<DevicePairs<Self::Key, Self::Value>, Self::Error> {
-        let mut residency = self.residency.lock();
-        let mut parts = Vec::with_capacity(residency.count());
-        for child in 0..residency.count() {
-            let table = residency.table(&self.device, stream, child, false)?;
-            parts.push(table.export_on(stream)?);
-        }
-        Ok(concatenate(stream, &parts)?)
+        let parts = self.export_children(stream)?;
+        let total = parts.iter().map(|p| p.keys.len()).sum();
+        let mut all = DevicePairs {
+            keys: DeviceBuffer::unfilled(stream, total)?,
+            values: DeviceBuffer::unfilled(stream, total)?,
+        };
+        concatenate_into(stream, &parts, &mut all.keys, &mut all.values)?;
+        Ok(all)
+    }
+
+    /// Every child's pairs, end to end in the caller's buffers (each child paged in in
+    /// turn, and every child's pairs counted before any is written).
+    fn export_into_on(
+        &self,
+        stream: &Stream,
+        keys: &mut DeviceBuffer<Self::Key>,
+        values: &mut DeviceBuffer<Self::Value>,
+    ) -> Result<usize, Self::Error> {
+        let parts = self.export_children(stream)?;
+        Ok(concatenate_into(stream, &parts, keys, values)?)
     }
 }
 
-/// The pairs of `parts`, end to end, in new buffers.
-fn concatenate<K: bytemuck::Pod, V: bytemuck::Pod>(
+/// The pairs of `parts`, end to end, into the front of `keys` and `values`; returns how
+/// many. Buffers with room for fewer are an error, with nothing written.
+fn concatenate_into<K: bytemuck::Pod, V: bytemuck::Pod>(
     stream: &Stream,
     parts: &[DevicePairs<K, V>],
-) -> gpuhash_core::Result<DevicePairs<K, V>> {
-    let total = parts.iter().map(|p| p.keys.len()).sum();
-    let mut all = DevicePairs {
-        keys: DeviceBuffer::unfilled(stream, total)?,
-        values: DeviceBuffer::unfilled(stream, total)?,
-    };
+    keys: &mut DeviceBuffer<K>,
+    values: &mut DeviceBuffer<V>,
+) -> gpuhash_core::Result<usize> {
+    let total: usize = parts.iter().map(|p| p.keys.len()).sum();
+    let room = keys.len().min(values.len());
+    if room < total {
+        return Err(gpuhash_core::Error::InvalidInput(format!(
+            "export_into: room for {room} pairs, the table holds {total}"
+        )));
+    }
     let mut at = 0;
     for part in parts {
-        all.keys.copy_from_at(stream, at, &part.keys)?;
-        all.values.copy_from_at(stream, at, &part.values)?;
+        keys.copy_from_at(stream, at, &part.keys)?;
+        values.copy_from_at(stream, at, &part.values)?;
         at += part.keys.len();
     }
-    Ok(all)
+    Ok(total)
 }

@@ -5,9 +5,11 @@ use std::any::type_name;
 use std::collections::HashSet;
 
 use gpuhash_core::Device;
+use gpuhash_core::staging::CHUNK;
 use gpuhash_core::table::{ErrorKind, Key, Map, MultiMap, Set, Table, TableError, Value};
 
 use crate::caller_buffers::{map_caller_buffers, multimap_caller_buffers, set_caller_buffers};
+use crate::export_into::export_into;
 use crate::gpu::{all_memory, device, fill_device_except, shared_memory, stream};
 use crate::inputs::{SeededRng, adversarial_keys, value_of, values_of};
 use crate::model::Model;
@@ -17,11 +19,12 @@ use crate::steps::{Step, batch_values, find_failure, small_key};
 /// Runs every check of the contract on maps that `make` builds (`make(device, capacity)`;
 /// the table may grow past the capacity): random batch sequences against a `HashMap`,
 /// the adversarial keys, equal keys in one batch (one of their values stays, whole),
-/// mismatched lengths, four host threads on one table, and out of device memory in the
-/// middle of a batch; the first four through the device forms on a caller's stream as
-/// well; then the `_into` forms into reused and registered caller buffers
-/// ([`PageAlone`](crate::PageAlone)). Takes the memory guards itself: call it holding neither. Prints nothing when the
-/// map conforms; otherwise panics naming the map type, the check and the failing step.
+/// mismatched lengths, exports into caller buffers (exactly full, longer, one short),
+/// four host threads on one table, host lookups of many chunks, and out of device memory in the middle of a batch; the
+/// first five through the device forms on a caller's stream as well; then the `_into`
+/// forms into reused and registered caller buffers ([`PageAlone`](crate::PageAlone)).
+/// Takes the memory guards itself: call it holding neither. Prints nothing when the map
+/// conforms; otherwise panics naming the map type, the check and the failing step.
 pub fn map_conformance<M, F>(make: F)
 where
     M: Map,
@@ -67,8 +70,10 @@ where
             expect::<T>("adversarial keys", via, adversarial(&make, via));
             expect::<T>("equal keys in one batch", via, equal_keys(&make, via));
             expect::<T>("mismatched lengths", via, mismatched_lengths(&make, via));
+            expect::<T>("export into caller buffers", via, export_into(&make, via));
         }
         expect::<T>("four host threads", Via::Host, threads(&make));
+        expect::<T>("lookups of many chunks", Via::Host, many_chunks(&make));
     }
     let _memory = all_memory();
     expect::<T>("out of device memory", Via::Host, out_of_memory(&make));
@@ -262,6 +267,23 @@ fn mismatched_lengths<T: Shape<Tag>, Tag>(
         }
     }
     check_everything(&table, via, &model)
+}
+
+/// Host lookups of more keys than several chunks of the staging hold, half of them in the
+/// table: their chunks run in lanes on several streams ([`Table::host_lookup_chunk`]), and
+/// every answer must land where the whole batch would put it.
+fn many_chunks<T: Shape<Tag>, Tag>(
+    make: &impl Fn(&Device, usize) -> Result<T, T::Error>,
+) -> Result<(), String> {
+    let keys: Vec<T::Key> = SeededRng::new(0xc4).distinct_keys(5 * CHUNK / 2 + 12_345);
+    let held: Vec<T::Key> = keys.iter().step_by(2).copied().collect();
+    let (table, mut model) = fresh(make, held.len())?;
+    let steps = [
+        Step::Insert(held, 1),
+        Step::Lookup(keys.clone()),
+        Step::Count(keys),
+    ];
+    run_steps(&table, Via::Host, &mut model, &steps)
 }
 
 /// Four host threads on one table, each writing and removing keys of its own and reading

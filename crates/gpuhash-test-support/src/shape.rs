@@ -6,8 +6,9 @@ use std::fmt;
 
 use bytemuck::Pod;
 use gpuhash_core::table::{Key, Map, MultiMap, Pairs, Set, Table, Value};
-use gpuhash_core::{DeviceBuffer, Error, Stream};
+use gpuhash_core::{Device, DeviceBuffer, Error, Stream};
 
+use crate::caller_buffers::PageAlone;
 use crate::model::Rule;
 
 /// Through which forms a check calls the table.
@@ -71,6 +72,125 @@ pub trait Shape<Tag>: Table {
 
     /// Every pair.
     fn export_via(&self, via: Via<'_>) -> Result<Pairs<Self::Key, Self::Value>, Self::Error>;
+
+    /// Every pair into the front of caller buffers of `rooms` keys and values (a set's
+    /// values take none), each filled with junk first: `export_into` (the keys' slice
+    /// registered with the device when `registered`) or `export_into_on`.
+    fn export_into_via(
+        &self,
+        via: Via<'_>,
+        rooms: (usize, usize),
+        registered: bool,
+    ) -> ExportedInto<Self::Key, Self::Value, Self::Error>;
+}
+
+/// What an `_into` export answered and left in the caller's buffers.
+#[derive(Debug)]
+pub struct ExportedInto<K, V, E> {
+    /// How many pairs the call said it wrote, or its error (or that of readying the
+    /// buffers).
+    pub written: Result<usize, E>,
+    /// The pairs in the front of the buffers, as many as it said (none after an error).
+    pub pairs: Pairs<K, V>,
+    /// Whether every slot past them still holds the junk the caller put there.
+    pub rest_untouched: bool,
+}
+
+/// A value of all bytes 0xA5: what caller buffers hold before an `_into` export.
+fn junk<T: Pod>() -> T {
+    let mut value = T::zeroed();
+    bytemuck::bytes_of_mut(&mut value).fill(0xA5);
+    value
+}
+
+/// Caller buffers after an `_into` export: what it answered, and their whole contents.
+struct Filled<K, V, E> {
+    written: Result<usize, E>,
+    keys: Vec<K>,
+    values: Vec<V>,
+}
+
+/// Buffers of `rooms` keys and values, filled with [`junk`], exported into through a
+/// host form (the keys' slice registered when `registered`) or a device form.
+fn export_into_buffers<K: Key, V: Value, E: From<Error>>(
+    via: Via<'_>,
+    device: &Device,
+    rooms: (usize, usize),
+    registered: bool,
+    host: impl FnOnce(&mut [K], &mut [V]) -> Result<usize, E>,
+    device_form: impl FnOnce(&Stream, &mut DeviceBuffer<K>, &mut DeviceBuffer<V>) -> Result<usize, E>,
+) -> Filled<K, V, E> {
+    let mut keys = vec![junk::<K>(); rooms.0];
+    let mut values = vec![junk::<V>(); rooms.1];
+    let written = fill_via(
+        via,
+        device,
+        registered,
+        (&mut keys, &mut values),
+        host,
+        device_form,
+    );
+    Filled {
+        written,
+        keys,
+        values,
+    }
+}
+
+/// Runs the `_into` export of [`export_into_buffers`] on the caller's `buffers`.
+fn fill_via<K: Key, V: Value, E: From<Error>>(
+    via: Via<'_>,
+    device: &Device,
+    registered: bool,
+    (keys, values): (&mut [K], &mut [V]),
+    host: impl FnOnce(&mut [K], &mut [V]) -> Result<usize, E>,
+    device_form: impl FnOnce(&Stream, &mut DeviceBuffer<K>, &mut DeviceBuffer<V>) -> Result<usize, E>,
+) -> Result<usize, E> {
+    match via {
+        Via::Device(stream) => {
+            let mut k = DeviceBuffer::from_host(stream, keys)?;
+            let mut v = DeviceBuffer::from_host(stream, values)?;
+            let written = device_form(stream, &mut k, &mut v);
+            k.copy_to_host(stream, keys)?;
+            v.copy_to_host(stream, values)?;
+            written
+        }
+        // An empty slice cannot be registered: it goes as it is.
+        Via::Host if registered && !keys.is_empty() => {
+            let mut alone = PageAlone::from_slice(keys);
+            let written = {
+                let mut k = device.register(alone.values_mut())?;
+                host(&mut k, values)
+            };
+            keys.copy_from_slice(alone.values());
+            written
+        }
+        Via::Host => host(keys, values),
+    }
+}
+
+/// The pairs a map or multimap's `_into` export wrote, and whether it left the rest alone.
+fn exported_pairs<K: Key, V: Value, E>(
+    Filled {
+        written,
+        keys,
+        values,
+    }: Filled<K, V, E>,
+) -> ExportedInto<K, V, E> {
+    let (junk_key, junk_value) = (junk::<K>(), junk::<V>());
+    let n = *written.as_ref().unwrap_or(&0);
+    let n_keys = n.min(keys.len());
+    let n_values = n.min(values.len());
+    ExportedInto {
+        pairs: keys[..n_keys]
+            .iter()
+            .copied()
+            .zip(values[..n_values].iter().copied())
+            .collect(),
+        rest_untouched: keys[n_keys..].iter().all(|&k| k == junk_key)
+            && values[n_values..].iter().all(|&v| v == junk_value),
+        written,
+    }
 }
 
 /// Live entries, through `len` or `len_on`.
@@ -213,6 +333,22 @@ impl<M: Map> Shape<MapShape> for M {
             Via::Device(s) => Ok(self.export_on(s)?.to_host(s)?),
         }
     }
+
+    fn export_into_via(
+        &self,
+        via: Via<'_>,
+        rooms: (usize, usize),
+        registered: bool,
+    ) -> ExportedInto<M::Key, M::Value, M::Error> {
+        exported_pairs(export_into_buffers(
+            via,
+            self.device(),
+            rooms,
+            registered,
+            |k, v| self.export_into(k, v),
+            |s, k, v| self.export_into_on(s, k, v),
+        ))
+    }
 }
 
 impl<S: Set> Shape<SetShape> for S {
@@ -261,6 +397,26 @@ impl<S: Set> Shape<SetShape> for S {
             Via::Device(s) => self.export_on(s)?.to_host(s)?,
         };
         Ok(keys.into_iter().map(|k| (k, ())).collect())
+    }
+
+    fn export_into_via(
+        &self,
+        via: Via<'_>,
+        (key_room, _): (usize, usize),
+        registered: bool,
+    ) -> ExportedInto<S::Key, (), S::Error> {
+        // A set's values take no room: the pairs are its keys with `()`.
+        let filled = export_into_buffers::<_, (), _>(
+            via,
+            self.device(),
+            (key_room, 0),
+            registered,
+            |k, _| self.export_into(k),
+            |s, k, _| self.export_into_on(s, k),
+        );
+        let n = *filled.written.as_ref().unwrap_or(&0);
+        let values = vec![(); n.min(key_room)];
+        exported_pairs(Filled { values, ..filled })
     }
 }
 
@@ -317,6 +473,22 @@ impl<M: MultiMap> Shape<MultiMapShape> for M {
             Via::Host => self.export(),
             Via::Device(s) => Ok(self.export_on(s)?.to_host(s)?),
         }
+    }
+
+    fn export_into_via(
+        &self,
+        via: Via<'_>,
+        rooms: (usize, usize),
+        registered: bool,
+    ) -> ExportedInto<M::Key, M::Value, M::Error> {
+        exported_pairs(export_into_buffers(
+            via,
+            self.device(),
+            rooms,
+            registered,
+            |k, v| self.export_into(k, v),
+            |s, k, v| self.export_into_on(s, k, v),
+        ))
     }
 }
 

@@ -162,4 +162,19 @@ typedef struct GhHitsParams {
     uint32_t pad;
 } GhHitsParams;
 
+/* Exclusive scan (prefix sum) of `count` counts, 32- or 64-bit as the kernel's
+ * name says, in tiles of GH_SCAN_TILE: the tiles kernel writes out[i] = the sum
+ * of counts[0..i) for every i <= count (out holds count + 1 offsets, the last
+ * being the total), each tile's sums starting from tile_offsets[tile] (from 0
+ * when null); the tile sums kernel writes each tile's sum to out[tile]. Both run
+ * one block of GH_SCAN_THREADS threads a tile, count / GH_SCAN_TILE + 1 tiles. */
+#define GH_SCAN_THREADS 256u
+#define GH_SCAN_TILE 4096u
+typedef struct GhScanParams {
+    const void *counts;
+    uint64_t count;
+    const uint64_t *tile_offsets;
+    uint64_t *out;
+} GhScanParams;
+
 #endif

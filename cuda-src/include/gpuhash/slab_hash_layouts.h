@@ -88,20 +88,26 @@ typedef struct GhSlabOpsParams {
 } GhSlabOpsParams;
 
 /* Multimap: the values of keys[i] into out[offsets[i] ..], at most counts[i] of them;
- * counts[i] then becomes how many were written (fewer when a concurrent batch removed
- * some since they were counted). */
+ * counts[i] then becomes how many were written, and *short_rows is set to 1 where that
+ * is fewer (a concurrent batch removed some since they were counted). */
 typedef struct GhSlabGatherParams {
     GhSlabTable table;
     const uint32_t *keys;
     uint32_t *counts;
     const uint64_t *offsets;
     uint32_t *out;
+    uint32_t *short_rows;
     uint64_t count;
 } GhSlabGatherParams;
 
-/* Per bucket: counts[b] = live pairs (count pass; when counts is null, only their sum is
- * added to *total), or its pairs written from offsets[b] into keys_out and values_out
- * (export pass, values_out null for sets). */
+/* Buckets in one chunk of the export: chunk c is buckets [c * GH_SLAB_CHUNK_BUCKETS,
+ * (c + 1) * GH_SLAB_CHUNK_BUCKETS), the reserved-key buckets counted last. */
+#define GH_SLAB_CHUNK_BUCKETS 32u
+
+/* Per chunk of buckets: counts[c] = live pairs (count pass; when counts is null, only
+ * their sum is added to *total), or its pairs written, in bucket order, from offsets[c]
+ * up to offsets[c + 1] (never past it) into keys_out and values_out (export pass,
+ * values_out null for sets). */
 typedef struct GhSlabBucketsParams {
     GhSlabTable table;
     uint64_t *counts;

@@ -161,4 +161,16 @@ impl<K: Key, V: Value> Map for CuckooTable<K, V> {
         self.count_on(stream)?;
         self.reading(stream, || self.export_pairs(stream))
     }
+
+    /// Writes the caller's buffers straight; counts first after removes, as
+    /// [`Map::export_on`] does.
+    fn export_into_on(
+        &self,
+        stream: &Stream,
+        keys: &mut DeviceBuffer<K>,
+        values: &mut DeviceBuffer<V>,
+    ) -> Result<usize> {
+        self.count_on(stream)?;
+        self.reading(stream, || self.export_pairs_into(stream, keys, values))
+    }
 }

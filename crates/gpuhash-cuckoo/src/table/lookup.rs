@@ -33,17 +33,16 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
     }
 
     /// Every pair in the subtables (not the side slot) into the first `slotted` places of
-    /// new device buffers of `room` pairs (at least `slotted`), `slotted` being the pairs
-    /// the counts say the subtables hold; an error if the kernel found another number (it
+    /// `keys` and `values` (which hold at least that many), `slotted` being the pairs the
+    /// counts say the subtables hold; an error if the kernel found another number (it
     /// writes below `slotted` only), so nothing is lost unnoticed. Waits for `stream`.
     pub(super) fn export_slotted(
         &self,
         stream: &Stream,
         slotted: usize,
-        room: usize,
-    ) -> Result<(DeviceBuffer<K>, DeviceBuffer<V>)> {
-        let mut keys = DeviceBuffer::<K>::zeroed(stream, room)?;
-        let mut values = DeviceBuffer::<V>::zeroed(stream, room)?;
+        keys: &mut DeviceBuffer<K>,
+        values: &mut DeviceBuffer<V>,
+    ) -> Result<()> {
         let mut written = DeviceBuffer::<u64>::zeroed(stream, 1)?;
         {
             let view = self.view();
@@ -55,8 +54,8 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
                 launch::Export {
                     table,
                     buckets,
-                    keys: &mut keys,
-                    values: &mut values,
+                    keys,
+                    values,
                     written: &mut written,
                     capacity: slotted as u64,
                 },
@@ -69,25 +68,55 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
             ))
             .into());
         }
-        Ok((keys, values))
+        Ok(())
+    }
+
+    /// The pairs the subtables hold, by the counts, and whether the side slot holds the
+    /// reserved key.
+    fn exported_len(&self) -> (usize, bool) {
+        let m = self.mirror.lock();
+        (m.counts.iter().sum::<u64>() as usize, m.side_present)
     }
 
     /// Every pair, the reserved key's included, into new device buffers; waits for
     /// `stream` to size them. The counts must be current (no removes uncounted).
     pub(super) fn export_pairs(&self, stream: &Stream) -> Result<DevicePairs<K, V>> {
-        let (slotted, side_present) = {
-            let m = self.mirror.lock();
-            (m.counts.iter().sum::<u64>() as usize, m.side_present)
+        let (slotted, side_present) = self.exported_len();
+        let total = slotted + usize::from(side_present);
+        let mut pairs = DevicePairs {
+            keys: DeviceBuffer::unfilled(stream, total)?,
+            values: DeviceBuffer::unfilled(stream, total)?,
         };
-        let room = slotted + usize::from(side_present);
-        let (mut keys, mut values) = self.export_slotted(stream, slotted, room)?;
+        self.export_pairs_into(stream, &mut pairs.keys, &mut pairs.values)?;
+        Ok(pairs)
+    }
+
+    /// Every pair, the reserved key's included, into the front of the caller's buffers;
+    /// returns how many. Buffers with room for fewer are [`Error::InvalidInput`], with
+    /// nothing written. The counts must be current (no removes uncounted).
+    pub(super) fn export_pairs_into(
+        &self,
+        stream: &Stream,
+        keys: &mut DeviceBuffer<K>,
+        values: &mut DeviceBuffer<V>,
+    ) -> Result<usize> {
+        let (slotted, side_present) = self.exported_len();
+        let total = slotted + usize::from(side_present);
+        let room = keys.len().min(values.len());
+        if room < total {
+            return Err(Error::InvalidInput(format!(
+                "export_into: room for {room} pairs, the table holds {total}"
+            ))
+            .into());
+        }
+        self.export_slotted(stream, slotted, keys, values)?;
         if side_present {
             let key = DeviceBuffer::from_host(stream, &[K::reserved()])?;
             let value = DeviceBuffer::from_host(stream, &[self.side_value(stream)?])?;
             keys.copy_from_at(stream, slotted, &key)?;
             values.copy_from_at(stream, slotted, &value)?;
         }
-        Ok(DevicePairs { keys, values })
+        Ok(total)
     }
 
     /// The reserved key's value in the side slot; waits for `stream`.

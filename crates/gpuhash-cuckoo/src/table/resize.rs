@@ -146,7 +146,9 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
             let m = self.mirror.lock();
             (m.counts.iter().sum::<u64>() as usize, m.counts.clone())
         };
-        let (keys, values) = self.export_slotted(stream, slotted, slotted)?;
+        let mut keys = DeviceBuffer::<K>::unfilled(stream, slotted)?;
+        let mut values = DeviceBuffer::<V>::unfilled(stream, slotted)?;
+        self.export_slotted(stream, slotted, &mut keys, &mut values)?;
         let mut factor = 1u64;
         loop {
             factor *= 2;
