@@ -1,0 +1,670 @@
+//! The regroup policy: which attributes share a subspace, chosen from the query history.
+//!
+//! The GHSH paper (section 5, after HyperDex) splits the one hyperspace over all
+//! attributes into subspaces over groups of them, beside a one-dimensional key index that
+//! never moves, and regroups from the query history so that frequent combinations touch
+//! the fewest buckets. Here a grouping is a partition of the attributes into at most
+//! [`RegroupOptions::max_subspaces`] groups (each subspace holds a full copy of every
+//! tuple: this is the memory limit) of at most [`RegroupOptions::max_dimensions`]
+//! attributes, each group a space whose bits come from [`space_for`] (the tuple count and
+//! [`RegroupOptions::target_chain_nodes`]). Its cost is [`grouping_cost`]: each search
+//! recorded in the history, weighted by its frequency, answered in the cheapest space (the
+//! key index included).
+//!
+//! [`RegroupPolicy::choose`] searches every partition: at most 4140 for 8 attributes (the
+//! Bell number), each costed from a table of the cost of every search in every possible
+//! group, so the search is exact and takes milliseconds. Ties, compared with a relative
+//! tolerance of 1e-9, go to fewer subspaces (less memory, fewer copies to write on an
+//! insert), then to the first partition in the order of restricted growth strings
+//! (attribute 0 in group 0, each next attribute in an existing group before a new one).
+//! The result lists the groups by their lowest attribute, the attributes of each in order.
+//!
+//! [`RegroupPolicy::advise`] is what an index calls as searches come in: every
+//! [`RegroupOptions::check_every`] searches it compares the cost of the current grouping
+//! with the best one under the recent history, and proposes the best when the current
+//! costs more than [`RegroupOptions::shift_factor`] times as much.
+
+use crate::cost::{
+    PolicyError, Population, check_attributes, check_option, grouping_cost, space_for,
+};
+use crate::history::QueryHistory;
+use crate::shape::{Field, FieldSet, SpaceShape};
+
+/// Costs within this relative distance are ties.
+const TIE_TOLERANCE: f64 = 1e-9;
+
+/// The limits and thresholds of regrouping.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RegroupOptions {
+    /// Most attributes a subspace may have (at least 1).
+    pub max_dimensions: usize,
+    /// Most attribute subspaces (each holds a copy of every tuple; at least 1).
+    pub max_subspaces: usize,
+    /// Chain length a space's buckets are sized for, in nodes of 31 tuples on average
+    /// (positive).
+    pub target_chain_nodes: f64,
+    /// [`RegroupPolicy::advise`] proposes a regroup when the current grouping costs more
+    /// than this many times the best one (at least 1).
+    pub shift_factor: f64,
+    /// Searches between two looks of [`RegroupPolicy::advise`] at the history.
+    pub check_every: u64,
+}
+
+impl Default for RegroupOptions {
+    /// Subspaces of at most 3 attributes, no limit on their number below one per attribute,
+    /// chains of one node, a regroup when the current grouping costs 1.5 times the best,
+    /// looked at every 65536 searches.
+    fn default() -> Self {
+        RegroupOptions {
+            max_dimensions: 3,
+            max_subspaces: crate::shape::MAX_ATTRIBUTES,
+            target_chain_nodes: 1.0,
+            shift_factor: 1.5,
+            check_every: 1 << 16,
+        }
+    }
+}
+
+/// The regroup policy of an index over tuples of a given attribute count.
+#[derive(Clone, Debug)]
+pub struct RegroupPolicy {
+    attributes: usize,
+    options: RegroupOptions,
+}
+
+/// Groups of attributes as bit masks (bit `i` attribute `i`).
+type Partition = Vec<u8>;
+
+impl RegroupPolicy {
+    /// The policy for tuples of `attributes` attributes; fails on bad options or limits no
+    /// grouping meets.
+    pub fn new(attributes: usize, options: RegroupOptions) -> Result<RegroupPolicy, PolicyError> {
+        check_attributes(attributes)?;
+        let count = |name, value: usize| check_option(name, value as f64, value >= 1, "[1, inf)");
+        count("max_dimensions", options.max_dimensions)?;
+        count("max_subspaces", options.max_subspaces)?;
+        check_option(
+            "target_chain_nodes",
+            options.target_chain_nodes,
+            options.target_chain_nodes > 0.0,
+            "(0, inf)",
+        )?;
+        check_option(
+            "shift_factor",
+            options.shift_factor,
+            options.shift_factor >= 1.0,
+            "[1, inf)",
+        )?;
+        if options.max_dimensions.saturating_mul(options.max_subspaces) < attributes {
+            return Err(PolicyError::NoGrouping {
+                attributes,
+                max_dimensions: options.max_dimensions,
+                max_subspaces: options.max_subspaces,
+            });
+        }
+        Ok(RegroupPolicy {
+            attributes,
+            options,
+        })
+    }
+
+    /// The options.
+    pub fn options(&self) -> &RegroupOptions {
+        &self.options
+    }
+
+    /// Attributes of the tuples.
+    pub fn attributes(&self) -> usize {
+        self.attributes
+    }
+
+    /// The grouping to start from, knowing nothing of the searches: each attribute alone,
+    /// or, when fewer subspaces are allowed, the attributes in order cut into that many
+    /// groups whose sizes differ by at most one.
+    pub fn default_grouping(&self, population: &Population) -> Vec<SpaceShape> {
+        let groups = self.options.max_subspaces.min(self.attributes);
+        let (size, larger) = (self.attributes / groups, self.attributes % groups);
+        let mut next = 0;
+        let partition: Partition = (0..groups)
+            .map(|g| {
+                let len = size + usize::from(g < larger);
+                let mask = ((1u16 << len) - 1) << next;
+                next += len;
+                mask as u8
+            })
+            .collect();
+        self.shapes(&partition, population)
+    }
+
+    /// The space of one group of attributes.
+    pub fn space(&self, group: u8, population: &Population) -> SpaceShape {
+        let fields: Vec<Field> = FieldSet::from_mask(u16::from(group) << 1)
+            .fields()
+            .collect();
+        space_for(&fields, population, self.options.target_chain_nodes)
+            .expect("a group is a non-empty set and the target was checked")
+    }
+
+    fn shapes(&self, partition: &[u8], population: &Population) -> Vec<SpaceShape> {
+        partition
+            .iter()
+            .map(|&group| self.space(group, population))
+            .collect()
+    }
+
+    /// The frequency-weighted cost of answering `history`'s searches with the key index
+    /// `key_index` and the attribute subspaces `subspaces` (see the module docs).
+    pub fn cost(
+        &self,
+        history: &QueryHistory,
+        key_index: &SpaceShape,
+        subspaces: &[SpaceShape],
+        population: &Population,
+    ) -> f64 {
+        let mut spaces = vec![key_index.clone()];
+        spaces.extend_from_slice(subspaces);
+        grouping_cost(history.frequencies(), &spaces, population)
+    }
+
+    /// The attribute subspaces of least cost under `history` beside `key_index` (see the
+    /// module docs for the search and its ties). Fails when `history` is over another
+    /// attribute count.
+    pub fn choose(
+        &self,
+        history: &QueryHistory,
+        key_index: &SpaceShape,
+        population: &Population,
+    ) -> Result<Vec<SpaceShape>, PolicyError> {
+        if history.attributes() != self.attributes {
+            return Err(PolicyError::AttributeCount(history.attributes()));
+        }
+        let searches = history.frequencies();
+        let table = CostTable::new(self, &searches, key_index, population);
+        let mut best: Option<(f64, Partition)> = None;
+        let mut groups = Vec::with_capacity(self.attributes);
+        self.for_each_partition(0, &mut groups, &mut |partition| {
+            let cost = table.cost(partition);
+            let better = match &best {
+                None => true,
+                Some((best_cost, best_groups)) => {
+                    let margin = TIE_TOLERANCE * best_cost.abs();
+                    cost < best_cost - margin
+                        || (cost <= best_cost + margin && partition.len() < best_groups.len())
+                }
+            };
+            if better {
+                best = Some((cost, partition.to_vec()));
+            }
+        });
+        let (_, partition) = best.expect("the limits admit a grouping");
+        Ok(self.shapes(&partition, population))
+    }
+
+    /// Calls `visit` with every partition of the attributes from `next` on, added to
+    /// `groups`, that meets the limits, in the order of restricted growth strings.
+    fn for_each_partition(
+        &self,
+        next: usize,
+        groups: &mut Partition,
+        visit: &mut dyn FnMut(&[u8]),
+    ) {
+        if next == self.attributes {
+            visit(groups);
+            return;
+        }
+        let bit = 1u8 << next;
+        for g in 0..groups.len() {
+            if (groups[g].count_ones() as usize) < self.options.max_dimensions {
+                groups[g] |= bit;
+                self.for_each_partition(next + 1, groups, visit);
+                groups[g] &= !bit;
+            }
+        }
+        // A new group only if the attributes after this one still fit: the room left in
+        // the open groups and in the groups still allowed, this one's slot taken.
+        let free_groups = self.options.max_subspaces.saturating_sub(groups.len());
+        let room_in_open: usize = groups
+            .iter()
+            .map(|g| self.options.max_dimensions - g.count_ones() as usize)
+            .sum();
+        let room = room_in_open + free_groups * self.options.max_dimensions;
+        if free_groups > 0 && room > self.attributes - next - 1 {
+            groups.push(bit);
+            self.for_each_partition(next + 1, groups, visit);
+            groups.pop();
+        }
+    }
+
+    /// Every [`RegroupOptions::check_every`] searches recorded in `history` (marking it):
+    /// the best grouping when the current one, `subspaces` beside `key_index`, costs more
+    /// than [`RegroupOptions::shift_factor`] times as much under the history; `None`
+    /// otherwise.
+    pub fn advise(
+        &self,
+        history: &mut QueryHistory,
+        key_index: &SpaceShape,
+        subspaces: &[SpaceShape],
+        population: &Population,
+    ) -> Result<Option<Vec<SpaceShape>>, PolicyError> {
+        if history.recorded_since_mark() < self.options.check_every.max(1) {
+            return Ok(None);
+        }
+        history.mark();
+        let best = self.choose(history, key_index, population)?;
+        let current_cost = self.cost(history, key_index, subspaces, population);
+        let best_cost = self.cost(history, key_index, &best, population);
+        let shifted = current_cost > self.options.shift_factor * best_cost * (1.0 + TIE_TOLERANCE);
+        Ok((shifted && best != subspaces).then_some(best))
+    }
+}
+
+/// The cost of every recorded search in every group a partition may use, and in the key
+/// index, computed once for the whole search over partitions.
+struct CostTable {
+    /// Weight of each search.
+    weights: Vec<f64>,
+    /// Cost of each search in the key index.
+    key_costs: Vec<f64>,
+    /// `group_costs[group][search]`, empty for groups over the size limit.
+    group_costs: Vec<Vec<f64>>,
+}
+
+impl CostTable {
+    fn new(
+        policy: &RegroupPolicy,
+        searches: &[(FieldSet, f64)],
+        key_index: &SpaceShape,
+        population: &Population,
+    ) -> CostTable {
+        let cost_in = |space: &SpaceShape| -> Vec<f64> {
+            searches
+                .iter()
+                .map(|&(named, _)| {
+                    grouping_cost([(named, 1.0)], std::slice::from_ref(space), population)
+                })
+                .collect()
+        };
+        let group_costs = (0..1usize << policy.attributes)
+            .map(|group| {
+                let size = group.count_ones() as usize;
+                if size == 0 || size > policy.options.max_dimensions {
+                    Vec::new()
+                } else {
+                    cost_in(&policy.space(group as u8, population))
+                }
+            })
+            .collect();
+        CostTable {
+            weights: searches.iter().map(|&(_, w)| w).collect(),
+            key_costs: cost_in(key_index),
+            group_costs,
+        }
+    }
+
+    /// The frequency-weighted cost of a partition, each search in its cheapest space.
+    fn cost(&self, partition: &[u8]) -> f64 {
+        self.weights
+            .iter()
+            .enumerate()
+            .map(|(s, &weight)| {
+                let cheapest = partition
+                    .iter()
+                    .map(|&g| self.group_costs[usize::from(g)][s])
+                    .fold(self.key_costs[s], f64::min);
+                weight * cheapest
+            })
+            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cost::{search_cost, space_for};
+    use quickcheck::{Arbitrary, Gen, TestResult, quickcheck};
+
+    fn attrs(list: &[u8]) -> FieldSet {
+        FieldSet::of(list.iter().map(|&i| Field::Attribute(i)))
+    }
+
+    fn key_index(population: &Population) -> SpaceShape {
+        space_for(&[Field::Key], population, 1.0).unwrap()
+    }
+
+    fn history(attributes: usize, searches: &[(FieldSet, u64)]) -> QueryHistory {
+        let mut history = QueryHistory::new(attributes, f64::INFINITY).unwrap();
+        for &(named, count) in searches {
+            history.record(named, count).unwrap();
+        }
+        history
+    }
+
+    fn groups(shapes: &[SpaceShape]) -> Vec<FieldSet> {
+        shapes.iter().map(SpaceShape::fields).collect()
+    }
+
+    /// The least cost over every partition, found by trying every assignment of attributes
+    /// to group labels and costing it with `grouping_cost` directly.
+    fn brute_force_optimum(
+        policy: &RegroupPolicy,
+        history: &QueryHistory,
+        key: &SpaceShape,
+        population: &Population,
+    ) -> f64 {
+        let p = policy.attributes();
+        let options = policy.options();
+        let mut best = f64::INFINITY;
+        for code in 0..p.pow(p as u32) {
+            let mut masks = vec![0u8; p];
+            let mut rest = code;
+            for attribute in 0..p {
+                masks[rest % p] |= 1 << attribute;
+                rest /= p;
+            }
+            masks.retain(|&m| m != 0);
+            if masks.len() > options.max_subspaces
+                || masks
+                    .iter()
+                    .any(|m| m.count_ones() as usize > options.max_dimensions)
+            {
+                continue;
+            }
+            let shapes: Vec<SpaceShape> =
+                masks.iter().map(|&m| policy.space(m, population)).collect();
+            best = best.min(policy.cost(history, key, &shapes, population));
+        }
+        best
+    }
+
+    /// A random policy question: attribute count, limits, data and searches.
+    #[derive(Clone, Debug)]
+    struct Case {
+        attributes: usize,
+        options: RegroupOptions,
+        population: Population,
+        searches: Vec<(FieldSet, u64)>,
+    }
+
+    impl Arbitrary for Case {
+        fn arbitrary(g: &mut Gen) -> Case {
+            let attributes = usize::arbitrary(g) % 5 + 1;
+            let max_dimensions = usize::arbitrary(g) % 3 + 1;
+            let least_subspaces = attributes.div_ceil(max_dimensions);
+            let max_subspaces = least_subspaces + usize::arbitrary(g) % (attributes + 1);
+            let tuples = u64::from(u32::arbitrary(g) % (1 << 22));
+            let population = if bool::arbitrary(g) {
+                Population::uniform(tuples)
+            } else {
+                let distinct: Vec<u64> = (0..attributes)
+                    .map(|_| [2, 100, 10_000, 100_000][usize::arbitrary(g) % 4])
+                    .collect();
+                Population::with_distinct(tuples, &distinct)
+            };
+            let searches = (0..usize::arbitrary(g) % 6 + 1)
+                .map(|_| {
+                    let mask = (u16::arbitrary(g) % (1 << attributes)).max(1) << 1;
+                    let with_key = u8::arbitrary(g) % 8 == 0;
+                    let named = FieldSet::from_mask(mask | u16::from(with_key));
+                    (named, u64::from(u16::arbitrary(g)) + 1)
+                })
+                .collect();
+            Case {
+                attributes,
+                options: RegroupOptions {
+                    max_dimensions,
+                    max_subspaces,
+                    target_chain_nodes: [0.5, 1.0, 4.0][usize::arbitrary(g) % 3],
+                    ..RegroupOptions::default()
+                },
+                population,
+                searches,
+            }
+        }
+    }
+
+    #[test]
+    fn bad_options_are_refused() {
+        let options = RegroupOptions::default();
+        assert!(RegroupPolicy::new(0, options.clone()).is_err());
+        assert!(RegroupPolicy::new(9, options.clone()).is_err());
+        let bad = [
+            RegroupOptions {
+                max_dimensions: 0,
+                ..options.clone()
+            },
+            RegroupOptions {
+                max_subspaces: 0,
+                ..options.clone()
+            },
+            RegroupOptions {
+                target_chain_nodes: -1.0,
+                ..options.clone()
+            },
+            RegroupOptions {
+                shift_factor: 0.5,
+                ..options.clone()
+            },
+            RegroupOptions {
+                shift_factor: f64::NAN,
+                ..options.clone()
+            },
+        ];
+        for options in bad {
+            assert!(
+                RegroupPolicy::new(4, options.clone()).is_err(),
+                "{options:?}"
+            );
+        }
+        let tight = RegroupOptions {
+            max_dimensions: 2,
+            max_subspaces: 2,
+            ..options
+        };
+        assert_eq!(
+            RegroupPolicy::new(5, tight.clone()).unwrap_err(),
+            PolicyError::NoGrouping {
+                attributes: 5,
+                max_dimensions: 2,
+                max_subspaces: 2
+            }
+        );
+        let policy = RegroupPolicy::new(4, tight).unwrap();
+        let population = Population::uniform(1000);
+        let other = QueryHistory::new(3, 1.0).unwrap();
+        assert!(
+            policy
+                .choose(&other, &key_index(&population), &population)
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn default_grouping_is_each_attribute_alone_or_balanced_chunks() {
+        let population = Population::uniform(1 << 20);
+        let policy = RegroupPolicy::new(4, RegroupOptions::default()).unwrap();
+        assert_eq!(
+            groups(&policy.default_grouping(&population)),
+            vec![attrs(&[0]), attrs(&[1]), attrs(&[2]), attrs(&[3])]
+        );
+        let limited = RegroupOptions {
+            max_subspaces: 3,
+            ..RegroupOptions::default()
+        };
+        let policy = RegroupPolicy::new(8, limited).unwrap();
+        assert_eq!(
+            groups(&policy.default_grouping(&population)),
+            vec![attrs(&[0, 1, 2]), attrs(&[3, 4, 5]), attrs(&[6, 7])]
+        );
+    }
+
+    #[test]
+    fn a_frequent_pair_shares_a_subspace_under_a_memory_limit() {
+        // Uniform data: only the memory limit (2 subspaces for 4 attributes) forces
+        // groups, and the frequent conjunction decides which.
+        let population = Population::uniform(1 << 24);
+        let options = RegroupOptions {
+            max_subspaces: 2,
+            max_dimensions: 2,
+            ..RegroupOptions::default()
+        };
+        let policy = RegroupPolicy::new(4, options).unwrap();
+        let key = key_index(&population);
+        let searches = history(
+            4,
+            &[(attrs(&[0, 2]), 100), (attrs(&[1]), 1), (attrs(&[3]), 1)],
+        );
+        let chosen = policy.choose(&searches, &key, &population).unwrap();
+        assert_eq!(groups(&chosen), vec![attrs(&[0, 2]), attrs(&[1, 3])]);
+    }
+
+    #[test]
+    fn a_frequent_pair_of_few_values_shares_a_subspace() {
+        // 100 values an attribute: alone, a bucket of A0 holds n / 100 tuples; with A2 in
+        // the same subspace, a conjunction's bucket holds n / 10^4.
+        let population = Population::with_distinct(1 << 24, &[100; 4]);
+        let policy = RegroupPolicy::new(4, RegroupOptions::default()).unwrap();
+        let key = key_index(&population);
+        let before = history(4, &[(attrs(&[0]), 50), (attrs(&[1]), 50)]);
+        let after = history(4, &[(attrs(&[0, 2]), 100), (attrs(&[0]), 1)]);
+        let start = policy.choose(&before, &key, &population).unwrap();
+        assert!(groups(&start).iter().all(|g| g.len() <= 2));
+        let chosen = policy.choose(&after, &key, &population).unwrap();
+        assert!(groups(&chosen).contains(&attrs(&[0, 2])), "{chosen:?}");
+        let conjunction = attrs(&[0, 2]);
+        let default = policy.default_grouping(&population);
+        let best_default = default
+            .iter()
+            .map(|s| search_cost(s, conjunction, &population))
+            .fold(f64::INFINITY, f64::min);
+        let best_chosen = chosen
+            .iter()
+            .map(|s| search_cost(s, conjunction, &population))
+            .fold(f64::INFINITY, f64::min);
+        assert!(
+            best_chosen * 10.0 < best_default,
+            "{best_chosen} {best_default}"
+        );
+    }
+
+    #[test]
+    fn advise_waits_for_a_shift_of_the_mix() {
+        let population = Population::with_distinct(1 << 22, &[100; 4]);
+        let options = RegroupOptions {
+            check_every: 1000,
+            ..RegroupOptions::default()
+        };
+        let policy = RegroupPolicy::new(4, options).unwrap();
+        let key = key_index(&population);
+        let mut history = QueryHistory::new(4, 2000.0).unwrap();
+        let current = policy.default_grouping(&population);
+        history
+            .record_each((0..999).map(|i| attrs(&[(i % 2) as u8])))
+            .unwrap();
+        // Not yet time to look.
+        assert_eq!(
+            policy.advise(&mut history, &key, &current, &population),
+            Ok(None)
+        );
+        history.record(attrs(&[0]), 1).unwrap();
+        // Singles: each attribute alone is as good as it gets.
+        assert_eq!(
+            policy.advise(&mut history, &key, &current, &population),
+            Ok(None)
+        );
+        assert_eq!(history.recorded_since_mark(), 0);
+        history.record(attrs(&[0, 2]), 10_000).unwrap();
+        let advice = policy
+            .advise(&mut history, &key, &current, &population)
+            .unwrap();
+        let next = advice.expect("the mix shifted to conjunctions");
+        assert!(groups(&next).contains(&attrs(&[0, 2])));
+        // Once regrouped, no further advice under the same history.
+        history.record(attrs(&[0, 2]), 1000).unwrap();
+        assert_eq!(
+            policy.advise(&mut history, &key, &next, &population),
+            Ok(None)
+        );
+    }
+
+    #[test]
+    fn eight_attributes_and_every_search_are_searched_exactly_and_quickly() {
+        let population = Population::with_distinct(
+            1 << 26,
+            &[100, 10_000, 100_000, 100, 10_000, 100_000, 100, 2],
+        );
+        let policy = RegroupPolicy::new(8, RegroupOptions::default()).unwrap();
+        let key = key_index(&population);
+        let every: Vec<(FieldSet, u64)> = (1..=255u16)
+            .map(|m| (FieldSet::from_mask(m << 1), u64::from(m % 7 + 1)))
+            .collect();
+        let history = history(8, &every);
+        let start = std::time::Instant::now();
+        let chosen = policy.choose(&history, &key, &population).unwrap();
+        assert!(start.elapsed() < std::time::Duration::from_secs(20));
+        let default = policy.default_grouping(&population);
+        assert!(
+            policy.cost(&history, &key, &chosen, &population)
+                <= policy.cost(&history, &key, &default, &population)
+        );
+    }
+
+    quickcheck! {
+        fn choice_is_the_exact_optimum_and_never_worse_than_the_default(case: Case) -> TestResult {
+            let Ok(policy) = RegroupPolicy::new(case.attributes, case.options.clone()) else {
+                return TestResult::discard();
+            };
+            let history = history(case.attributes, &case.searches);
+            let key = key_index(&case.population);
+            let chosen = policy.choose(&history, &key, &case.population).unwrap();
+            let chosen_cost = policy.cost(&history, &key, &chosen, &case.population);
+            let default = policy.default_grouping(&case.population);
+            let default_cost = policy.cost(&history, &key, &default, &case.population);
+            let optimum = brute_force_optimum(&policy, &history, &key, &case.population);
+            let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs());
+            let limits = chosen.len() <= case.options.max_subspaces
+                && chosen.iter().all(|s| s.dimensions().len() <= case.options.max_dimensions);
+            let covered = chosen.iter().fold(FieldSet::EMPTY, |all, s| all.union(s.fields()));
+            let disjoint = chosen.iter().map(|s| s.fields().len()).sum::<u32>() == case.attributes as u32;
+            TestResult::from_bool(
+                limits
+                    && disjoint
+                    && covered == FieldSet::from_mask(((1u16 << case.attributes) - 1) << 1)
+                    && close(chosen_cost, optimum)
+                    && chosen_cost <= default_cost * (1.0 + 1e-9),
+            )
+        }
+
+        fn choice_is_deterministic_and_ignores_search_order(case: Case) -> TestResult {
+            let Ok(policy) = RegroupPolicy::new(case.attributes, case.options.clone()) else {
+                return TestResult::discard();
+            };
+            let key = key_index(&case.population);
+            let forward = history(case.attributes, &case.searches);
+            let mut reversed = case.searches.clone();
+            reversed.reverse();
+            let backward = history(case.attributes, &reversed);
+            let a = policy.choose(&forward, &key, &case.population).unwrap();
+            let b = policy.choose(&backward, &key, &case.population).unwrap();
+            TestResult::from_bool(a == b)
+        }
+
+        fn a_dominant_pair_shares_a_subspace(attributes: u8, i: u8, j: u8, noise: Vec<(u8, u8)>) -> TestResult {
+            let p = usize::from(attributes % 5) + 2;
+            let (i, j) = (i % p as u8, j % p as u8);
+            if i == j {
+                return TestResult::discard();
+            }
+            let population = Population::with_distinct(1 << 24, &[16; 8]);
+            let policy = RegroupPolicy::new(p, RegroupOptions::default()).unwrap();
+            let mut searches = vec![(attrs(&[i, j]), 100_000)];
+            searches.extend(noise.iter().take(8).map(|&(mask, count)| {
+                let mask = (u16::from(mask) % (1 << p)).max(1) << 1;
+                (FieldSet::from_mask(mask), u64::from(count % 100) + 1)
+            }));
+            let history = history(p, &searches);
+            let chosen = policy.choose(&history, &key_index(&population), &population).unwrap();
+            let pair = attrs(&[i, j]);
+            TestResult::from_bool(chosen.iter().any(|s| s.fields().intersection(pair) == pair))
+        }
+    }
+}
