@@ -1,0 +1,638 @@
+//! The CPU hyperspace index, W6's baseline: GHSH's structure on every core of the host.
+//!
+//! The GHSH paper compares its GPU index with a CPU hyperspace hash on OpenMP threads
+//! (section 6.2); this is that baseline, with `std::thread::scope` threads. It keeps the
+//! logical structure of the GPU index (gpuhash-hyperspace):
+//!
+//! - a key index (the key its only dimension) and attribute subspaces, each a
+//!   [`SpaceShape`] whose buckets are the cells of its grid, each holding every tuple;
+//! - the coordinate of a field is the top `bits` bits of `fmix32(value ^ seed)`, a seed per
+//!   field; a bucket's id is the coordinates concatenated in dimension order;
+//! - per bucket a chain of super nodes: `p + 2` nodes of 32 words (key node, one node per
+//!   attribute, value node), 31 slots each, slot `s` of every node of a super node the same
+//!   tuple; the key node's last word links the next super node. A slot is valid when its
+//!   key is neither [`EMPTY`] nor [`REMOVED`]; a delete writes [`REMOVED`], an insert
+//!   appends at the chain's tail.
+//!
+//! Each space's buckets are cut into shards, contiguous ranges of buckets, one a thread,
+//! each with its own node array: a bulk build partitions the tuples by shard and each
+//! thread builds its shard alone (counting sort by bucket, whole nodes filled, a bucket's
+//! nodes contiguous); modifies and deletes group their items by shard the same way. Searches
+//! read only, and share the queries of a batch among the threads in small chunks taken in
+//! turn, so that a few costly queries (skewed values) do not hold one thread up.
+//!
+//! A search runs in the space [`best_space`] names (the key index for a key search) and
+//! scans, in each bucket it touches, the chain of the named field with the most distinct
+//! values the [`Population`] knows of (the key, if named; else the first such attribute),
+//! then checks the other named fields on the matching slots. Results are CSR, like the
+//! multimap's `get_all`: counts, offsets (one more than the queries) and the matching
+//! tuples, the order within one query's row unspecified.
+//!
+//! Host batches are column-major: `attributes[i * n + t]` is attribute `i` of tuple `t`.
+
+use std::fmt;
+use std::ops::Range;
+
+use gpuhash_core::hash::fmix32;
+use gpuhash_hyperspace::cost::{Population, best_space};
+use gpuhash_hyperspace::shape::{Field, FieldSet, MAX_ATTRIBUTES, SpaceShape};
+
+/// The key of an empty slot (and the link of a chain's last super node).
+pub const EMPTY: u32 = u32::MAX;
+/// The key of a deleted slot.
+pub const REMOVED: u32 = u32::MAX - 1;
+/// Slots of a node.
+pub const SLOTS: usize = 31;
+/// Words of a node: 31 slots and the link lane.
+pub(super) const NODE_WORDS: usize = 32;
+/// The link lane of a key node.
+const LINK: usize = 31;
+/// No node.
+const NONE: u32 = u32::MAX;
+
+/// Bad input to the CPU index; the index is unchanged by a batch that fails.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CpuIndexError {
+    /// The attribute count is not in `1..=MAX_ATTRIBUTES`.
+    AttributeCount(usize),
+    /// Columns of a batch have lengths that do not agree.
+    LengthMismatch {
+        /// Which columns.
+        what: &'static str,
+        /// The length expected.
+        expected: usize,
+        /// The length given.
+        got: usize,
+    },
+    /// A key is one of the reserved words [`EMPTY`] and [`REMOVED`].
+    ReservedKey(u32),
+    /// A key appears twice in a build or modify batch.
+    DuplicateKey(u32),
+    /// A query batch names no field, a field twice, or a field the tuples lack.
+    BadFields(Vec<Field>),
+    /// A subspace has the key as a dimension, or the spaces are not a key index and
+    /// attribute subspaces.
+    BadSpaces,
+}
+
+impl fmt::Display for CpuIndexError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CpuIndexError::AttributeCount(p) => {
+                write!(f, "a tuple has 1 to {MAX_ATTRIBUTES} attributes, not {p}")
+            }
+            CpuIndexError::LengthMismatch {
+                what,
+                expected,
+                got,
+            } => write!(f, "{what}: expected length {expected}, got {got}"),
+            CpuIndexError::ReservedKey(key) => write!(f, "key {key:#x} is reserved"),
+            CpuIndexError::DuplicateKey(key) => write!(f, "key {key:#x} appears twice"),
+            CpuIndexError::BadFields(fields) => write!(f, "a query cannot name {fields:?}"),
+            CpuIndexError::BadSpaces => write!(
+                f,
+                "spaces must be a key index over the key alone and subspaces over attributes"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for CpuIndexError {}
+
+/// Tuples as host columns: `keys` and `values` n long, `attributes` column-major, `p * n`
+/// long.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Tuples {
+    /// The keys.
+    pub keys: Vec<u32>,
+    /// Attribute `i` of tuple `t` at `i * n + t`.
+    pub attributes: Vec<u32>,
+    /// The values.
+    pub values: Vec<u32>,
+}
+
+impl Tuples {
+    /// How many tuples.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// Checks the columns' lengths for `p` attributes.
+    pub(super) fn check(&self, p: usize) -> Result<(), CpuIndexError> {
+        let n = self.keys.len();
+        check_len("values", n, self.values.len())?;
+        check_len("attributes", p * n, self.attributes.len())
+    }
+
+    /// Field column `column` (0 the key, `1..=p` the attributes, `p + 1` the value) of
+    /// tuple `t`, for `p` attributes.
+    pub(super) fn field(&self, p: usize, column: usize, t: usize) -> u32 {
+        match column {
+            0 => self.keys[t],
+            c if c <= p => self.attributes[(c - 1) * self.keys.len() + t],
+            _ => self.values[t],
+        }
+    }
+
+    /// Tuple `t` as `p + 2` words: key, attributes, value.
+    pub(super) fn row(&self, p: usize, t: usize) -> Vec<u32> {
+        (0..p + 2).map(|c| self.field(p, c, t)).collect()
+    }
+}
+
+/// Checks that a column has the length expected.
+pub(super) fn check_len(
+    what: &'static str,
+    expected: usize,
+    got: usize,
+) -> Result<(), CpuIndexError> {
+    if expected == got {
+        Ok(())
+    } else {
+        Err(CpuIndexError::LengthMismatch {
+            what,
+            expected,
+            got,
+        })
+    }
+}
+
+/// The column of a field in a row: 0 the key, `i + 1` attribute `i`.
+pub(super) fn column_of(field: Field) -> usize {
+    match field {
+        Field::Key => 0,
+        Field::Attribute(i) => usize::from(i) + 1,
+    }
+}
+
+/// The coordinate of `value` on a dimension of `bits` bits whose seed is `seed`.
+pub(super) fn coordinate(value: u32, seed: u32, bits: u32) -> u32 {
+    if bits == 0 {
+        0
+    } else {
+        fmix32(value ^ seed) >> (32 - bits)
+    }
+}
+
+/// The hash seed of a field's dimension, the same in every space.
+fn seed_of(column: usize) -> u32 {
+    fmix32(0x9e37_79b9_u32.wrapping_mul(column as u32 + 1))
+}
+
+/// One dimension of a space, ready to hash.
+#[derive(Clone, Debug)]
+pub(super) struct Dimension {
+    /// The field's column in a row.
+    pub(super) column: usize,
+    /// Coordinate bits.
+    pub(super) bits: u32,
+    /// Hash seed.
+    pub(super) seed: u32,
+}
+
+/// A range of buckets of one space with its own nodes.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Shard {
+    /// First node of each bucket, [`NONE`] for an empty bucket.
+    pub(super) heads: Vec<u32>,
+    /// Last node of each bucket.
+    pub(super) tails: Vec<u32>,
+    /// Super nodes of `stride` words each.
+    pub(super) nodes: Vec<u32>,
+}
+
+/// One space: its shape, hashing and shards.
+#[derive(Clone, Debug)]
+pub(super) struct Space {
+    pub(super) shape: SpaceShape,
+    pub(super) dimensions: Vec<Dimension>,
+    /// Buckets of each shard (the last may have fewer).
+    pub(super) per_shard: usize,
+    pub(super) shards: Vec<Shard>,
+    /// Words of a super node: `(p + 2) * 32`.
+    pub(super) stride: usize,
+}
+
+impl Space {
+    /// An empty space of `shape` for tuples of `p` attributes, with up to `threads` shards.
+    fn empty(shape: SpaceShape, p: usize, threads: usize) -> Space {
+        let dimensions = shape
+            .dimensions()
+            .iter()
+            .map(|&(field, bits)| Dimension {
+                column: column_of(field),
+                bits: u32::from(bits),
+                seed: seed_of(column_of(field)),
+            })
+            .collect();
+        let buckets = shape.bucket_count() as usize;
+        let shard_count = threads.clamp(1, buckets);
+        let per_shard = buckets.div_ceil(shard_count);
+        let shards = (0..shard_count)
+            .map(|s| {
+                let len = per_shard.min(buckets - s * per_shard);
+                Shard {
+                    heads: vec![NONE; len],
+                    tails: vec![NONE; len],
+                    nodes: Vec::new(),
+                }
+            })
+            .collect();
+        Space {
+            shape,
+            dimensions,
+            per_shard,
+            shards,
+            stride: (p + 2) * NODE_WORDS,
+        }
+    }
+
+    /// The bucket of a tuple whose field of column `c` is `field(c)`.
+    pub(super) fn bucket(&self, field: impl Fn(usize) -> u32) -> usize {
+        self.dimensions.iter().fold(0usize, |id, d| {
+            (id << d.bits) | coordinate(field(d.column), d.seed, d.bits) as usize
+        })
+    }
+
+    /// The shard of a bucket and its index there.
+    pub(super) fn locate(&self, bucket: usize) -> (usize, usize) {
+        (bucket / self.per_shard, bucket % self.per_shard)
+    }
+
+    /// Bytes of its nodes and bucket heads.
+    fn memory(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|s| 4 * (s.nodes.len() + s.heads.len() + s.tails.len()))
+            .sum()
+    }
+
+    /// Fills the space, empty, with `tuples` (all valid), on `threads` threads.
+    fn build(&mut self, tuples: &Tuples, p: usize, threads: usize) {
+        let shard_count = self.shards.len();
+        // Each chunk of tuples split by shard, chunks in order so the result is the same
+        // for any thread count.
+        let parts: Vec<Vec<Vec<(u32, u32)>>> = for_chunks(tuples.len(), threads, |range| {
+            let mut by_shard = vec![Vec::new(); shard_count];
+            for t in range {
+                let (shard, local) = self.locate(self.bucket(|c| tuples.field(p, c, t)));
+                by_shard[shard].push((local as u32, t as u32));
+            }
+            by_shard
+        });
+        let stride = self.stride;
+        std::thread::scope(|scope| {
+            for (s, shard) in self.shards.iter_mut().enumerate() {
+                let parts = &parts;
+                scope.spawn(move || {
+                    let items = parts.iter().flat_map(|chunk| chunk[s].iter().copied());
+                    shard.fill(items, tuples, p, stride);
+                });
+            }
+        });
+    }
+
+    /// Every valid tuple, in shard and chain order, on `threads` threads.
+    fn tuples(&self, p: usize) -> Vec<Vec<u32>> {
+        let rows: Vec<Vec<Vec<u32>>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = self
+                .shards
+                .iter()
+                .map(|shard| scope.spawn(move || shard.rows(p, self.stride)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("a shard reader does not panic"))
+                .collect()
+        });
+        rows.into_iter().flatten().collect()
+    }
+}
+
+impl Shard {
+    /// Builds the shard, empty, from `(bucket, tuple)` items: counting sort by bucket, each
+    /// bucket's nodes contiguous and full but the last.
+    fn fill(
+        &mut self,
+        items: impl Iterator<Item = (u32, u32)> + Clone,
+        tuples: &Tuples,
+        p: usize,
+        stride: usize,
+    ) {
+        let buckets = self.heads.len();
+        let mut counts = vec![0usize; buckets];
+        items.clone().for_each(|(b, _)| counts[b as usize] += 1);
+        let mut first_node = Vec::with_capacity(buckets);
+        let mut total = 0usize;
+        for (b, &count) in counts.iter().enumerate() {
+            first_node.push(total);
+            let nodes = count.div_ceil(SLOTS);
+            if nodes > 0 {
+                self.heads[b] = total as u32;
+                self.tails[b] = (total + nodes - 1) as u32;
+            }
+            total += nodes;
+        }
+        self.nodes = vec![EMPTY; total * stride];
+        // Links inside each bucket; the last node's link stays NONE (EMPTY).
+        for (b, &count) in counts.iter().enumerate() {
+            let nodes = count.div_ceil(SLOTS);
+            for k in 1..nodes {
+                let node = first_node[b] + k - 1;
+                self.nodes[node * stride + LINK] = (node + 1) as u32;
+            }
+        }
+        let mut filled = vec![0usize; buckets];
+        for (b, t) in items {
+            let b = b as usize;
+            let position = filled[b];
+            filled[b] += 1;
+            let base = (first_node[b] + position / SLOTS) * stride + position % SLOTS;
+            for c in 0..p + 2 {
+                self.nodes[base + c * NODE_WORDS] = tuples.field(p, c, t as usize);
+            }
+        }
+    }
+
+    /// A valid key held twice in one bucket, if any.
+    fn first_duplicate(&self, stride: usize) -> Option<u32> {
+        let mut keys = Vec::new();
+        self.heads.iter().find_map(|&head| {
+            keys.clear();
+            self.walk(head, stride, |base| {
+                keys.extend(
+                    self.nodes[base..base + SLOTS]
+                        .iter()
+                        .copied()
+                        .filter(|&k| is_valid(k)),
+                );
+            });
+            keys.sort_unstable();
+            keys.windows(2).find(|w| w[0] == w[1]).map(|w| w[0])
+        })
+    }
+
+    /// Every valid tuple as a row.
+    fn rows(&self, p: usize, stride: usize) -> Vec<Vec<u32>> {
+        let mut rows = Vec::new();
+        for &head in &self.heads {
+            self.walk(head, stride, |base| {
+                for s in 0..SLOTS {
+                    if is_valid(self.nodes[base + s]) {
+                        rows.push(
+                            (0..p + 2)
+                                .map(|c| self.nodes[base + c * NODE_WORDS + s])
+                                .collect(),
+                        );
+                    }
+                }
+            });
+        }
+        rows
+    }
+
+    /// Calls `visit` with the first word of each super node of the chain from `head`.
+    pub(super) fn walk(&self, head: u32, stride: usize, mut visit: impl FnMut(usize)) {
+        let mut node = head;
+        while node != NONE {
+            let base = node as usize * stride;
+            visit(base);
+            node = self.nodes[base + LINK];
+        }
+    }
+
+    /// The word index of `key`'s slot in its key node in bucket `bucket`, if there.
+    pub(super) fn find(&self, bucket: usize, key: u32, stride: usize) -> Option<usize> {
+        let mut found = None;
+        self.walk(self.heads[bucket], stride, |base| {
+            if found.is_none() {
+                found = (0..SLOTS).map(|s| base + s).find(|&w| self.nodes[w] == key);
+            }
+        });
+        found
+    }
+
+    /// Writes `row` (key, attributes, value) into the first empty slot of the tail node of
+    /// `bucket`, or a new node linked after it.
+    pub(super) fn append(&mut self, bucket: usize, row: &[u32], stride: usize) {
+        let tail = self.tails[bucket];
+        let free = (tail != NONE)
+            .then(|| {
+                let base = tail as usize * stride;
+                (0..SLOTS)
+                    .map(|s| base + s)
+                    .find(|&w| self.nodes[w] == EMPTY)
+            })
+            .flatten();
+        let slot = free.unwrap_or_else(|| {
+            let node = (self.nodes.len() / stride) as u32;
+            self.nodes.resize(self.nodes.len() + stride, EMPTY);
+            if tail == NONE {
+                self.heads[bucket] = node;
+            } else {
+                self.nodes[tail as usize * stride + LINK] = node;
+            }
+            self.tails[bucket] = node;
+            node as usize * stride
+        });
+        for (c, &word) in row.iter().enumerate() {
+            self.nodes[slot + c * NODE_WORDS] = word;
+        }
+    }
+
+    /// Writes the fields after the key of `row` into the slot whose key word is at `slot`.
+    pub(super) fn overwrite(&mut self, slot: usize, row: &[u32]) {
+        for (c, &word) in row.iter().enumerate().skip(1) {
+            self.nodes[slot + c * NODE_WORDS] = word;
+        }
+    }
+
+    /// The row of the slot whose key word is at `slot`.
+    pub(super) fn row_at(&self, slot: usize, p: usize) -> Vec<u32> {
+        (0..p + 2)
+            .map(|c| self.nodes[slot + c * NODE_WORDS])
+            .collect()
+    }
+}
+
+/// Whether a key word holds a tuple.
+pub(super) fn is_valid(key: u32) -> bool {
+    key != EMPTY && key != REMOVED
+}
+
+/// Runs `work` on `threads` contiguous chunks of `0..n` at once and returns the results in
+/// chunk order.
+pub(super) fn for_chunks<T: Send>(
+    n: usize,
+    threads: usize,
+    work: impl Fn(Range<usize>) -> T + Sync,
+) -> Vec<T> {
+    let chunks = threads.clamp(1, n.max(1));
+    let size = n.div_ceil(chunks);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..chunks)
+            .map(|c| {
+                let work = &work;
+                let range = (c * size).min(n)..((c + 1) * size).min(n);
+                scope.spawn(move || work(range))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a worker does not panic"))
+            .collect()
+    })
+}
+
+/// The CPU hyperspace index: a key index and attribute subspaces (see the module docs).
+#[derive(Clone, Debug)]
+pub struct CpuHyperspace {
+    pub(super) attributes: usize,
+    pub(super) threads: usize,
+    pub(super) population: Population,
+    pub(super) len: usize,
+    /// The key index first, then the attribute subspaces.
+    pub(super) spaces: Vec<Space>,
+}
+
+impl CpuHyperspace {
+    /// Builds the index of `tuples` over `attributes` attributes with the key index
+    /// `key_index` (the key its only dimension) and the attribute subspaces `subspaces`,
+    /// on `threads` threads. `population` tells the cost model which space answers a
+    /// search (its tuple count is set to the tuples'). Fails on bad lengths or spaces, a
+    /// reserved key or a key twice.
+    pub fn build(
+        attributes: usize,
+        tuples: &Tuples,
+        key_index: SpaceShape,
+        subspaces: Vec<SpaceShape>,
+        population: Population,
+        threads: usize,
+    ) -> Result<CpuHyperspace, CpuIndexError> {
+        if !(1..=MAX_ATTRIBUTES).contains(&attributes) {
+            return Err(CpuIndexError::AttributeCount(attributes));
+        }
+        tuples.check(attributes)?;
+        check_spaces(&key_index, &subspaces, attributes)?;
+        if let Some(&key) = tuples.keys.iter().find(|&&k| !is_valid(k)) {
+            return Err(CpuIndexError::ReservedKey(key));
+        }
+        let threads = threads.max(1);
+        let mut key_space = Space::empty(key_index, attributes, threads);
+        key_space.build(tuples, attributes, threads);
+        if let Some(key) = first_duplicate(&key_space) {
+            return Err(CpuIndexError::DuplicateKey(key));
+        }
+        let mut index = CpuHyperspace {
+            attributes,
+            threads,
+            population: Population {
+                tuples: tuples.len() as u64,
+                ..population
+            },
+            len: tuples.len(),
+            spaces: vec![key_space],
+        };
+        index.build_subspaces(tuples, subspaces);
+        Ok(index)
+    }
+
+    fn build_subspaces(&mut self, tuples: &Tuples, subspaces: Vec<SpaceShape>) {
+        self.spaces.truncate(1);
+        for shape in subspaces {
+            let mut space = Space::empty(shape, self.attributes, self.threads);
+            space.build(tuples, self.attributes, self.threads);
+            self.spaces.push(space);
+        }
+    }
+
+    /// Tuples held.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Attributes of a tuple.
+    pub fn attributes(&self) -> usize {
+        self.attributes
+    }
+
+    /// The shapes of the spaces, the key index first.
+    pub fn shapes(&self) -> Vec<SpaceShape> {
+        self.spaces.iter().map(|s| s.shape.clone()).collect()
+    }
+
+    /// Bytes of nodes and bucket heads in all spaces.
+    pub fn memory(&self) -> usize {
+        self.spaces.iter().map(Space::memory).sum()
+    }
+
+    /// Every tuple, read from the key index, in no particular order.
+    pub fn tuples(&self) -> Tuples {
+        let rows = self.spaces[0].tuples(self.attributes);
+        let n = rows.len();
+        let p = self.attributes;
+        let mut out = Tuples {
+            keys: rows.iter().map(|r| r[0]).collect(),
+            attributes: vec![0; p * n],
+            values: rows.iter().map(|r| r[p + 1]).collect(),
+        };
+        for (t, row) in rows.iter().enumerate() {
+            for i in 0..p {
+                out.attributes[i * n + t] = row[i + 1];
+            }
+        }
+        out
+    }
+
+    /// Replaces the attribute subspaces with `subspaces`, rebuilt from the key index (which
+    /// never moves). Fails, changing nothing, on bad spaces.
+    pub fn regroup(&mut self, subspaces: Vec<SpaceShape>) -> Result<(), CpuIndexError> {
+        check_spaces(&self.spaces[0].shape, &subspaces, self.attributes)?;
+        let tuples = self.tuples();
+        self.build_subspaces(&tuples, subspaces);
+        Ok(())
+    }
+
+    /// The index of the space a search naming `named` runs in.
+    pub(super) fn space_for(&self, named: FieldSet) -> usize {
+        let shapes: Vec<SpaceShape> = self.shapes();
+        best_space(&shapes, named, &self.population).map_or(0, |(i, _)| i)
+    }
+}
+
+/// Checks that `key_index` is over the key alone and every subspace over attributes below
+/// `p`.
+fn check_spaces(
+    key_index: &SpaceShape,
+    subspaces: &[SpaceShape],
+    p: usize,
+) -> Result<(), CpuIndexError> {
+    let attributes = FieldSet::of((0..p as u8).map(Field::Attribute));
+    let key_ok = key_index.fields() == FieldSet::of([Field::Key]);
+    let subspaces_ok = subspaces
+        .iter()
+        .all(|s| !s.fields().is_empty() && s.fields().union(attributes) == attributes);
+    if key_ok && subspaces_ok {
+        Ok(())
+    } else {
+        Err(CpuIndexError::BadSpaces)
+    }
+}
+
+/// A key held twice in the key index, if any (both copies share a bucket); the shards
+/// are looked at on threads of their own.
+fn first_duplicate(key_index: &Space) -> Option<u32> {
+    let stride = key_index.stride;
+    let found: Vec<Option<u32>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = key_index
+            .shards
+            .iter()
+            .map(|shard| scope.spawn(move || shard.first_duplicate(stride)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a shard reader does not panic"))
+            .collect()
+    });
+    found.into_iter().flatten().next()
+}
