@@ -359,14 +359,14 @@ impl Shard {
         let mut keys = Vec::new();
         self.heads.iter().find_map(|&head| {
             keys.clear();
-            self.walk(head, stride, |base| {
+            for base in self.chain(head, stride) {
                 keys.extend(
                     self.nodes[base..base + SLOTS]
                         .iter()
                         .copied()
                         .filter(|&k| is_valid(k)),
                 );
-            });
+            }
             keys.sort_unstable();
             keys.windows(2).find(|w| w[0] == w[1]).map(|w| w[0])
         })
@@ -376,7 +376,7 @@ impl Shard {
     fn rows(&self, p: usize, stride: usize) -> Vec<Vec<u32>> {
         let mut rows = Vec::new();
         for &head in &self.heads {
-            self.walk(head, stride, |base| {
+            for base in self.chain(head, stride) {
                 for s in 0..SLOTS {
                     if is_valid(self.nodes[base + s]) {
                         rows.push(
@@ -386,30 +386,24 @@ impl Shard {
                         );
                     }
                 }
-            });
+            }
         }
         rows
     }
 
-    /// Calls `visit` with the first word of each super node of the chain from `head`.
-    pub(super) fn walk(&self, head: u32, stride: usize, mut visit: impl FnMut(usize)) {
-        let mut node = head;
-        while node != NONE {
-            let base = node as usize * stride;
-            visit(base);
-            node = self.nodes[base + LINK];
-        }
+    /// The first word of each super node of the chain from `head`, in order.
+    pub(super) fn chain(&self, head: u32, stride: usize) -> impl Iterator<Item = usize> + '_ {
+        let first = (head != NONE).then_some(head as usize * stride);
+        std::iter::successors(first, move |&base| {
+            let next = self.nodes[base + LINK];
+            (next != NONE).then_some(next as usize * stride)
+        })
     }
 
     /// The word index of `key`'s slot in its key node in bucket `bucket`, if there.
     pub(super) fn find(&self, bucket: usize, key: u32, stride: usize) -> Option<usize> {
-        let mut found = None;
-        self.walk(self.heads[bucket], stride, |base| {
-            if found.is_none() {
-                found = (0..SLOTS).map(|s| base + s).find(|&w| self.nodes[w] == key);
-            }
-        });
-        found
+        self.chain(self.heads[bucket], stride)
+            .find_map(|base| (base..base + SLOTS).find(|&w| self.nodes[w] == key))
     }
 
     /// Writes `row` (key, attributes, value) into the first empty slot of the tail node of

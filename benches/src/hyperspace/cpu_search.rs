@@ -2,7 +2,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use gpuhash_hyperspace::shape::{Field, FieldSet};
+use gpuhash_hyperspace::shape::{Field, FieldSet, MAX_ATTRIBUTES};
 
 use super::cpu_index::{
     CpuHyperspace, CpuIndexError, NODE_WORDS, SLOTS, Space, Tuples, column_of, coordinate, is_valid,
@@ -10,6 +10,8 @@ use super::cpu_index::{
 
 /// Queries a worker takes at a time: small, so that costly queries spread over the threads.
 const QUERY_CHUNK: usize = 64;
+/// Most fields a space or a query has: the key and every attribute.
+const FIELDS: usize = MAX_ATTRIBUTES + 1;
 
 /// A batch of searches that all name the same fields: query `i` asks for `fields[j] ==
 /// values[j * q + i]` for every `j`, `q` the batch's length.
@@ -125,9 +127,12 @@ impl CpuHyperspace {
         }
         let space = &self.spaces[self.space_for(named)];
         let position = |field: Field| batch.fields.iter().position(|&f| f == field);
-        // The most selective named field: the key, else most distinct values, the first of
-        // equals.
-        let distinct = |field: Field| self.population.distinct_of(field).unwrap_or(u64::MAX);
+        // The most selective named field: the key, else the attribute of most distinct
+        // values (unknown counting as most), the first of equals.
+        let distinct = |field: Field| match field {
+            Field::Key => u64::MAX,
+            _ => self.population.distinct_of(field).unwrap_or(u64::MAX - 1),
+        };
         let scanned = named
             .fields()
             .fold(None, |best: Option<Field>, f| match best {
@@ -156,27 +161,28 @@ impl CpuHyperspace {
     /// Appends the matches of query `i` to `out`.
     fn answer(&self, plan: &Plan<'_>, batch: &QueryBatch, i: usize, out: &mut Local) {
         let space = plan.space;
+        // Per dimension, the coordinate the query fixes; the others are enumerated.
+        let mut fixed = [None; FIELDS];
         let mut free_bits = 0;
-        let fixed: Vec<Option<u32>> = space
-            .dimensions
-            .iter()
+        for ((slot, d), named) in fixed
+            .iter_mut()
+            .zip(&space.dimensions)
             .zip(&plan.named_dimension)
-            .map(|(d, named)| match named {
-                Some(j) => Some(coordinate(batch.value(*j, i), d.seed, d.bits)),
-                None => {
-                    free_bits += d.bits;
-                    None
-                }
-            })
-            .collect();
+        {
+            match named {
+                Some(j) => *slot = Some(coordinate(batch.value(*j, i), d.seed, d.bits)),
+                None => free_bits += d.bits,
+            }
+        }
+        let mut checks = [(0, 0); FIELDS];
+        for (check, &(column, j)) in checks.iter_mut().zip(&plan.checks) {
+            *check = (column * NODE_WORDS, batch.value(j, i));
+        }
+        let checks = &checks[..plan.checks.len()];
         let scan_value = batch.value(plan.scan.1, i);
-        let checks: Vec<(usize, u32)> = plan
-            .checks
-            .iter()
-            .map(|&(column, j)| (column * NODE_WORDS, batch.value(j, i)))
-            .collect();
         let scan_offset = plan.scan.0 * NODE_WORDS;
-        let row_words = self.attributes + 2;
+        // Keys are unique: a key search stops at its first match.
+        let unique = plan.scan.0 == 0;
         let before = out.columns[0].len();
         for free in 0..1usize << free_bits {
             let mut rest = free;
@@ -197,19 +203,23 @@ impl CpuHyperspace {
                 });
             let (s, local) = space.locate(bucket);
             let shard = &space.shards[s];
-            shard.walk(shard.heads[local], space.stride, |base| {
-                let nodes = &shard.nodes;
+            let nodes = &shard.nodes;
+            for base in shard.chain(shard.heads[local], space.stride) {
                 for slot in 0..SLOTS {
                     if nodes[base + scan_offset + slot] == scan_value
                         && is_valid(nodes[base + slot])
                         && checks.iter().all(|&(off, v)| nodes[base + off + slot] == v)
                     {
-                        for (c, column) in out.columns.iter_mut().enumerate().take(row_words) {
+                        for (c, column) in out.columns.iter_mut().enumerate() {
                             column.push(nodes[base + c * NODE_WORDS + slot]);
+                        }
+                        if unique {
+                            out.counts.push(1);
+                            return;
                         }
                     }
                 }
-            });
+            }
         }
         out.counts.push((out.columns[0].len() - before) as u32);
     }

@@ -411,3 +411,4 @@ fn generated_batches_keep_their_promises() {
             .all(|hits| !hits.is_empty())
     );
 }
+
