@@ -36,6 +36,10 @@
 //! dimensions get one more when they do not divide) and none is wasted on coordinates no
 //! value reaches.
 
+use std::collections::BTreeSet;
+
+use gpuhash_core::hash::fmix64;
+
 use crate::shape::{Field, FieldSet, MAX_ATTRIBUTES, MAX_SPACE_BITS, SpaceShape};
 
 /// Tuple slots of one 128-byte node: 31 words, the 32nd lane holding the next pointer.
@@ -112,7 +116,7 @@ pub struct Population {
     /// Tuples in the index.
     pub tuples: u64,
     /// Distinct values of attribute `i`, or `None` when unknown (taken to spread over every
-    /// coordinate, the plain model).
+    /// coordinate, the plain model); [`DistinctSketch`] estimates them.
     pub distinct: [Option<u64>; MAX_ATTRIBUTES],
 }
 
@@ -152,6 +156,66 @@ impl Population {
             None => coordinates,
             Some(d) => (coordinates * -(-(d as f64) / coordinates).exp_m1()).max(1.0),
         }
+    }
+}
+
+/// An estimate of the distinct values of a column, for [`Population::distinct`]: the `k`
+/// smallest 64-bit hashes of its values (a K-minimum-values sketch). Exact below `k`
+/// distinct values, about `1 / sqrt(k)` relative error above; sketches of parts of a column
+/// merge into the sketch of the whole, so a column can be sketched in parallel or from a
+/// sample.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DistinctSketch {
+    k: usize,
+    smallest: BTreeSet<u64>,
+}
+
+impl DistinctSketch {
+    /// An empty sketch keeping `k` hashes (at least 2).
+    pub fn new(k: usize) -> DistinctSketch {
+        DistinctSketch {
+            k: k.max(2),
+            smallest: BTreeSet::new(),
+        }
+    }
+
+    /// Adds a value.
+    pub fn insert(&mut self, value: u32) {
+        self.insert_hash(fmix64(u64::from(value) ^ 0x9e37_79b9_7f4a_7c15));
+    }
+
+    fn insert_hash(&mut self, hash: u64) {
+        let full = self.smallest.len() >= self.k;
+        if full && self.smallest.last().is_some_and(|&largest| hash >= largest) {
+            return;
+        }
+        if self.smallest.insert(hash) && full {
+            self.smallest.pop_last();
+        }
+    }
+
+    /// Adds the values of another sketch (of the same `k`: the smaller one counts).
+    pub fn merge(&mut self, other: &DistinctSketch) {
+        self.k = self.k.min(other.k);
+        other.smallest.iter().for_each(|&h| self.insert_hash(h));
+        while self.smallest.len() > self.k {
+            self.smallest.pop_last();
+        }
+    }
+
+    /// Distinct values seen, estimated: exact below `k`, else `(k - 1) / (k-th smallest
+    /// hash / 2^64)`.
+    pub fn estimate(&self) -> u64 {
+        match self.smallest.iter().nth(self.k - 1) {
+            None => self.smallest.len() as u64,
+            Some(&kth) => ((self.k - 1) as f64 * 2f64.powi(64) / (kth as f64 + 1.0)) as u64,
+        }
+    }
+}
+
+impl Extend<u32> for DistinctSketch {
+    fn extend<I: IntoIterator<Item = u32>>(&mut self, values: I) {
+        values.into_iter().for_each(|v| self.insert(v));
     }
 }
 
@@ -408,6 +472,29 @@ mod tests {
         assert_eq!(space.dimensions(), &[(attr(0), 1), (attr(1), 0)]);
         assert!(space_for(&[], &population, 1.0).is_err());
         assert!(space_for(&[attr(0), attr(0)], &population, 1.0).is_err());
+    }
+
+    #[test]
+    fn sketches_count_distinct_values() {
+        let mut small = DistinctSketch::new(256);
+        small.extend((0..10_000u32).map(|i| i % 200));
+        assert_eq!(small.estimate(), 200);
+        let mut large = DistinctSketch::new(1024);
+        large.extend((0..1_000_000u32).map(|i| i.wrapping_mul(2_654_435_761) % 100_000));
+        let estimate = large.estimate() as f64;
+        assert!((estimate / 100_000.0 - 1.0).abs() < 0.1, "{estimate}");
+        // Halves sketched apart merge into the sketch of the whole.
+        let (mut left, mut right, mut whole) = (
+            DistinctSketch::new(64),
+            DistinctSketch::new(64),
+            DistinctSketch::new(64),
+        );
+        left.extend(0..5000);
+        right.extend(3000..9000);
+        whole.extend(0..9000);
+        left.merge(&right);
+        assert_eq!(left, whole);
+        assert_eq!(DistinctSketch::new(0).estimate(), 0);
     }
 
     quickcheck! {
