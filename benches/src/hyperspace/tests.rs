@@ -411,4 +411,3 @@ fn generated_batches_keep_their_promises() {
             .all(|hits| !hits.is_empty())
     );
 }
-

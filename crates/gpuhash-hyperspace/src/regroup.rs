@@ -1,9 +1,9 @@
 //! The regroup policy: which attributes share a subspace, chosen from the query history.
 //!
-//! The GHSH paper (section 5, after HyperDex) splits the one hyperspace over all
-//! attributes into subspaces over groups of them, beside a one-dimensional key index that
-//! never moves, and regroups from the query history so that frequent combinations touch
-//! the fewest buckets. Here a grouping is a partition of the attributes into at most
+//! The GHSH paper (section 5) splits the one hyperspace over all attributes into
+//! subspaces over groups of them, beside a one-dimensional key index that never moves, and
+//! regroups from the query history so that frequent combinations touch the fewest
+//! buckets. Here a grouping is a partition of the attributes into at most
 //! [`RegroupOptions::max_subspaces`] groups (each subspace holds a full copy of every
 //! tuple: this is the memory limit) of at most [`RegroupOptions::max_dimensions`]
 //! attributes, each group a space whose bits come from [`space_for`] (the tuple count and
