@@ -3,7 +3,9 @@
 use std::collections::HashSet;
 
 use gpuhash_hyperspace::cost::{Population, space_for};
-use gpuhash_hyperspace::shape::{Field, SpaceShape};
+use gpuhash_hyperspace::history::QueryHistory;
+use gpuhash_hyperspace::regroup::{RegroupOptions, RegroupPolicy};
+use gpuhash_hyperspace::shape::{Field, FieldSet, SpaceShape};
 
 use super::cpu_index::{CpuHyperspace, CpuIndexError, EMPTY, REMOVED, Tuples};
 use super::cpu_search::{Matches, QueryBatch};
@@ -410,4 +412,47 @@ fn generated_batches_keep_their_promises() {
             .iter()
             .all(|hits| !hits.is_empty())
     );
+}
+
+#[test]
+fn the_shifting_mix_regroups_once_and_answers_alike() {
+    // The calling sequence of W6's adaptive part: record each batch's fields, ask the
+    // policy after each batch, regroup when it says so.
+    let spec = spec(20_000, 4, 100, Skew::Uniform);
+    let data = workload::tuples(&spec, 2);
+    let population = spec.population();
+    let options = RegroupOptions {
+        check_every: 1,
+        ..RegroupOptions::default()
+    };
+    let policy = RegroupPolicy::new(4, options).unwrap();
+    let key = space_for(&[Field::Key], &population, 1.0).unwrap();
+    let start = policy.default_grouping(&population);
+    let mut index =
+        CpuHyperspace::build(4, &data, key.clone(), start, population.clone(), 2).unwrap();
+    let mut history = QueryHistory::new(4, 1000.0).unwrap();
+    let model = rows(&data, 4);
+    let mut regroups = Vec::new();
+    for (b, batch) in workload::shifting_mix(&data, 4, 12, 500, 3)
+        .iter()
+        .enumerate()
+    {
+        let matches = index.search(batch).unwrap();
+        assert_eq!(answered(&matches, 4), scanned(&model, batch));
+        history.record(batch.named(), batch.len() as u64).unwrap();
+        let current = index.shapes()[1..].to_vec();
+        if let Some(next) = policy
+            .advise(&mut history, &key, &current, &population)
+            .unwrap()
+        {
+            index.regroup(next).unwrap();
+            regroups.push(b);
+        }
+    }
+    // Singles: each attribute alone is best. Conjunctions: once they outweigh the decayed
+    // singles enough, A0 and A2 share a subspace, once.
+    assert_eq!(regroups.len(), 1, "{regroups:?}");
+    assert!((6..12).contains(&regroups[0]), "{regroups:?}");
+    let groups: Vec<_> = index.shapes()[1..].iter().map(SpaceShape::fields).collect();
+    assert!(groups.contains(&FieldSet::of([A0, A2])), "{groups:?}");
 }

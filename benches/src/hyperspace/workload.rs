@@ -20,6 +20,7 @@ use std::collections::HashSet;
 
 use gpuhash_core::hash::fmix64;
 use gpuhash_core::workload::{self, KeySet};
+use gpuhash_hyperspace::cost::Population;
 use gpuhash_hyperspace::shape::Field;
 use gpuhash_test_support::SeededRng;
 
@@ -51,6 +52,17 @@ pub struct Spec {
     pub skew: Skew,
     /// Everything follows from it.
     pub seed: u64,
+}
+
+impl Spec {
+    /// What the cost model should know of this data: the tuple count and each attribute's
+    /// cardinality.
+    pub fn population(&self) -> Population {
+        Population::with_distinct(
+            self.tuples as u64,
+            &vec![u64::from(self.cardinality); self.attributes],
+        )
+    }
 }
 
 /// The key of tuple `i`: the standard workload's, a reserved word replaced.

@@ -238,7 +238,9 @@ impl RegroupPolicy {
     /// Every [`RegroupOptions::check_every`] searches recorded in `history` (marking it):
     /// the best grouping when the current one, `subspaces` beside `key_index`, costs more
     /// than [`RegroupOptions::shift_factor`] times as much under the history; `None`
-    /// otherwise.
+    /// otherwise. The current spaces are costed with the bits they have, the best with
+    /// bits for `population` now, so the advice may also be the same groups with more
+    /// bits, once the tuples have outgrown the current spaces.
     pub fn advise(
         &self,
         history: &mut QueryHistory,
