@@ -37,6 +37,8 @@ use gpuhash_core::hash::fmix32;
 use gpuhash_hyperspace::cost::{Population, best_space};
 use gpuhash_hyperspace::shape::{Field, FieldSet, MAX_ATTRIBUTES, SpaceShape};
 
+use super::shard::{Shard, is_valid};
+
 /// The key of an empty slot (and the link of a chain's last super node).
 pub const EMPTY: u32 = u32::MAX;
 /// The key of a deleted slot.
@@ -46,9 +48,9 @@ pub const SLOTS: usize = 31;
 /// Words of a node: 31 slots and the link lane.
 pub(super) const NODE_WORDS: usize = 32;
 /// The link lane of a key node.
-const LINK: usize = 31;
+pub(super) const LINK: usize = 31;
 /// No node.
-const NONE: u32 = u32::MAX;
+pub(super) const NONE: u32 = u32::MAX;
 
 /// Bad input to the CPU index; the index is unchanged by a batch that fails.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -190,17 +192,6 @@ pub(super) struct Dimension {
     pub(super) seed: u32,
 }
 
-/// A range of buckets of one space with its own nodes.
-#[derive(Clone, Debug, Default)]
-pub(super) struct Shard {
-    /// First node of each bucket, [`NONE`] for an empty bucket.
-    pub(super) heads: Vec<u32>,
-    /// Last node of each bucket.
-    pub(super) tails: Vec<u32>,
-    /// Super nodes of `stride` words each.
-    pub(super) nodes: Vec<u32>,
-}
-
 /// One space: its shape, hashing and shards.
 #[derive(Clone, Debug)]
 pub(super) struct Space {
@@ -307,151 +298,6 @@ impl Space {
         });
         rows.into_iter().flatten().collect()
     }
-}
-
-impl Shard {
-    /// Builds the shard, empty, from `(bucket, tuple)` items: counting sort by bucket, each
-    /// bucket's nodes contiguous and full but the last.
-    fn fill(
-        &mut self,
-        items: impl Iterator<Item = (u32, u32)> + Clone,
-        tuples: &Tuples,
-        p: usize,
-        stride: usize,
-    ) {
-        let buckets = self.heads.len();
-        let mut counts = vec![0usize; buckets];
-        items.clone().for_each(|(b, _)| counts[b as usize] += 1);
-        let mut first_node = Vec::with_capacity(buckets);
-        let mut total = 0usize;
-        for (b, &count) in counts.iter().enumerate() {
-            first_node.push(total);
-            let nodes = count.div_ceil(SLOTS);
-            if nodes > 0 {
-                self.heads[b] = total as u32;
-                self.tails[b] = (total + nodes - 1) as u32;
-            }
-            total += nodes;
-        }
-        self.nodes = vec![EMPTY; total * stride];
-        // Links inside each bucket; the last node's link stays NONE (EMPTY).
-        for (b, &count) in counts.iter().enumerate() {
-            let nodes = count.div_ceil(SLOTS);
-            for k in 1..nodes {
-                let node = first_node[b] + k - 1;
-                self.nodes[node * stride + LINK] = (node + 1) as u32;
-            }
-        }
-        let mut filled = vec![0usize; buckets];
-        for (b, t) in items {
-            let b = b as usize;
-            let position = filled[b];
-            filled[b] += 1;
-            let base = (first_node[b] + position / SLOTS) * stride + position % SLOTS;
-            for c in 0..p + 2 {
-                self.nodes[base + c * NODE_WORDS] = tuples.field(p, c, t as usize);
-            }
-        }
-    }
-
-    /// A valid key held twice in one bucket, if any.
-    fn first_duplicate(&self, stride: usize) -> Option<u32> {
-        let mut keys = Vec::new();
-        self.heads.iter().find_map(|&head| {
-            keys.clear();
-            for base in self.chain(head, stride) {
-                keys.extend(
-                    self.nodes[base..base + SLOTS]
-                        .iter()
-                        .copied()
-                        .filter(|&k| is_valid(k)),
-                );
-            }
-            keys.sort_unstable();
-            keys.windows(2).find(|w| w[0] == w[1]).map(|w| w[0])
-        })
-    }
-
-    /// Every valid tuple as a row.
-    fn rows(&self, p: usize, stride: usize) -> Vec<Vec<u32>> {
-        let mut rows = Vec::new();
-        for &head in &self.heads {
-            for base in self.chain(head, stride) {
-                for s in 0..SLOTS {
-                    if is_valid(self.nodes[base + s]) {
-                        rows.push(
-                            (0..p + 2)
-                                .map(|c| self.nodes[base + c * NODE_WORDS + s])
-                                .collect(),
-                        );
-                    }
-                }
-            }
-        }
-        rows
-    }
-
-    /// The first word of each super node of the chain from `head`, in order.
-    pub(super) fn chain(&self, head: u32, stride: usize) -> impl Iterator<Item = usize> + '_ {
-        let first = (head != NONE).then_some(head as usize * stride);
-        std::iter::successors(first, move |&base| {
-            let next = self.nodes[base + LINK];
-            (next != NONE).then_some(next as usize * stride)
-        })
-    }
-
-    /// The word index of `key`'s slot in its key node in bucket `bucket`, if there.
-    pub(super) fn find(&self, bucket: usize, key: u32, stride: usize) -> Option<usize> {
-        self.chain(self.heads[bucket], stride)
-            .find_map(|base| (base..base + SLOTS).find(|&w| self.nodes[w] == key))
-    }
-
-    /// Writes `row` (key, attributes, value) into the first empty slot of the tail node of
-    /// `bucket`, or a new node linked after it.
-    pub(super) fn append(&mut self, bucket: usize, row: &[u32], stride: usize) {
-        let tail = self.tails[bucket];
-        let free = (tail != NONE)
-            .then(|| {
-                let base = tail as usize * stride;
-                (0..SLOTS)
-                    .map(|s| base + s)
-                    .find(|&w| self.nodes[w] == EMPTY)
-            })
-            .flatten();
-        let slot = free.unwrap_or_else(|| {
-            let node = (self.nodes.len() / stride) as u32;
-            self.nodes.resize(self.nodes.len() + stride, EMPTY);
-            if tail == NONE {
-                self.heads[bucket] = node;
-            } else {
-                self.nodes[tail as usize * stride + LINK] = node;
-            }
-            self.tails[bucket] = node;
-            node as usize * stride
-        });
-        for (c, &word) in row.iter().enumerate() {
-            self.nodes[slot + c * NODE_WORDS] = word;
-        }
-    }
-
-    /// Writes the fields after the key of `row` into the slot whose key word is at `slot`.
-    pub(super) fn overwrite(&mut self, slot: usize, row: &[u32]) {
-        for (c, &word) in row.iter().enumerate().skip(1) {
-            self.nodes[slot + c * NODE_WORDS] = word;
-        }
-    }
-
-    /// The row of the slot whose key word is at `slot`.
-    pub(super) fn row_at(&self, slot: usize, p: usize) -> Vec<u32> {
-        (0..p + 2)
-            .map(|c| self.nodes[slot + c * NODE_WORDS])
-            .collect()
-    }
-}
-
-/// Whether a key word holds a tuple.
-pub(super) fn is_valid(key: u32) -> bool {
-    key != EMPTY && key != REMOVED
 }
 
 /// Runs `work` on `threads` contiguous chunks of `0..n` at once and returns the results in

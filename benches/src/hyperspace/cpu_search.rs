@@ -5,8 +5,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use gpuhash_hyperspace::shape::{Field, FieldSet, MAX_ATTRIBUTES};
 
 use super::cpu_index::{
-    CpuHyperspace, CpuIndexError, NODE_WORDS, SLOTS, Space, Tuples, column_of, coordinate, is_valid,
+    CpuHyperspace, CpuIndexError, NODE_WORDS, SLOTS, Space, Tuples, column_of, coordinate,
 };
+use super::shard::is_valid;
 
 /// Queries a worker takes at a time: small, so that costly queries spread over the threads.
 const QUERY_CHUNK: usize = 64;

@@ -7,9 +7,8 @@
 
 use std::collections::HashSet;
 
-use super::cpu_index::{
-    CpuHyperspace, CpuIndexError, REMOVED, Shard, Space, check_len, for_chunks, is_valid,
-};
+use super::cpu_index::{CpuHyperspace, CpuIndexError, REMOVED, Space, check_len, for_chunks};
+use super::shard::{Shard, is_valid};
 
 /// Items of a batch for one space: the bucket each concerns and the item's index.
 type Ops = Vec<(usize, usize)>;
