@@ -283,20 +283,25 @@ impl Space {
         });
     }
 
-    /// Every valid tuple, in shard and chain order, on `threads` threads.
-    fn tuples(&self, p: usize) -> Vec<Vec<u32>> {
-        let rows: Vec<Vec<Vec<u32>>> = std::thread::scope(|scope| {
+    /// Every valid tuple, in shard and chain order, each shard read on a thread of its own.
+    fn tuples(&self, p: usize) -> Tuples {
+        let parts: Vec<Vec<Vec<u32>>> = std::thread::scope(|scope| {
             let handles: Vec<_> = self
                 .shards
                 .iter()
-                .map(|shard| scope.spawn(move || shard.rows(p, self.stride)))
+                .map(|shard| scope.spawn(move || shard.columns(p, self.stride)))
                 .collect();
             handles
                 .into_iter()
                 .map(|h| h.join().expect("a shard reader does not panic"))
                 .collect()
         });
-        rows.into_iter().flatten().collect()
+        let column = |c: usize| parts.iter().flat_map(move |part| part[c].iter().copied());
+        Tuples {
+            keys: column(0).collect(),
+            attributes: (1..=p).flat_map(column).collect(),
+            values: column(p + 1).collect(),
+        }
     }
 }
 
@@ -408,20 +413,7 @@ impl CpuHyperspace {
 
     /// Every tuple, read from the key index, in no particular order.
     pub fn tuples(&self) -> Tuples {
-        let rows = self.spaces[0].tuples(self.attributes);
-        let n = rows.len();
-        let p = self.attributes;
-        let mut out = Tuples {
-            keys: rows.iter().map(|r| r[0]).collect(),
-            attributes: vec![0; p * n],
-            values: rows.iter().map(|r| r[p + 1]).collect(),
-        };
-        for (t, row) in rows.iter().enumerate() {
-            for i in 0..p {
-                out.attributes[i * n + t] = row[i + 1];
-            }
-        }
-        out
+        self.spaces[0].tuples(self.attributes)
     }
 
     /// Replaces the attribute subspaces with `subspaces`, rebuilt from the key index (which

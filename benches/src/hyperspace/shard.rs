@@ -77,23 +77,19 @@ impl Shard {
         })
     }
 
-    /// Every valid tuple as a row.
-    pub(super) fn rows(&self, p: usize, stride: usize) -> Vec<Vec<u32>> {
-        let mut rows = Vec::new();
+    /// Every valid tuple, as `p + 2` columns (key, attributes, value).
+    pub(super) fn columns(&self, p: usize, stride: usize) -> Vec<Vec<u32>> {
+        let mut columns = vec![Vec::new(); p + 2];
         for &head in &self.heads {
             for base in self.chain(head, stride) {
-                for s in 0..SLOTS {
-                    if is_valid(self.nodes[base + s]) {
-                        rows.push(
-                            (0..p + 2)
-                                .map(|c| self.nodes[base + c * NODE_WORDS + s])
-                                .collect(),
-                        );
+                for s in (0..SLOTS).filter(|&s| is_valid(self.nodes[base + s])) {
+                    for (c, column) in columns.iter_mut().enumerate() {
+                        column.push(self.nodes[base + c * NODE_WORDS + s]);
                     }
                 }
             }
         }
-        rows
+        columns
     }
 
     /// The first word of each super node of the chain from `head`, in order.
