@@ -53,6 +53,7 @@ mod anchors;
 mod contract_bench;
 mod core_bench;
 mod cuckoo;
+mod hyperspace;
 mod measure;
 mod plot;
 mod progress;

@@ -7,4 +7,7 @@
 //! ## Options
 #![doc = document_features::document_features!()]
 
+pub mod cost;
+pub mod history;
+pub mod regroup;
 pub mod shape;
