@@ -158,8 +158,7 @@ impl<K: Key, V: Value> Map for CuckooTable<K, V> {
     /// Every pair into new device buffers; waits for `stream` to size them (and, after
     /// removes, to count them first, as [`Table::len_on`] does).
     fn export_on(&self, stream: &Stream) -> Result<DevicePairs<K, V>> {
-        self.count_on(stream)?;
-        self.reading(stream, || self.export_pairs(stream))
+        self.counted_export(stream, || self.export_pairs(stream))
     }
 
     /// Writes the caller's buffers straight; counts first after removes, as
@@ -170,7 +169,6 @@ impl<K: Key, V: Value> Map for CuckooTable<K, V> {
         keys: &mut DeviceBuffer<K>,
         values: &mut DeviceBuffer<V>,
     ) -> Result<usize> {
-        self.count_on(stream)?;
-        self.reading(stream, || self.export_pairs_into(stream, keys, values))
+        self.counted_export(stream, || self.export_pairs_into(stream, keys, values))
     }
 }
