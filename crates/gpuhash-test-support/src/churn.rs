@@ -65,12 +65,17 @@ pub fn exports_under_churn<T: Shape<Tag> + Sync, Tag>(
     let after = table
         .export_via(Via::Host)
         .map_err(|e| format!("export after the churn: {e}"))?;
-    check_pairs(&after, &all, (all.len(), all.len())).map_err(|why| format!("after the churn: {why}"))
+    check_pairs(&after, &all, (all.len(), all.len()))
+        .map_err(|why| format!("after the churn: {why}"))
 }
 
 /// Removes `keys` and inserts them again, on a stream of this thread's, until `churning`
 /// falls; every removal must find every key (no other thread touches them).
-fn churn<T: Shape<Tag>, Tag>(table: &T, keys: &[T::Key], churning: &AtomicBool) -> Result<(), String> {
+fn churn<T: Shape<Tag>, Tag>(
+    table: &T,
+    keys: &[T::Key],
+    churning: &AtomicBool,
+) -> Result<(), String> {
     let stream = table
         .device()
         .new_stream()

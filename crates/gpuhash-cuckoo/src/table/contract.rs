@@ -156,7 +156,9 @@ impl<K: Key, V: Value> Map for CuckooTable<K, V> {
     }
 
     /// Every pair into new device buffers; waits for `stream` to size them (and, after
-    /// removes, to count them first, as [`Table::len_on`] does).
+    /// removes, to count them first, as [`Table::len_on`] does). A remove another thread
+    /// queues between the count and the export has it count again (after 4 tries, the
+    /// export runs as a writing batch), so the answer matches the table it ran on.
     fn export_on(&self, stream: &Stream) -> Result<DevicePairs<K, V>> {
         self.counted_export(stream, || self.export_pairs(stream))
     }
