@@ -16,7 +16,7 @@ use crate::shape::{Shape, Via};
 const CHURNERS: usize = 2;
 
 /// Runs `rounds` rounds of exports (`export`, `export_into` and their device forms) on
-/// `table`, empty at first, while [`CHURNERS`] threads remove and reinsert their share of
+/// `table`, empty at first, while two threads remove and reinsert their share of
 /// `random` random keys and the adversarial ones; the other half of the keys stays put.
 /// Every pair exported must be one the test inserted (its key among the keys, its value
 /// the one written under it), no key twice, and the count at least the keys that stay and
