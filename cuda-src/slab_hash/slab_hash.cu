@@ -100,7 +100,9 @@ __device__ void count_buckets(const GhSlabBucketsParams &p) {
 // Each chunk's pairs from its offset on, in bucket order. A chunk never writes past the
 // next chunk's offset: should a batch on another stream insert between the count and this
 // pass, its pairs are left out rather than written over another chunk's (or past the
-// outputs).
+// outputs). Should one remove pairs, the chunk finds fewer than its range and the end of
+// the range stays unwritten: it raises *short_chunks, and the host exports again. (An
+// export that runs alone, where nothing can change, passes no flag.)
 template <typename Shape>
 __device__ void export_buckets(const GhSlabBucketsParams &p) {
     uint32_t lanes_below = (1u << lane_id()) - 1u;
@@ -122,6 +124,9 @@ __device__ void export_buckets(const GhSlabBucketsParams &p) {
                 }
                 written += __popc(live);
             });
+        }
+        if (lane_id() == 0 && written < limit && p.short_chunks != nullptr) {
+            atomicExch(p.short_chunks, 1u);
         }
     });
 }

@@ -364,15 +364,19 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
     /// and makes the downsizes they call for.
     fn count_on(&self, stream: &Stream) -> Result<u64> {
         if self.mirror.lock().uncounted_removes {
-            self.writing(stream, || {
-                if self.mirror.lock().uncounted_removes {
-                    self.refresh(stream)?;
-                    self.apply_policy(stream)?;
-                }
-                Ok(())
-            })?;
+            self.writing(stream, || self.settle_counts(stream))?;
         }
         Ok(self.mirror.lock().len())
+    }
+
+    /// Under the gate's write lock: reads the counts removes left, if any, and makes the
+    /// downsizes they call for.
+    fn settle_counts(&self, stream: &Stream) -> Result<()> {
+        if self.mirror.lock().uncounted_removes {
+            self.refresh(stream)?;
+            self.apply_policy(stream)?;
+        }
+        Ok(())
     }
 
     /// Under the gate's write lock: reads the counts if removes changed them since.

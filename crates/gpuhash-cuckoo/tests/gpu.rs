@@ -1309,3 +1309,17 @@ fn four_host_threads_share_the_host_forms() {
     let model: HashMap<u32, u32> = models.into_iter().flatten().collect();
     check_against(&table, &model, &[]).unwrap();
 }
+
+/// Exports while two threads remove (queued, their counts read later) and reinsert keys on
+/// their own streams: a remove queued between an export's count and its kernel left the
+/// counts behind, and the export must count again rather than fail or return a stale
+/// reserved key.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn exports_beside_removals_and_reinserts_hold_only_inserted_pairs() {
+    let _memory = shared_memory();
+    let narrow = CuckooTable::<u32, u32>::with_capacity(device(), 1 << 18).unwrap();
+    gpuhash_test_support::exports_under_churn(&narrow, 100_000, 12).unwrap();
+    let wide = CuckooTable::<u64, u64>::with_capacity(device(), 1 << 18).unwrap();
+    gpuhash_test_support::exports_under_churn(&wide, 100_000, 12).unwrap();
+}

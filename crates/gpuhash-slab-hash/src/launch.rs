@@ -166,11 +166,13 @@ pub(crate) enum BucketPass<'a, K, V> {
     Count { counts: &'a mut DeviceBuffer<u64> },
     /// total[0] += live entries of every bucket (one word, whatever the table's size).
     Total { total: &'a mut DeviceBuffer<u64> },
-    /// Entries of chunk c written from offsets[c] on, never past offsets[c + 1].
+    /// Entries of chunk c written from offsets[c] on, never past offsets[c + 1];
+    /// `short_chunks` (one word, when given) set to 1 if a chunk found fewer.
     Export {
         offsets: &'a DeviceBuffer<u64>,
         keys: &'a mut DeviceBuffer<K>,
         values: Option<&'a mut DeviceBuffer<V>>,
+        short_chunks: Option<&'a mut DeviceBuffer<u32>>,
     },
     /// Compact every bucket and free emptied slabs.
     Flush,
@@ -219,19 +221,30 @@ pub(crate) fn buckets<K: Pod, V: Pod>(
             offsets,
             keys,
             values,
+            short_chunks,
         } => {
+            if short_chunks.as_ref().is_some_and(|flag| flag.is_empty()) {
+                return Err(gpuhash_core::Error::InvalidInput(
+                    "export: the short-chunk flag needs one word".into(),
+                ));
+            }
             let offsets = offsets.address(stream);
             let keys = keys.address_mut(stream);
             let values = values.map(|v| v.address_mut(stream));
+            let short_chunks = short_chunks.map(|f| f.address_mut(stream));
             params.offsets = offsets.address as *const u64;
             params.keys_out = keys.address as *mut u32;
             params.values_out = values
                 .as_ref()
                 .map_or(std::ptr::null_mut(), |a| a.address as *mut u32);
+            params.short_chunks = short_chunks
+                .as_ref()
+                .map_or(std::ptr::null_mut(), |a| a.address as *mut u32);
             // SAFETY: `offsets` holds one more word than there are chunks, rising, the
             // last at most the outputs' length (checked by the caller); a chunk writes
             // only between its offset and the next, so every write lands in the outputs
-            // whatever batches changed the table since the offsets were counted.
+            // whatever batches changed the table since the offsets were counted. The flag,
+            // when given, holds its word (checked above); the kernel skips a null one.
             unsafe { kernels.export.launch(stream, launch_shape, params) }
         }
         // SAFETY: the table and its allocator context are live; flush holds the

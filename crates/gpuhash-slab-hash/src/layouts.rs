@@ -161,10 +161,11 @@ pub struct GhSlabBucketsParams {
     pub offsets: *const u64,
     pub keys_out: *mut u32,
     pub values_out: *mut u32,
+    pub short_chunks: *mut u32,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of GhSlabBucketsParams"][::core::mem::size_of::<GhSlabBucketsParams>() - 120usize];
+    ["Size of GhSlabBucketsParams"][::core::mem::size_of::<GhSlabBucketsParams>() - 128usize];
     ["Alignment of GhSlabBucketsParams"][::core::mem::align_of::<GhSlabBucketsParams>() - 8usize];
     ["Offset of field: GhSlabBucketsParams::table"]
         [::core::mem::offset_of!(GhSlabBucketsParams, table) - 0usize];
@@ -178,6 +179,8 @@ const _: () = {
         [::core::mem::offset_of!(GhSlabBucketsParams, keys_out) - 104usize];
     ["Offset of field: GhSlabBucketsParams::values_out"]
         [::core::mem::offset_of!(GhSlabBucketsParams, values_out) - 112usize];
+    ["Offset of field: GhSlabBucketsParams::short_chunks"]
+        [::core::mem::offset_of!(GhSlabBucketsParams, short_chunks) - 120usize];
 };
 impl Default for GhSlabBucketsParams {
     fn default() -> Self {

@@ -129,6 +129,16 @@
 //! it to resolve, since it may hold their own key, so a key is never stored twice. The
 //! price is one fence per insert of a wide entry; 32-bit pairs pay nothing.
 //!
+//! An export counts the pairs of each chunk of buckets, then writes them; a batch on
+//! another stream that removes pairs in between leaves a chunk with fewer pairs than its
+//! range of the answer. The write pass then raises a flag, read with the lost-insert flag
+//! after the pass (no more waits than before), and the export runs again: beside other
+//! batches up to 4 times, then alone, the table's lock held for writing after a wait for
+//! the device, as compaction runs. So an answer never holds a slot nobody wrote, and the
+//! call always ends; a pair inserted meanwhile may or may not be in it. `export_into`
+//! does the same in the caller's buffers: the count it returns covers only pairs written
+//! by the try that came whole (slots past it may hold pairs of a try that came short).
+//!
 //! ## Memory under churn
 //!
 //! A removal leaves a tombstone, and inserts only ever use never-used spots at the end of

@@ -19,6 +19,10 @@ use crate::launch::{self, BucketPass, GatherBuffers};
 use crate::shape::Kind;
 use crate::table::{SlabTable, Slabs};
 
+/// Tries of an export beside other batches before it runs alone
+/// ([`SlabTable::consistent_export`]).
+const SHARED_EXPORT_TRIES: usize = 4;
+
 /// Where an export writes: keys, and values unless the table is a set.
 pub(crate) struct ExportOutputs<'a, K, V> {
     pub keys: &'a mut DeviceBuffer<K>,
@@ -69,60 +73,105 @@ impl SlabTable {
         &self,
         stream: &Stream,
     ) -> Result<(DeviceBuffer<K>, DeviceBuffer<V>)> {
-        let slabs = self.slabs.read();
-        let (offsets, total) = self.export_offsets(&slabs, stream)?;
-        let mut keys = DeviceBuffer::<K>::unfilled(stream, total)?;
-        let value_count = if self.is_set() { 0 } else { total };
-        let mut values = DeviceBuffer::<V>::unfilled(stream, value_count)?;
-        let outputs = ExportOutputs {
-            keys: &mut keys,
-            values: (!self.is_set()).then_some(&mut values),
-        };
-        self.write_export(&slabs, stream, &offsets, outputs)?;
-        drop(slabs);
-        self.check_lost(stream)?;
-        Ok((keys, values))
+        self.consistent_export(stream, |slabs, short_chunks| {
+            let (offsets, total) = self.export_offsets(slabs, stream)?;
+            let mut keys = DeviceBuffer::<K>::unfilled(stream, total)?;
+            let value_count = if self.is_set() { 0 } else { total };
+            let mut values = DeviceBuffer::<V>::unfilled(stream, value_count)?;
+            let outputs = ExportOutputs {
+                keys: &mut keys,
+                values: (!self.is_set()).then_some(&mut values),
+            };
+            self.write_export(slabs, stream, &offsets, outputs, short_chunks)?;
+            Ok((keys, values))
+        })
     }
 
     /// Every live entry into the front of the caller's buffers (values, none for a set,
     /// must be given for the others); returns how many. Buffers too short for them are
-    /// [`gpuhash_core::Error::InvalidInput`], and nothing is written.
+    /// [`gpuhash_core::Error::InvalidInput`], and nothing is written, unless the table
+    /// grew past them during an export run again (see [`SlabTable::consistent_export`]):
+    /// then the front of the buffers may hold pairs of the try that came short.
     pub(crate) fn export_into<K: Key, V: Key>(
         &self,
         stream: &Stream,
-        outputs: ExportOutputs<'_, K, V>,
+        mut outputs: ExportOutputs<'_, K, V>,
     ) -> Result<usize> {
-        let slabs = self.slabs.read();
-        let (offsets, total) = self.export_offsets(&slabs, stream)?;
         let room = match &outputs.values {
             Some(values) => outputs.keys.len().min(values.len()),
             None if self.is_set() => outputs.keys.len(),
             None => 0,
         };
-        if room < total {
-            return Err(gpuhash_core::Error::InvalidInput(format!(
-                "export_into: room for {room} pairs, the table holds {total}"
-            ))
-            .into());
-        }
-        self.write_export(&slabs, stream, &offsets, outputs)?;
-        drop(slabs);
-        self.check_lost(stream)?;
-        Ok(total)
+        self.consistent_export(stream, |slabs, short_chunks| {
+            let (offsets, total) = self.export_offsets(slabs, stream)?;
+            if room < total {
+                return Err(gpuhash_core::Error::InvalidInput(format!(
+                    "export_into: room for {room} pairs, the table holds {total}"
+                ))
+                .into());
+            }
+            let outputs = ExportOutputs {
+                keys: &mut *outputs.keys,
+                values: outputs.values.as_deref_mut(),
+            };
+            self.write_export(slabs, stream, &offsets, outputs, short_chunks)?;
+            Ok(total)
+        })
     }
 
-    /// Queues the pass that writes each chunk's pairs from its offset.
+    /// Runs `export` (count, scan and the write pass, on the slabs given) until a try
+    /// writes every pair it counted, and returns what it made. A batch on another stream
+    /// that removes pairs between the count and the write pass leaves a chunk short of its
+    /// range, whose end nobody wrote: the pass raises the flag it is given, read with the
+    /// lost-insert flag once the stream is done (one more word, no more waits), and the
+    /// export runs again, beside other batches, up to [`SHARED_EXPORT_TRIES`] times. Then
+    /// it runs alone, as compaction does: the table's lock held for writing (no batch
+    /// queues meanwhile) after waiting for the device, until its kernels are done; its
+    /// count is exact and its pass needs no flag. So the call always ends, and an answer
+    /// holds only pairs the table held. Pairs inserted during a try may or may not be in
+    /// it (a chunk that finds more than it counted stops at its range).
+    fn consistent_export<R>(
+        &self,
+        stream: &Stream,
+        mut export: impl FnMut(&Slabs, Option<&mut DeviceBuffer<u32>>) -> Result<R>,
+    ) -> Result<R> {
+        for _ in 0..SHARED_EXPORT_TRIES {
+            let mut short_chunks = DeviceBuffer::<u32>::zeroed(stream, 1)?;
+            let exported = export(&self.slabs.read(), Some(&mut short_chunks))?;
+            let mut short = stream.device().pinned_pool().take::<u32>(1)?;
+            short_chunks.copy_to_pinned_range_async(stream, 0..1, &mut short, 0)?;
+            self.check_lost(stream)?;
+            short.wait()?;
+            if short[0] == 0 {
+                return Ok(exported);
+            }
+        }
+        let exported = {
+            let slabs = self.slabs.write();
+            self.device.synchronize()?;
+            let exported = export(&slabs, None)?;
+            stream.synchronize()?;
+            exported
+        };
+        self.check_lost(stream)?;
+        Ok(exported)
+    }
+
+    /// Queues the pass that writes each chunk's pairs from its offset, raising
+    /// `short_chunks` (when given) if a chunk finds fewer than its range.
     fn write_export<K: Key, V: Key>(
         &self,
         slabs: &Slabs,
         stream: &Stream,
         offsets: &DeviceBuffer<u64>,
         outputs: ExportOutputs<'_, K, V>,
+        short_chunks: Option<&mut DeviceBuffer<u32>>,
     ) -> Result<()> {
         let pass = BucketPass::Export {
             offsets,
             keys: outputs.keys,
             values: outputs.values,
+            short_chunks,
         };
         self.bucket_pass(slabs, stream, pass)
     }

@@ -2,7 +2,8 @@
 //! every batch, answers against a `HashMap` over batches that force evictions, write-backs
 //! of changed children only, budgets too small to hold a child, lookups of children on the
 //! host probed in place and paged giving the same answers, misses answered by the filters
-//! with no paging, and a host budget that runs out.
+//! with no paging, a host budget that runs out, and exports beside threads that remove and
+//! reinsert keys.
 
 use std::collections::HashMap;
 
@@ -10,7 +11,7 @@ use gpuhash_core::image::Image;
 use gpuhash_core::table::{ErrorKind, Key, Map, Table, TableError};
 use gpuhash_core::{Device, PinnedPool};
 use gpuhash_cuckoo::{CuckooError, CuckooTable};
-use gpuhash_slab_hash::SlabHashMap;
+use gpuhash_slab_hash::{SlabHashError, SlabHashMap};
 use gpuhash_swap::policy::child_of;
 use gpuhash_swap::{CostModel, SwapMap, SwapOptions, SwapTable};
 use gpuhash_test_support::{SeededRng, adversarial_keys, device, map_conformance, value_of};
@@ -93,22 +94,38 @@ fn conforms_with_two_of_eight_children_resident() {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn conforms_with_slab_hash_children_which_always_page() {
-    map_conformance(|device, capacity| {
-        let child_capacity = capacity.div_ceil(CHILDREN).max(1024);
-        let child = SlabHashMap::<u32, u32>::with_capacity(device, child_capacity)?;
-        let child_bytes = child.memory()?.bytes_reserved;
-        let filters = CHILDREN as u64 * (child_capacity as u64 * FILTER_BITS).div_ceil(256) * 32;
-        let options = SwapOptions::<CuckooTable<u32, u32>>::with_capacity(capacity)
-            .children(CHILDREN)
-            .child_capacity(child_capacity)
-            .scratch_bytes(SCRATCH)
-            .filter_bits_per_key(FILTER_BITS as u32)
-            .device_budget(RESIDENT * child_bytes + SCRATCH + filters)
-            .make_child(|device, capacity| {
-                SlabHashMap::<u32, u32>::with_capacity(device, capacity)
-            });
-        SwapTable::new(device, options)
-    });
+    map_conformance(slab_hash_children);
+}
+
+/// A table of 8 slab hash children of which 2 fit the device budget, for `capacity` pairs.
+fn slab_hash_children(
+    device: &Device,
+    capacity: usize,
+) -> Result<SwapTable<SlabHashMap<u32, u32>>, SlabHashError> {
+    let child_capacity = capacity.div_ceil(CHILDREN).max(1024);
+    let child = SlabHashMap::<u32, u32>::with_capacity(device, child_capacity)?;
+    let child_bytes = child.memory()?.bytes_reserved;
+    let filters = CHILDREN as u64 * (child_capacity as u64 * FILTER_BITS).div_ceil(256) * 32;
+    let options = SwapOptions::<CuckooTable<u32, u32>>::with_capacity(capacity)
+        .children(CHILDREN)
+        .child_capacity(child_capacity)
+        .scratch_bytes(SCRATCH)
+        .filter_bits_per_key(FILTER_BITS as u32)
+        .device_budget(RESIDENT * child_bytes + SCRATCH + filters)
+        .make_child(SlabHashMap::<u32, u32>::with_capacity);
+    SwapTable::new(device, options)
+}
+
+/// Exports while two threads remove and reinsert keys on their own streams: each child's
+/// export must hold only pairs someone inserted (the children's removals may still run on
+/// the device while the next batch exports them), for DyHash and slab hash children.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn exports_beside_removals_and_reinserts_hold_only_inserted_pairs() {
+    let dyhash = paging::<u32>(device(), 1 << 16).unwrap();
+    gpuhash_test_support::exports_under_churn(&dyhash, 20_000, 4).unwrap();
+    let slab_hash = slab_hash_children(device(), 1 << 16).unwrap();
+    gpuhash_test_support::exports_under_churn(&slab_hash, 20_000, 4).unwrap();
 }
 
 #[test]

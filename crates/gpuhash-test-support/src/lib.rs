@@ -15,6 +15,9 @@
 //!   caller buffers ([`PageAlone`]); [`image_round_trip`] checks a table's images;
 //!   [`combining_conformance`] checks the upserts and `insert_or_find` of a
 //!   [`gpuhash_core::table::CombiningMap`] against a `HashMap` fold.
+//! - [`exports_under_churn`]: every export form, again and again, while two threads
+//!   remove and reinsert keys on their own streams; no answer may hold a pair nobody
+//!   inserted, a value nobody wrote, or a key twice.
 //! - [`batch_cost`], the fixed cost of a batch of 1024 keys, for benchmarks.
 //!
 //! ## Example
@@ -38,6 +41,7 @@
 
 mod batch_cost;
 mod caller_buffers;
+mod churn;
 mod combining;
 mod conformance;
 mod export_into;
@@ -50,6 +54,7 @@ mod steps;
 
 pub use batch_cost::{BATCH_KEYS, BatchCost, batch_cost};
 pub use caller_buffers::PageAlone;
+pub use churn::exports_under_churn;
 pub use combining::combining_conformance;
 pub use conformance::{map_conformance, multimap_conformance, set_conformance};
 pub use gpu::{all_memory, device, fill_device_except, shared_memory, stream};

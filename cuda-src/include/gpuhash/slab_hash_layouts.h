@@ -107,7 +107,9 @@ typedef struct GhSlabGatherParams {
 /* Per chunk of buckets: counts[c] = live pairs (count pass; when counts is null, only
  * their sum is added to *total), or its pairs written, in bucket order, from offsets[c]
  * up to offsets[c + 1] (never past it) into keys_out and values_out (export pass,
- * values_out null for sets). */
+ * values_out null for sets). The export pass sets *short_chunks to 1 when a chunk found
+ * fewer pairs than its range (a concurrent batch removed some since they were counted),
+ * leaving the end of its range unwritten; short_chunks may be null. */
 typedef struct GhSlabBucketsParams {
     GhSlabTable table;
     uint64_t *counts;
@@ -115,6 +117,7 @@ typedef struct GhSlabBucketsParams {
     const uint64_t *offsets;
     uint32_t *keys_out;
     uint32_t *values_out;
+    uint32_t *short_chunks;
 } GhSlabBucketsParams;
 
 /* Readies the status of a pass that serves PENDING elements only: status[i] = DONE where

@@ -156,10 +156,11 @@ impl<K: Key, V: Value> Map for CuckooTable<K, V> {
     }
 
     /// Every pair into new device buffers; waits for `stream` to size them (and, after
-    /// removes, to count them first, as [`Table::len_on`] does).
+    /// removes, to count them first, as [`Table::len_on`] does). A remove another thread
+    /// queues between the count and the export has it count again (after 4 tries, the
+    /// export runs as a writing batch), so the answer matches the table it ran on.
     fn export_on(&self, stream: &Stream) -> Result<DevicePairs<K, V>> {
-        self.count_on(stream)?;
-        self.reading(stream, || self.export_pairs(stream))
+        self.counted_export(stream, || self.export_pairs(stream))
     }
 
     /// Writes the caller's buffers straight; counts first after removes, as
@@ -170,7 +171,6 @@ impl<K: Key, V: Value> Map for CuckooTable<K, V> {
         keys: &mut DeviceBuffer<K>,
         values: &mut DeviceBuffer<V>,
     ) -> Result<usize> {
-        self.count_on(stream)?;
-        self.reading(stream, || self.export_pairs_into(stream, keys, values))
+        self.counted_export(stream, || self.export_pairs_into(stream, keys, values))
     }
 }

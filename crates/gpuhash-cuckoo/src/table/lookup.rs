@@ -7,6 +7,10 @@ use super::{CuckooTable, SIDE_HEADER};
 use crate::key::KeyLayout;
 use crate::{Result, launch};
 
+/// Tries of an export as a reading batch before it runs as a writing one
+/// ([`CuckooTable::counted_export`]).
+const READING_EXPORT_TRIES: usize = 4;
+
 impl<K: Key, V: Value> CuckooTable<K, V> {
     pub(super) fn find(
         &self,
@@ -69,6 +73,39 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
             .into());
         }
         Ok(())
+    }
+
+    /// Runs `export`, which sizes its answer by the host's counts, on current counts. The
+    /// counts are read first after removes (a writing batch, as [`Table::len_on`] does),
+    /// then `export` runs as a reading batch; but a remove queued by another thread in
+    /// between leaves the counts behind, the kernel finding fewer pairs than they say (an
+    /// error) and the side slot's flag stale. So the reading batch checks, under the gate,
+    /// that no remove came, and the export starts again if one did, up to
+    /// [`READING_EXPORT_TRIES`] times; then it runs as one writing batch with the counts,
+    /// alone on the host and the device, so that the call always ends.
+    ///
+    /// [`Table::len_on`]: gpuhash_core::table::Table::len_on
+    pub(super) fn counted_export<R>(
+        &self,
+        stream: &Stream,
+        mut export: impl FnMut() -> Result<R>,
+    ) -> Result<R> {
+        for _ in 0..READING_EXPORT_TRIES {
+            self.count_on(stream)?;
+            let exported = self.reading(stream, || {
+                if self.mirror.lock().uncounted_removes {
+                    return Ok(None);
+                }
+                export().map(Some)
+            })?;
+            if let Some(exported) = exported {
+                return Ok(exported);
+            }
+        }
+        self.writing(stream, || {
+            self.settle_counts(stream)?;
+            export()
+        })
     }
 
     /// The pairs the subtables hold, by the counts, and whether the side slot holds the

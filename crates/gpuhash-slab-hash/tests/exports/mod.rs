@@ -1,6 +1,7 @@
 //! Exports and multimap rows laid out on the device, on tables large enough that the
 //! device scan runs at more than one level, held against std collection models; exports
-//! into caller buffers exactly full and one short. Part of the `gpu` test binary.
+//! into caller buffers exactly full and one short; exports beside threads that remove and
+//! reinsert keys. Part of the `gpu` test binary.
 
 use std::collections::{HashMap, HashSet};
 
@@ -9,6 +10,7 @@ use crate::shared_memory;
 use gpuhash_core::DeviceBuffer;
 use gpuhash_core::table::{ErrorKind, Key, Map, MultiMap, Set, Table, TableError};
 use gpuhash_slab_hash::{SlabHashMap, SlabHashMultiMap, SlabHashSet};
+use gpuhash_test_support::exports_under_churn;
 
 /// Buckets of the large tables: 2^18, so 8192 chunks of 32 buckets to count and scan, two
 /// tiles of the device scan.
@@ -189,4 +191,28 @@ fn multimap_exports_and_rows_over_many_buckets_match_the_model() {
     let _memory = shared_memory();
     multimap_over_many_buckets::<u32, u32>();
     multimap_over_many_buckets::<u64, u64>();
+}
+
+/// Random keys of the churn tests, beside the adversarial ones.
+const CHURNED_KEYS: usize = 200_000;
+/// Rounds of every export form while the keys churn.
+const CHURN_ROUNDS: usize = 12;
+
+/// Exports of a map, a set and a multimap while two threads remove and reinsert keys on
+/// their own streams: a removal between an export's count and its write pass leaves a
+/// chunk short of its range, and the export must run again rather than return the slots
+/// nobody wrote.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn exports_beside_removals_and_reinserts_hold_only_inserted_pairs() {
+    let _memory = shared_memory();
+    let capacity = CHURNED_KEYS as u64 * 2;
+    let map = SlabHashMap::<u32, u32>::new(device(), options(capacity, None)).unwrap();
+    exports_under_churn(&map, CHURNED_KEYS, CHURN_ROUNDS).unwrap();
+    let wide = SlabHashMap::<u64, u64>::new(device(), options(capacity, None)).unwrap();
+    exports_under_churn(&wide, CHURNED_KEYS, CHURN_ROUNDS).unwrap();
+    let set = SlabHashSet::<u32>::new(device(), options(capacity, None)).unwrap();
+    exports_under_churn(&set, CHURNED_KEYS, CHURN_ROUNDS).unwrap();
+    let multimap = SlabHashMultiMap::<u32, u32>::new(device(), options(capacity, None)).unwrap();
+    exports_under_churn(&multimap, CHURNED_KEYS, CHURN_ROUNDS).unwrap();
 }
