@@ -1,0 +1,320 @@
+//! [`HyperspaceIndex`]: the key index and the attribute subspaces, each holding every
+//! tuple, kept in step by the batches here. Searches are in `search.rs`.
+//!
+//! Phase order of each batch (what a concurrent reader may see in between):
+//! - insert: the key index first (it decides which keys are new), then each subspace;
+//! - delete: each subspace first, then the key index;
+//! - modify: new copies into every space, a wait for every search that began before
+//!   they were all in ([`crate::grace`]), then the old copies out of every space, each by
+//!   the key slot a lookup found before the insert.
+
+use gpuhash_core::staging::upload;
+use gpuhash_core::table::MemoryUsage;
+use gpuhash_core::{Device, DeviceBuffer, Stream};
+
+use crate::Result;
+use crate::grace::GracePeriod;
+use crate::launch::Lookup;
+use crate::layouts::{GH_HS_INSERTED, GH_HS_PENDING, GH_HS_PRESENT};
+use crate::options::HyperspaceOptions;
+use crate::shape::SpaceShape;
+use crate::space::Space;
+use crate::tuples::{self, DeviceTuples, Tuple, TupleBatch};
+
+/// What an insert did with each tuple.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum InsertStatus {
+    /// The tuple went in.
+    Inserted,
+    /// The index held the key already; the tuple it holds stays as it was.
+    Present,
+}
+
+/// A hyperspace index of tuples `(key, A1..Ap, value)` on one GPU (see the crate docs).
+#[derive(Debug)]
+pub struct HyperspaceIndex {
+    device: Device,
+    attribute_count: usize,
+    options: HyperspaceOptions,
+    /// The key index first, then the attribute subspaces.
+    pub(crate) spaces: Vec<Space>,
+    pub(crate) grace: GracePeriod,
+}
+
+impl HyperspaceIndex {
+    /// An empty index of tuples with `p` attributes (1 to 8), its spaces sized for
+    /// `capacity` tuples (they hold more, with longer chains).
+    pub fn new(
+        device: &Device,
+        p: usize,
+        capacity: u64,
+        options: HyperspaceOptions,
+    ) -> Result<Self> {
+        let spaces = options
+            .shapes(p, capacity)?
+            .into_iter()
+            .map(|shape| Space::new(device, shape, options.seed, p, capacity, options.variant))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self {
+            device: device.clone(),
+            attribute_count: p,
+            options,
+            spaces,
+            grace: GracePeriod::default(),
+        })
+    }
+
+    /// An index of `p` attributes holding `batch`, built in bulk: every space sorts the
+    /// tuples by bucket and writes whole nodes. The keys must be unique and not reserved.
+    pub fn build(
+        device: &Device,
+        p: usize,
+        batch: TupleBatch<'_>,
+        options: HyperspaceOptions,
+    ) -> Result<Self> {
+        tuples::check_batch(p, batch)?;
+        let index = Self::new(device, p, batch.len() as u64, options)?;
+        let stream = device.lend_stream()?;
+        let tuples = DeviceTuples::from_batch(&stream, batch)?;
+        for space in &index.spaces {
+            space.build(&stream, &tuples)?;
+        }
+        stream.synchronize()?;
+        Ok(index)
+    }
+
+    /// The device the index lives on.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// Attributes a tuple has (p).
+    pub fn attribute_count(&self) -> usize {
+        self.attribute_count
+    }
+
+    /// The options the index was made with.
+    pub fn options(&self) -> &HyperspaceOptions {
+        &self.options
+    }
+
+    /// The shapes of the spaces: the key index first, then the attribute subspaces.
+    pub fn space_shapes(&self) -> Vec<SpaceShape> {
+        self.spaces.iter().map(|s| s.shape().clone()).collect()
+    }
+
+    /// The bucket of each tuple of `batch` in space `space` (0 the key index), as the
+    /// kernels compute it; [`SpaceShape::bucket`] computes the same on the host.
+    pub fn buckets(&self, space: usize, batch: TupleBatch<'_>) -> Result<Vec<u32>> {
+        tuples::check_shape(self.attribute_count, batch)?;
+        let Some(space) = self.spaces.get(space) else {
+            return Err(gpuhash_core::Error::InvalidInput(format!(
+                "no space {space}: the index has {}",
+                self.spaces.len()
+            ))
+            .into());
+        };
+        let stream = self.device.lend_stream()?;
+        let tuples = DeviceTuples::from_batch(&stream, batch)?;
+        space.buckets(&stream, &tuples)
+    }
+
+    /// Inserts each tuple whose key the index does not hold; the others leave the index
+    /// as it was. A batch with a key twice, a reserved key ([`crate::is_reserved_key`]) or
+    /// the wrong shape is rejected whole, as is one the allocators cannot make room for
+    /// (the error names why; the tuples of the batch inserted meanwhile are taken out).
+    pub fn insert(&self, batch: TupleBatch<'_>) -> Result<Vec<InsertStatus>> {
+        tuples::check_batch(self.attribute_count, batch)?;
+        if batch.is_empty() {
+            return Ok(Vec::new());
+        }
+        let stream = self.device.lend_stream()?;
+        let tuples = DeviceTuples::from_batch(&stream, batch)?;
+        let mut status = DeviceBuffer::<u8>::zeroed(&stream, batch.len())?;
+        let mut slots = vec![DeviceBuffer::<u64>::zeroed(&stream, batch.len())?];
+        self.spaces[0].insert(&stream, &tuples, &mut status, Some(&mut slots[0]), true)?;
+        let key_status = status.to_host(&stream)?;
+        let pending: Vec<u8> = key_status
+            .iter()
+            .map(|&s| {
+                if u32::from(s) == GH_HS_INSERTED {
+                    GH_HS_PENDING as u8
+                } else {
+                    GH_HS_PRESENT as u8
+                }
+            })
+            .collect();
+        for space in &self.spaces[1..] {
+            let mut status = upload(&stream, &pending)?;
+            slots.push(DeviceBuffer::<u64>::zeroed(&stream, batch.len())?);
+            let reached = slots.last_mut().expect("just pushed");
+            if let Err(error) = space.insert(&stream, &tuples, &mut status, Some(reached), false) {
+                self.take_out(&stream, &tuples.keys, &slots)?;
+                return Err(error);
+            }
+        }
+        stream.synchronize()?;
+        Ok(key_status
+            .iter()
+            .map(|&s| {
+                if u32::from(s) == GH_HS_INSERTED {
+                    InsertStatus::Inserted
+                } else {
+                    InsertStatus::Present
+                }
+            })
+            .collect())
+    }
+
+    /// Takes out the copies a batch put in: `slots[s]` holds the key slots it took in
+    /// space s (0 where it took none), for the first `slots.len()` spaces.
+    fn take_out(
+        &self,
+        stream: &Stream,
+        keys: &DeviceBuffer<u32>,
+        slots: &[DeviceBuffer<u64>],
+    ) -> Result<()> {
+        for (space, slots) in self.spaces.iter().zip(slots) {
+            space.delete_slots(stream, slots, keys)?;
+        }
+        stream.synchronize()?;
+        Ok(())
+    }
+
+    /// The tuple of each key, or `None`.
+    pub fn get(&self, keys: &[u32]) -> Result<Vec<Option<Tuple>>> {
+        let stream = self.device.lend_stream()?;
+        let (found, tuples) = self.lookup(&stream, keys)?;
+        let tuples = tuples.to_host(&stream)?;
+        Ok(found
+            .iter()
+            .enumerate()
+            .map(|(i, &f)| (f != 0).then(|| tuples.tuple(i)))
+            .collect())
+    }
+
+    /// Looks keys up in the key index: found flags (on the host) and tuples (on the
+    /// device, unspecified where not found).
+    fn lookup(&self, stream: &Stream, keys: &[u32]) -> Result<(Vec<u8>, DeviceTuples)> {
+        let keys_on = upload(stream, keys)?;
+        let mut found = DeviceBuffer::<u8>::zeroed(stream, keys.len())?;
+        let mut tuples = DeviceTuples::unfilled(stream, self.attribute_count, keys.len())?;
+        let lookup = Lookup {
+            keys: &keys_on,
+            attributes: None,
+        };
+        self.spaces[0].get(stream, lookup, &mut found, Some(&mut tuples), None)?;
+        Ok((found.to_host(stream)?, tuples))
+    }
+
+    /// Removes the tuple of each key; true where there was one (for each copy of a key
+    /// the batch repeats). Each subspace first,
+    /// then the key index, so that a key is gone from every space once it is gone from the
+    /// key index.
+    pub fn delete(&self, keys: &[u32]) -> Result<Vec<bool>> {
+        let stream = self.device.lend_stream()?;
+        let (found, tuples) = self.lookup(&stream, keys)?;
+        // Subspaces first, the key index last (self.spaces[0]).
+        for space in self.spaces.iter().rev() {
+            space.delete(&stream, &tuples)?;
+        }
+        stream.synchronize()?;
+        Ok(found.iter().map(|&f| f != 0).collect())
+    }
+
+    /// Replaces the attributes and value of each tuple whose key the index holds with
+    /// the batch's; true where it did, false for a key the index does not hold.
+    ///
+    /// In the GHSH paper's order: the new copies go into every space, then, once every
+    /// search that began before they were all in has ended, the old copies go out. A
+    /// search running meanwhile finds the tuple once or twice (old and new), never not at
+    /// all. Two batches modifying one key at once from two host threads are not ordered:
+    /// keep such writes on one thread. Rejected whole like [`HyperspaceIndex::insert`].
+    pub fn modify(&self, batch: TupleBatch<'_>) -> Result<Vec<bool>> {
+        tuples::check_batch(self.attribute_count, batch)?;
+        if batch.is_empty() {
+            return Ok(Vec::new());
+        }
+        let stream = self.device.lend_stream()?;
+        let (found, old) = self.lookup(&stream, batch.keys)?;
+        let old_slots = self.slots_of(&stream, &old)?;
+        let new = DeviceTuples::from_batch(&stream, batch)?;
+        let pending: Vec<u8> = found
+            .iter()
+            .map(|&f| {
+                if f != 0 {
+                    GH_HS_PENDING as u8
+                } else {
+                    GH_HS_PRESENT as u8
+                }
+            })
+            .collect();
+        let mut new_slots = Vec::with_capacity(self.spaces.len());
+        for space in &self.spaces {
+            let mut status = upload(&stream, &pending)?;
+            let mut slots = DeviceBuffer::<u64>::zeroed(&stream, batch.len())?;
+            let inserted = space.insert(&stream, &new, &mut status, Some(&mut slots), false);
+            new_slots.push(slots);
+            if let Err(error) = inserted {
+                self.take_out(&stream, &new.keys, &new_slots)?;
+                return Err(error);
+            }
+        }
+        stream.synchronize()?;
+        self.grace.wait_for_earlier_searches();
+        self.take_out(&stream, &new.keys, &old_slots)?;
+        Ok(found.iter().map(|&f| f != 0).collect())
+    }
+
+    /// The key slot of each tuple's copy in every space (0 where a key was not found).
+    fn slots_of(&self, stream: &Stream, tuples: &DeviceTuples) -> Result<Vec<DeviceBuffer<u64>>> {
+        let n = tuples.len();
+        let mut all = Vec::with_capacity(self.spaces.len());
+        for space in &self.spaces {
+            let mut found = DeviceBuffer::<u8>::zeroed(stream, n)?;
+            let mut slots = DeviceBuffer::<u64>::zeroed(stream, n)?;
+            let lookup = Lookup {
+                keys: &tuples.keys,
+                attributes: Some(&tuples.attributes),
+            };
+            space.get(stream, lookup, &mut found, None, Some(&mut slots))?;
+            all.push(slots);
+        }
+        Ok(all)
+    }
+
+    /// Tuples in the index, once the work queued before has run.
+    pub fn len(&self) -> Result<usize> {
+        let stream = self.device.lend_stream()?;
+        Ok(self.spaces[0].len(&stream)? as usize)
+    }
+
+    /// Whether the index holds no tuple.
+    pub fn is_empty(&self) -> Result<bool> {
+        Ok(self.len()? == 0)
+    }
+
+    /// Removes every tuple, keeping the memory, after every kernel queued before.
+    pub fn clear(&self) -> Result<()> {
+        let stream = self.device.lend_stream()?;
+        for space in &self.spaces {
+            space.clear(&stream)?;
+        }
+        stream.synchronize()?;
+        Ok(())
+    }
+
+    /// Device memory of every space together; entry bytes count each tuple once
+    /// (4 bytes a field).
+    pub fn memory(&self) -> Result<MemoryUsage> {
+        let stream = self.device.lend_stream()?;
+        let mut usage = MemoryUsage::default();
+        for space in &self.spaces {
+            let (reserved, in_use) = space.memory(&stream)?;
+            usage.bytes_reserved += reserved;
+            usage.bytes_in_use += in_use;
+        }
+        usage.entry_bytes = self.spaces[0].len(&stream)? * (self.attribute_count as u64 + 2) * 4;
+        Ok(usage)
+    }
+}
