@@ -50,7 +50,9 @@ __device__ __forceinline__ bool meets(uint32_t mask, const uint32_t (&want)[GH_H
 #pragma unroll
     for (uint32_t f = 0; f < GH_HS_MAX_FIELDS; ++f) {
         if (named(mask, f)) {
-            ok = ok && words[f] == __shfl_sync(kFullWarp, want[f], j);
+            // Every lane shuffles: `mask` is the same in all of them.
+            const uint32_t wanted = __shfl_sync(kFullWarp, want[f], j);
+            ok = ok && words[f] == wanted;
         }
     }
     return ok;
@@ -171,6 +173,23 @@ extern "C" __global__ void gh_hs_search(GhHsSearchParams p) {
         }
         if (!write && s < p.subtask_count && found != 0) {
             atomicAdd((unsigned long long *)p.counts + query, (unsigned long long)found);
+        }
+    });
+}
+
+// One warp per query: its lanes copy the query's matches, one tuple a lane at a time.
+extern "C" __global__ void gh_hs_compact(GhHsCompactParams p) {
+    for_each_warp_item(p.query_count, [&](uint64_t q) {
+        const uint64_t count = p.to[q + 1] - p.to[q];
+        for (uint64_t k = lane_id(); k < count; k += 32u) {
+            const uint64_t src = p.from[q] + k;
+            const uint64_t dst = p.to[q] + k;
+            p.out.keys[dst] = p.source.keys[src];
+            p.out.values[dst] = p.source.values[src];
+            for (uint32_t a = 0; a < p.attribute_count; ++a) {
+                p.out.attributes[(uint64_t)a * p.out.capacity + dst] =
+                    p.source.attributes[(uint64_t)a * p.source.count + src];
+            }
         }
     });
 }

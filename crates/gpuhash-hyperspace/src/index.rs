@@ -132,7 +132,12 @@ impl HyperspaceIndex {
         let tuples = DeviceTuples::from_batch(&stream, batch)?;
         let mut status = DeviceBuffer::<u8>::zeroed(&stream, batch.len())?;
         let mut slots = vec![DeviceBuffer::<u64>::zeroed(&stream, batch.len())?];
-        self.spaces[0].insert(&stream, &tuples, &mut status, Some(&mut slots[0]), true)?;
+        if let Err(error) =
+            self.spaces[0].insert(&stream, &tuples, &mut status, Some(&mut slots[0]), true)
+        {
+            self.take_out(&stream, &tuples.keys, &slots)?;
+            return Err(error);
+        }
         let key_status = status.to_host(&stream)?;
         let pending: Vec<u8> = key_status
             .iter()

@@ -5,9 +5,10 @@ use gpuhash_core::launch::{Kernel, KernelImage, KernelParams, LaunchShape};
 use gpuhash_core::{DeviceAddress, DeviceBuffer, Stream};
 
 use crate::layouts::{
-    GhHsBucketsParams, GhHsBuildParams, GhHsCountParams, GhHsDeleteParams, GhHsFillParams,
-    GhHsGetParams, GhHsInsertParams, GhHsPartitionParams, GhHsPermuteParams, GhHsSearchParams,
-    GhHsSlotDeleteParams, GhHsSpace, GhHsSubtaskParams, GhHsTuples, GhHsTuplesOut,
+    GhHsBucketsParams, GhHsBuildParams, GhHsCompactParams, GhHsCountParams, GhHsDeleteParams,
+    GhHsFillParams, GhHsGetParams, GhHsInsertParams, GhHsPartitionParams, GhHsPermuteParams,
+    GhHsSearchParams, GhHsSlotDeleteParams, GhHsSpace, GhHsSubtaskParams, GhHsTuples,
+    GhHsTuplesOut,
 };
 use crate::tuples::DeviceTuples;
 
@@ -35,6 +36,8 @@ unsafe impl KernelParams for GhHsPermuteParams {}
 unsafe impl KernelParams for GhHsBuildParams {}
 // SAFETY: as above.
 unsafe impl KernelParams for GhHsFillParams {}
+// SAFETY: as above.
+unsafe impl KernelParams for GhHsCompactParams {}
 
 static OPS: KernelImage = gpuhash_core::kernel_image!("hyperspace");
 static SEARCH_IMAGE: KernelImage = gpuhash_core::kernel_image!("search");
@@ -49,6 +52,7 @@ static COUNT: Kernel<GhHsCountParams> = Kernel::new(&OPS, "gh_hs_count");
 static FILL: Kernel<GhHsFillParams> = Kernel::new(&OPS, "gh_hs_fill");
 static SUBTASKS: Kernel<GhHsSubtaskParams> = Kernel::new(&SEARCH_IMAGE, "gh_hs_subtasks");
 static SEARCH: Kernel<GhHsSearchParams> = Kernel::new(&SEARCH_IMAGE, "gh_hs_search");
+static COMPACT: Kernel<GhHsCompactParams> = Kernel::new(&SEARCH_IMAGE, "gh_hs_compact");
 static PARTITION: Kernel<GhHsPartitionParams> = Kernel::new(&BUILD_IMAGE, "gh_hs_partition");
 static PERMUTE: Kernel<GhHsPermuteParams> = Kernel::new(&BUILD_IMAGE, "gh_hs_permute");
 static BUILD: Kernel<GhHsBuildParams> = Kernel::new(&BUILD_IMAGE, "gh_hs_build");
@@ -408,6 +412,39 @@ pub(crate) fn search(
             unsafe { SEARCH.launch(stream, shape, params) }
         }
     }
+}
+
+/// Moves each query's matches from `source` (query q's from `from[q]`) to `out` (query
+/// q's at `to[q]..to[q + 1]`).
+pub(crate) fn compact(
+    stream: &Stream,
+    source: &DeviceTuples,
+    from: &DeviceBuffer<u64>,
+    to: &DeviceBuffer<u64>,
+    out: &mut DeviceTuples,
+    attribute_count: usize,
+) -> gpuhash_core::Result<()> {
+    let queries = from.len() as u64;
+    if queries == 0 || to.len() as u64 != queries + 1 {
+        return Ok(());
+    }
+    let input = tuples_on(stream, source);
+    let f = from.address(stream);
+    let t = to.address(stream);
+    let o = tuples_out(stream, out);
+    let params = GhHsCompactParams {
+        source: input.params,
+        out: o.params,
+        from: f.address as *const u64,
+        to: t.address as *const u64,
+        query_count: queries,
+        attribute_count: attribute_count as u32,
+    };
+    // SAFETY: `to` holds queries + 1 rising offsets ending at out's capacity; query q's
+    // to[q + 1] - to[q] tuples lie in source from from[q] (a write pass found that many
+    // within the capacity laid out for q there, checked by the caller); both hold
+    // `attribute_count` attribute columns.
+    unsafe { COMPACT.launch(stream, grid(stream, queries * 32), params) }
 }
 
 /// Counting-sort passes over `keys & mask`: the histogram (zeroed by the caller), or the

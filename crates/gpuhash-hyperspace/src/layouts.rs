@@ -365,6 +365,42 @@ impl Default for GhHsSearchParams {
 }
 #[repr(C)]
 #[derive(Debug, Copy, Clone, PartialEq, Eq)]
+pub struct GhHsCompactParams {
+    pub source: GhHsTuples,
+    pub out: GhHsTuplesOut,
+    pub from: *const u64,
+    pub to: *const u64,
+    pub query_count: u64,
+    pub attribute_count: u32,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of GhHsCompactParams"][::core::mem::size_of::<GhHsCompactParams>() - 96usize];
+    ["Alignment of GhHsCompactParams"][::core::mem::align_of::<GhHsCompactParams>() - 8usize];
+    ["Offset of field: GhHsCompactParams::source"]
+        [::core::mem::offset_of!(GhHsCompactParams, source) - 0usize];
+    ["Offset of field: GhHsCompactParams::out"]
+        [::core::mem::offset_of!(GhHsCompactParams, out) - 32usize];
+    ["Offset of field: GhHsCompactParams::from"]
+        [::core::mem::offset_of!(GhHsCompactParams, from) - 64usize];
+    ["Offset of field: GhHsCompactParams::to"]
+        [::core::mem::offset_of!(GhHsCompactParams, to) - 72usize];
+    ["Offset of field: GhHsCompactParams::query_count"]
+        [::core::mem::offset_of!(GhHsCompactParams, query_count) - 80usize];
+    ["Offset of field: GhHsCompactParams::attribute_count"]
+        [::core::mem::offset_of!(GhHsCompactParams, attribute_count) - 88usize];
+};
+impl Default for GhHsCompactParams {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone, PartialEq, Eq)]
 pub struct GhHsCountParams {
     pub space: GhHsSpace,
     pub total: *mut ::core::ffi::c_ulonglong,

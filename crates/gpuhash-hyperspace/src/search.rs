@@ -4,10 +4,13 @@
 //! and bucket it touches, are made on the device and, for the grouped strategy, sorted by
 //! bucket there (a counting sort on the bucket's low bits; equal buckets end up together).
 //! Then two passes over every group, as the slab hash multimap's `get_all`: a count pass,
-//! offsets laid end to end on the host, and a write pass that puts each query's matches
-//! at its offset. A batch on another thread may delete tuples between the two passes:
-//! the write pass then finds fewer than counted, and the passes run again with the counts
-//! it found, so that no slot of the answer is left unwritten.
+//! and a write pass that puts each query's matches at its place in a layout with room for
+//! a quarter more than counted (and 8). A batch on another thread may add or remove
+//! copies between the passes (a modify in flight adds one): if a query finds more than
+//! its room, the write pass runs again with the counts it found; otherwise every match the
+//! pass saw was written, and a compaction kernel lays the queries' matches end to end.
+//! So the answer is what one write pass saw, whole: under the modify's grace period, each
+//! tuple once or twice, never not at all.
 
 use std::collections::BTreeMap;
 
@@ -193,26 +196,52 @@ impl HyperspaceIndex {
             }
         }
         loop {
-            let offsets = prefix_offsets(&limits);
-            let total = *offsets.last().unwrap_or(&0) as usize;
-            let mut out = DeviceTuples::unfilled(stream, self.attribute_count(), total)?;
-            let mut short = false;
+            // Room for a quarter more than counted: a batch on another thread may add
+            // copies (a modify in flight) between the passes.
+            let room: Vec<u64> = limits.iter().map(|&l| l + l / 4 + 8).collect();
+            let padded = prefix_offsets(&room);
+            let total = *padded.last().unwrap_or(&0) as usize;
+            let mut written = DeviceTuples::unfilled(stream, self.attribute_count(), total)?;
+            let mut found = vec![0u64; queries.len()];
             for plan in &plans {
-                let found = plan.write(stream, &offsets, &limits, &mut out)?;
-                for (&q, found) in plan.members.iter().zip(found) {
-                    if found < limits[q] {
-                        limits[q] = found;
-                        short = true;
-                    }
+                let counts = plan.write(stream, &padded, &room, &mut written)?;
+                for (&q, count) in plan.members.iter().zip(counts) {
+                    found[q] = count;
                 }
             }
-            if !short {
-                return Ok(DeviceMatches {
-                    offsets: DeviceBuffer::from_host(stream, &offsets)?,
-                    tuples: out,
-                });
+            if found.iter().zip(&room).all(|(f, r)| f <= r) {
+                return self.compacted(stream, &written, &padded, &found);
             }
+            limits = found;
         }
+    }
+
+    /// The answer from a write pass's padded layout: query q's `found[q]` matches from
+    /// `padded[q]` on, laid end to end.
+    fn compacted(
+        &self,
+        stream: &Stream,
+        written: &DeviceTuples,
+        padded: &[u64],
+        found: &[u64],
+    ) -> Result<DeviceMatches> {
+        let offsets = prefix_offsets(found);
+        let total = *offsets.last().unwrap_or(&0) as usize;
+        let mut out = DeviceTuples::unfilled(stream, self.attribute_count(), total)?;
+        let from = DeviceBuffer::from_host(stream, &padded[..found.len()])?;
+        let offsets = DeviceBuffer::from_host(stream, &offsets)?;
+        launch::compact(
+            stream,
+            written,
+            &from,
+            &offsets,
+            &mut out,
+            self.attribute_count(),
+        )?;
+        Ok(DeviceMatches {
+            offsets,
+            tuples: out,
+        })
     }
 
     /// The batch's queries grouped by the fields they name, each group planned in its

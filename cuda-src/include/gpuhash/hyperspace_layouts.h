@@ -148,6 +148,18 @@ typedef struct GhHsSearchParams {
     GhHsTuplesOut out;
 } GhHsSearchParams;
 
+/* Moves each query's matches from a write pass's padded layout to the answer: query q's
+ * to[q + 1] - to[q] tuples from source position from[q] to answer position to[q]
+ * (source.count is the padded capacity, the attributes' column stride). */
+typedef struct GhHsCompactParams {
+    GhHsTuples source;
+    GhHsTuplesOut out;
+    const uint64_t *from;
+    const uint64_t *to;
+    uint64_t query_count;
+    uint32_t attribute_count;
+} GhHsCompactParams;
+
 /* *total += live tuples of every bucket (counts null), or counts[b] = live tuples of
  * bucket b. */
 typedef struct GhHsCountParams {
