@@ -129,7 +129,7 @@ impl DeviceTuples {
         })
     }
 
-    /// A copy of a host batch (not checked: see [`check_batch`]).
+    /// A copy of a host batch, as it is (its shape and keys are not checked).
     pub fn from_batch(stream: &Stream, batch: TupleBatch<'_>) -> Result<Self> {
         Ok(Self {
             keys: DeviceBuffer::from_host(stream, batch.keys)?,
@@ -152,7 +152,7 @@ impl DeviceTuples {
     pub fn to_host(&self, stream: &Stream) -> Result<Tuples> {
         let n = self.len();
         Ok(Tuples {
-            attribute_count: if n == 0 { 0 } else { self.attributes.len() / n },
+            attribute_count: self.attributes.len().checked_div(n).unwrap_or(0),
             keys: self.keys.to_host(stream)?,
             attributes: self.attributes.to_host(stream)?,
             values: self.values.to_host(stream)?,

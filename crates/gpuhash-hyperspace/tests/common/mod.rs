@@ -22,11 +22,10 @@ impl Model {
     pub fn insert(&mut self, batch: &Tuples) -> Vec<InsertStatus> {
         batch
             .iter()
-            .map(|t| {
-                if self.tuples.contains_key(&t.key) {
-                    InsertStatus::Present
-                } else {
-                    self.tuples.insert(t.key, t);
+            .map(|t| match self.tuples.entry(t.key) {
+                std::collections::btree_map::Entry::Occupied(_) => InsertStatus::Present,
+                std::collections::btree_map::Entry::Vacant(spot) => {
+                    spot.insert(t);
                     InsertStatus::Inserted
                 }
             })
