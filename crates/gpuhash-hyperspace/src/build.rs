@@ -88,7 +88,7 @@ impl Space {
     /// sorted by bucket, then written whole node by node. If a warp finds no super node
     /// the space is cleared, grown and built again; a growth error leaves it empty.
     pub(crate) fn build(&self, stream: &Stream, tuples: &DeviceTuples) -> Result<()> {
-        let buckets = DeviceBuffer::from_host(stream, &self.buckets(stream, tuples)?)?;
+        let buckets = self.buckets(stream, tuples)?;
         let (order, offsets) = counting_sort(stream, &buckets, self.shape().bucket_count())?;
         let sorted = DeviceTuples {
             keys: permuted(stream, &tuples.keys, 1, &order)?,

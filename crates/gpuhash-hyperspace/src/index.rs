@@ -116,7 +116,7 @@ impl HyperspaceIndex {
         };
         let stream = self.device.lend_stream()?;
         let tuples = DeviceTuples::from_batch(&stream, batch)?;
-        space.buckets(&stream, &tuples)
+        Ok(space.buckets(&stream, &tuples)?.to_host(&stream)?)
     }
 
     /// Inserts each tuple whose key the index does not hold; the others leave the index
@@ -198,17 +198,46 @@ impl HyperspaceIndex {
             .collect())
     }
 
+    /// Queues lookups of `keys` on `stream` and returns without waiting: `found[i]`
+    /// becomes 1 with the tuple in slot i of `out` (which holds `keys.len()` tuples of p
+    /// attributes), or 0 with the (reserved) empty word as slot i's key.
+    pub fn get_async(
+        &self,
+        stream: &Stream,
+        keys: &DeviceBuffer<u32>,
+        found: &mut DeviceBuffer<u8>,
+        out: &mut DeviceTuples,
+    ) -> Result<()> {
+        let n = keys.len();
+        let lengths = [
+            ("keys and found", n, found.len()),
+            ("keys and answer keys", n, out.keys.len()),
+            ("keys and answer values", n, out.values.len()),
+            (
+                "p columns of keys and answer attributes",
+                n * self.attribute_count,
+                out.attributes.len(),
+            ),
+        ];
+        for (what, left, right) in lengths {
+            if left != right {
+                return Err(gpuhash_core::Error::LengthMismatch { what, left, right }.into());
+            }
+        }
+        let lookup = Lookup {
+            keys,
+            attributes: None,
+        };
+        self.spaces[0].get(stream, lookup, found, Some(out), None)
+    }
+
     /// Looks keys up in the key index: found flags (on the host) and tuples (on the
-    /// device, unspecified where not found).
+    /// device, their key the empty word where not found).
     fn lookup(&self, stream: &Stream, keys: &[u32]) -> Result<(Vec<u8>, DeviceTuples)> {
         let keys_on = upload(stream, keys)?;
         let mut found = DeviceBuffer::<u8>::zeroed(stream, keys.len())?;
         let mut tuples = DeviceTuples::unfilled(stream, self.attribute_count, keys.len())?;
-        let lookup = Lookup {
-            keys: &keys_on,
-            attributes: None,
-        };
-        self.spaces[0].get(stream, lookup, &mut found, Some(&mut tuples), None)?;
+        self.get_async(stream, &keys_on, &mut found, &mut tuples)?;
         Ok((found.to_host(stream)?, tuples))
     }
 

@@ -240,13 +240,17 @@ impl Space {
         Ok(launch::delete_slots(stream, slots, keys)?)
     }
 
-    /// The bucket of each tuple, as the kernels compute it.
-    pub(crate) fn buckets(&self, stream: &Stream, tuples: &DeviceTuples) -> Result<Vec<u32>> {
-        let mut buckets = DeviceBuffer::zeroed(stream, tuples.len())?;
+    /// The bucket of each tuple, as the kernels compute it, on the device.
+    pub(crate) fn buckets(
+        &self,
+        stream: &Stream,
+        tuples: &DeviceTuples,
+    ) -> Result<DeviceBuffer<u32>> {
+        let mut buckets = DeviceBuffer::unfilled(stream, tuples.len())?;
         self.run(stream, |space| {
             launch::buckets(stream, space, tuples, &mut buckets)
         })?;
-        Ok(buckets.to_host(stream)?)
+        Ok(buckets)
     }
 
     /// Live tuples once the work queued on `stream` has run.

@@ -391,3 +391,95 @@ fn empty_batches_do_nothing() {
     let none = idx.search(&[Query::attribute(0, 3)]).expect("search");
     assert_eq!(none.offsets, vec![0, 0]);
 }
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn device_lookups_answer_like_host_lookups() {
+    let _memory = shared_memory();
+    let mut rng = SeededRng::new(14);
+    let idx = index(3, 5000, HyperspaceOptions::default());
+    let mut model = Model::default();
+    let tuples = random_tuples(&mut rng, 3, 5000, 1 << 16, 100);
+    idx.insert(batch(&tuples)).expect("insert");
+    model.insert(&tuples);
+    let keys: Vec<u32> = (0..3000).map(|k| k * 23).collect();
+    let stream = device().new_stream().expect("a stream");
+    let keys_on = gpuhash_core::DeviceBuffer::from_host(&stream, &keys).expect("keys");
+    let mut found = gpuhash_core::DeviceBuffer::zeroed(&stream, keys.len()).expect("found");
+    let mut out = gpuhash_hyperspace::DeviceTuples::unfilled(&stream, 3, keys.len()).expect("out");
+    idx.get_async(&stream, &keys_on, &mut found, &mut out)
+        .expect("get_async");
+    let found = found.to_host(&stream).expect("found");
+    let out = out.to_host(&stream).expect("out");
+    for (i, expected) in model.get(&keys).into_iter().enumerate() {
+        assert_eq!(
+            (found[i] != 0).then(|| out.tuple(i)),
+            expected,
+            "key {}",
+            keys[i]
+        );
+    }
+    let mut short = gpuhash_core::DeviceBuffer::zeroed(&stream, 2).expect("short");
+    let mut out = gpuhash_hyperspace::DeviceTuples::unfilled(&stream, 3, keys.len()).expect("out");
+    let error = idx
+        .get_async(&stream, &keys_on, &mut short, &mut out)
+        .expect_err("lengths differ");
+    assert_eq!(error.kind(), ErrorKind::InvalidInput);
+}
+
+/// Four host threads insert overlapping batches (each key with the same tuple in every
+/// batch): every key goes in once, answered inserted by exactly one thread.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn inserts_from_four_threads_store_each_key_once() {
+    let _memory = shared_memory();
+    let mut rng = SeededRng::new(15);
+    let all = random_tuples(&mut rng, 2, 40_000, 1 << 32, 64);
+    let idx = index(2, 10_000, HyperspaceOptions::default());
+    let slices: Vec<Tuples> = (0..4)
+        .map(|t| {
+            // Thread t takes tuples t * 7500 .. t * 7500 + 17_500: neighbours overlap.
+            let range = t * 7_500..(t * 7_500 + 17_500).min(all.len());
+            let keys = all.keys[range.clone()].to_vec();
+            let n = keys.len();
+            let mut attributes = Vec::with_capacity(2 * n);
+            for a in 0..2 {
+                attributes.extend(range.clone().map(|i| all.attributes[a * all.len() + i]));
+            }
+            Tuples {
+                attribute_count: 2,
+                keys,
+                attributes,
+                values: all.values[range].to_vec(),
+            }
+        })
+        .collect();
+    let answers: Vec<Vec<InsertStatus>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = slices
+            .iter()
+            .map(|slice| scope.spawn(|| idx.insert(batch(slice)).expect("insert")))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a thread"))
+            .collect()
+    });
+    let mut inserted = std::collections::HashMap::<u32, u32>::new();
+    for (slice, answer) in slices.iter().zip(&answers) {
+        for (&key, status) in slice.keys.iter().zip(answer) {
+            *inserted.entry(key).or_default() += u32::from(*status == InsertStatus::Inserted);
+        }
+    }
+    assert!(inserted.values().all(|&times| times == 1));
+    let mut model = Model::default();
+    for slice in &slices {
+        model.insert(slice);
+    }
+    check_contents(&idx, &model, &[], "four threads");
+    check_searches(
+        &idx,
+        &model,
+        &some_queries(&mut rng, 2, 64, &model),
+        "four threads",
+    );
+}
