@@ -174,6 +174,42 @@ extern "C" __global__ void gh_hs_count(GhHsCountParams p) {
     });
 }
 
+// Every live tuple: one warp a bucket; on each key node the live lanes take places
+// with one atomic and each writes its own tuple (lane c's word of every chain).
+extern "C" __global__ void gh_hs_export(GhHsExportParams p) {
+    const uint32_t lanes_below = (1u << lane_id()) - 1u;
+    const uint32_t chains = chain_count(p.space);
+    for_each_warp_item(p.space.bucket_count, [&](uint64_t bucket) {
+        walk_bucket(p.space, (uint32_t)bucket, [&](uint32_t *key_node, uint32_t word) {
+            const bool live = is_data_lane() && is_live_key(word);
+            const uint32_t lanes = __ballot_sync(kFullWarp, live);
+            if (lanes == 0) {
+                return true;
+            }
+            unsigned long long base = 0;
+            if (lane_id() == 0) {
+                base = atomicAdd(p.cursor, (unsigned long long)__popc(lanes));
+            }
+            base = __shfl_sync(kFullWarp, base, 0);
+            // Acquire: the fields were written before the key was published.
+            __threadfence();
+            const uint64_t at = base + __popc(lanes & lanes_below);
+            if (live && at < p.out.capacity) {
+                p.out.keys[at] = word;
+                for (uint32_t c = 1; c < chains; ++c) {
+                    const uint32_t field = __ldcg(node(key_node, c) + lane_id());
+                    if (c == value_chain(p.space)) {
+                        p.out.values[at] = field;
+                    } else {
+                        p.out.attributes[(uint64_t)(c - 1u) * p.out.capacity + at] = field;
+                    }
+                }
+            }
+            return true;
+        });
+    });
+}
+
 extern "C" __global__ void gh_hs_fill(GhHsFillParams p) {
     const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
     for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < p.count; i += stride) {

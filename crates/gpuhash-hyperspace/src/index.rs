@@ -8,6 +8,8 @@
 //!   they were all in ([`crate::grace`]), then the old copies out of every space, each by
 //!   the key slot a lookup found before the insert.
 
+use std::sync::Arc;
+
 use gpuhash_core::staging::upload;
 use gpuhash_core::table::MemoryUsage;
 use gpuhash_core::{Device, DeviceBuffer, Stream};
@@ -16,10 +18,11 @@ use crate::Result;
 use crate::grace::GracePeriod;
 use crate::launch::Lookup;
 use crate::layouts::{GH_HS_INSERTED, GH_HS_PENDING, GH_HS_PRESENT};
-use crate::options::HyperspaceOptions;
+use crate::options::{HyperspaceOptions, Subspaces};
 use crate::shape::SpaceShape;
 use crate::space::Space;
-use crate::tuples::{self, DeviceTuples, Tuple, TupleBatch};
+use crate::tuples::{self, DeviceTuples, Tuple, TupleBatch, Tuples};
+use parking_lot::RwLock;
 
 /// What an insert did with each tuple.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -35,10 +38,33 @@ pub enum InsertStatus {
 pub struct HyperspaceIndex {
     device: Device,
     attribute_count: usize,
-    options: HyperspaceOptions,
-    /// The key index first, then the attribute subspaces.
-    pub(crate) spaces: Vec<Space>,
+    capacity: u64,
+    options: RwLock<HyperspaceOptions>,
+    /// The key index, which never changes shape.
+    key_index: Space,
+    /// The attribute subspaces; a regroup swaps in new ones, while batches that began
+    /// before keep the ones they took.
+    subspaces: RwLock<Arc<Vec<Space>>>,
+    /// Held for reading by every batch that writes, for writing by a regroup, so that no
+    /// write lands in subspaces a regroup is about to replace.
+    writes: RwLock<()>,
     pub(crate) grace: GracePeriod,
+}
+
+/// The spaces one batch works on: the key index and the subspaces as they were when it
+/// began.
+pub(crate) struct Spaces<'a> {
+    key_index: &'a Space,
+    subspaces: Arc<Vec<Space>>,
+}
+
+impl Spaces<'_> {
+    /// The key index first, then the subspaces.
+    pub(crate) fn all(&self) -> Vec<&Space> {
+        std::iter::once(self.key_index)
+            .chain(self.subspaces.iter())
+            .collect()
+    }
 }
 
 impl HyperspaceIndex {
@@ -50,16 +76,20 @@ impl HyperspaceIndex {
         capacity: u64,
         options: HyperspaceOptions,
     ) -> Result<Self> {
-        let spaces = options
+        let mut spaces = options
             .shapes(p, capacity)?
             .into_iter()
             .map(|shape| Space::new(device, shape, options.seed, p, capacity, options.variant))
             .collect::<Result<Vec<_>>>()?;
+        let key_index = spaces.remove(0);
         Ok(Self {
             device: device.clone(),
             attribute_count: p,
-            options,
-            spaces,
+            capacity,
+            options: RwLock::new(options),
+            key_index,
+            subspaces: RwLock::new(Arc::new(spaces)),
+            writes: RwLock::new(()),
             grace: GracePeriod::default(),
         })
     }
@@ -76,7 +106,7 @@ impl HyperspaceIndex {
         let index = Self::new(device, p, batch.len() as u64, options)?;
         let stream = device.lend_stream()?;
         let tuples = DeviceTuples::from_batch(&stream, batch)?;
-        for space in &index.spaces {
+        for space in index.spaces().all() {
             space.build(&stream, &tuples)?;
         }
         stream.synchronize()?;
@@ -93,24 +123,35 @@ impl HyperspaceIndex {
         self.attribute_count
     }
 
-    /// The options the index was made with.
-    pub fn options(&self) -> &HyperspaceOptions {
-        &self.options
+    /// The options the index was made with (the subspaces as the last regroup set them).
+    pub fn options(&self) -> HyperspaceOptions {
+        self.options.read().clone()
+    }
+
+    /// The spaces as they are now.
+    pub(crate) fn spaces(&self) -> Spaces<'_> {
+        Spaces {
+            key_index: &self.key_index,
+            subspaces: self.subspaces.read().clone(),
+        }
     }
 
     /// The shapes of the spaces: the key index first, then the attribute subspaces.
     pub fn space_shapes(&self) -> Vec<SpaceShape> {
-        self.spaces.iter().map(|s| s.shape().clone()).collect()
+        let spaces = self.spaces();
+        spaces.all().iter().map(|s| s.shape().clone()).collect()
     }
 
     /// The bucket of each tuple of `batch` in space `space` (0 the key index), as the
     /// kernels compute it; [`SpaceShape::bucket`] computes the same on the host.
     pub fn buckets(&self, space: usize, batch: TupleBatch<'_>) -> Result<Vec<u32>> {
         tuples::check_shape(self.attribute_count, batch)?;
-        let Some(space) = self.spaces.get(space) else {
+        let spaces = self.spaces();
+        let all = spaces.all();
+        let Some(space) = all.get(space) else {
             return Err(gpuhash_core::Error::InvalidInput(format!(
                 "no space {space}: the index has {}",
-                self.spaces.len()
+                all.len()
             ))
             .into());
         };
@@ -128,14 +169,17 @@ impl HyperspaceIndex {
         if batch.is_empty() {
             return Ok(Vec::new());
         }
+        let _writes = self.writes.read();
+        let spaces = self.spaces();
+        let spaces = spaces.all();
         let stream = self.device.lend_stream()?;
         let tuples = DeviceTuples::from_batch(&stream, batch)?;
         let mut status = DeviceBuffer::<u8>::zeroed(&stream, batch.len())?;
         let mut slots = vec![DeviceBuffer::<u64>::zeroed(&stream, batch.len())?];
         if let Err(error) =
-            self.spaces[0].insert(&stream, &tuples, &mut status, Some(&mut slots[0]), true)
+            spaces[0].insert(&stream, &tuples, &mut status, Some(&mut slots[0]), true)
         {
-            self.take_out(&stream, &tuples.keys, &slots)?;
+            take_out(&spaces, &stream, &tuples.keys, &slots)?;
             return Err(error);
         }
         let key_status = status.to_host(&stream)?;
@@ -149,12 +193,12 @@ impl HyperspaceIndex {
                 }
             })
             .collect();
-        for space in &self.spaces[1..] {
+        for space in &spaces[1..] {
             let mut status = upload(&stream, &pending)?;
             slots.push(DeviceBuffer::<u64>::zeroed(&stream, batch.len())?);
             let reached = slots.last_mut().expect("just pushed");
             if let Err(error) = space.insert(&stream, &tuples, &mut status, Some(reached), false) {
-                self.take_out(&stream, &tuples.keys, &slots)?;
+                take_out(&spaces, &stream, &tuples.keys, &slots)?;
                 return Err(error);
             }
         }
@@ -169,21 +213,6 @@ impl HyperspaceIndex {
                 }
             })
             .collect())
-    }
-
-    /// Takes out the copies a batch put in: `slots[s]` holds the key slots it took in
-    /// space s (0 where it took none), for the first `slots.len()` spaces.
-    fn take_out(
-        &self,
-        stream: &Stream,
-        keys: &DeviceBuffer<u32>,
-        slots: &[DeviceBuffer<u64>],
-    ) -> Result<()> {
-        for (space, slots) in self.spaces.iter().zip(slots) {
-            space.delete_slots(stream, slots, keys)?;
-        }
-        stream.synchronize()?;
-        Ok(())
     }
 
     /// The tuple of each key, or `None`.
@@ -228,7 +257,7 @@ impl HyperspaceIndex {
             keys,
             attributes: None,
         };
-        self.spaces[0].get(stream, lookup, found, Some(out), None)
+        self.key_index.get(stream, lookup, found, Some(out), None)
     }
 
     /// Looks keys up in the key index: found flags (on the host) and tuples (on the
@@ -248,8 +277,9 @@ impl HyperspaceIndex {
     pub fn delete(&self, keys: &[u32]) -> Result<Vec<bool>> {
         let stream = self.device.lend_stream()?;
         let (found, tuples) = self.lookup(&stream, keys)?;
-        // Subspaces first, the key index last (self.spaces[0]).
-        for space in self.spaces.iter().rev() {
+        let _writes = self.writes.read();
+        // Subspaces first, the key index last.
+        for space in self.spaces().all().iter().rev() {
             space.delete(&stream, &tuples)?;
         }
         stream.synchronize()?;
@@ -269,9 +299,12 @@ impl HyperspaceIndex {
         if batch.is_empty() {
             return Ok(Vec::new());
         }
+        let _writes = self.writes.read();
+        let spaces = self.spaces();
+        let spaces = spaces.all();
         let stream = self.device.lend_stream()?;
         let (found, old) = self.lookup(&stream, batch.keys)?;
-        let old_slots = self.slots_of(&stream, &old)?;
+        let old_slots = slots_of(&spaces, &stream, &old)?;
         let new = DeviceTuples::from_batch(&stream, batch)?;
         let pending: Vec<u8> = found
             .iter()
@@ -283,44 +316,27 @@ impl HyperspaceIndex {
                 }
             })
             .collect();
-        let mut new_slots = Vec::with_capacity(self.spaces.len());
-        for space in &self.spaces {
+        let mut new_slots = Vec::with_capacity(spaces.len());
+        for space in spaces.iter() {
             let mut status = upload(&stream, &pending)?;
             let mut slots = DeviceBuffer::<u64>::zeroed(&stream, batch.len())?;
             let inserted = space.insert(&stream, &new, &mut status, Some(&mut slots), false);
             new_slots.push(slots);
             if let Err(error) = inserted {
-                self.take_out(&stream, &new.keys, &new_slots)?;
+                take_out(&spaces, &stream, &new.keys, &new_slots)?;
                 return Err(error);
             }
         }
         stream.synchronize()?;
         self.grace.wait_for_earlier_searches();
-        self.take_out(&stream, &new.keys, &old_slots)?;
+        take_out(&spaces, &stream, &new.keys, &old_slots)?;
         Ok(found.iter().map(|&f| f != 0).collect())
-    }
-
-    /// The key slot of each tuple's copy in every space (0 where a key was not found).
-    fn slots_of(&self, stream: &Stream, tuples: &DeviceTuples) -> Result<Vec<DeviceBuffer<u64>>> {
-        let n = tuples.len();
-        let mut all = Vec::with_capacity(self.spaces.len());
-        for space in &self.spaces {
-            let mut found = DeviceBuffer::<u8>::zeroed(stream, n)?;
-            let mut slots = DeviceBuffer::<u64>::zeroed(stream, n)?;
-            let lookup = Lookup {
-                keys: &tuples.keys,
-                attributes: Some(&tuples.attributes),
-            };
-            space.get(stream, lookup, &mut found, None, Some(&mut slots))?;
-            all.push(slots);
-        }
-        Ok(all)
     }
 
     /// Tuples in the index, once the work queued before has run.
     pub fn len(&self) -> Result<usize> {
         let stream = self.device.lend_stream()?;
-        Ok(self.spaces[0].len(&stream)? as usize)
+        Ok(self.key_index.len(&stream)? as usize)
     }
 
     /// Whether the index holds no tuple.
@@ -330,8 +346,9 @@ impl HyperspaceIndex {
 
     /// Removes every tuple, keeping the memory, after every kernel queued before.
     pub fn clear(&self) -> Result<()> {
+        let _writes = self.writes.read();
         let stream = self.device.lend_stream()?;
-        for space in &self.spaces {
+        for space in self.spaces().all() {
             space.clear(&stream)?;
         }
         stream.synchronize()?;
@@ -343,12 +360,98 @@ impl HyperspaceIndex {
     pub fn memory(&self) -> Result<MemoryUsage> {
         let stream = self.device.lend_stream()?;
         let mut usage = MemoryUsage::default();
-        for space in &self.spaces {
+        for space in self.spaces().all() {
             let (reserved, in_use) = space.memory(&stream)?;
             usage.bytes_reserved += reserved;
             usage.bytes_in_use += in_use;
         }
-        usage.entry_bytes = self.spaces[0].len(&stream)? * (self.attribute_count as u64 + 2) * 4;
+        usage.entry_bytes = self.key_index.len(&stream)? * (self.attribute_count as u64 + 2) * 4;
         Ok(usage)
     }
+
+    /// Every tuple, in no particular order, from the key index, into new device buffers,
+    /// after the work queued on `stream`; waits to size them, and holds off inserts,
+    /// modifies and deletes meanwhile (after waiting for those under way).
+    pub fn export_on(&self, stream: &Stream) -> Result<DeviceTuples> {
+        let _writes = self.writes.write();
+        self.key_index.export(stream)
+    }
+
+    /// Every tuple, in no particular order.
+    pub fn export(&self) -> Result<Tuples> {
+        let stream = self.device.lend_stream()?;
+        self.export_on(&stream)?.to_host(&stream)
+    }
+
+    /// Rebuilds the attribute subspaces as `subspaces` groups them, from the key index
+    /// (which never changes), and swaps them in. Searches go on meanwhile, on the old
+    /// subspaces until the swap (each search keeps the subspaces it began with); inserts,
+    /// modifies and deletes wait for the regroup, so that none lands in subspaces about to
+    /// be replaced: the new subspaces hold exactly what the key index holds. On an error
+    /// (out of device memory, options the index cannot take) the old subspaces stay.
+    pub fn regroup(&self, subspaces: Subspaces) -> Result<()> {
+        let _writes = self.writes.write();
+        let mut options = self.options();
+        options.subspaces = subspaces;
+        let stream = self.device.lend_stream()?;
+        let tuples = self.key_index.export(&stream)?;
+        let capacity = self.capacity.max(tuples.len() as u64);
+        let mut fresh = Vec::new();
+        for shape in options
+            .shapes(self.attribute_count, capacity)?
+            .into_iter()
+            .skip(1)
+        {
+            let space = Space::new(
+                &self.device,
+                shape,
+                options.seed,
+                self.attribute_count,
+                capacity,
+                options.variant,
+            )?;
+            space.build(&stream, &tuples)?;
+            fresh.push(space);
+        }
+        stream.synchronize()?;
+        *self.subspaces.write() = Arc::new(fresh);
+        *self.options.write() = options;
+        Ok(())
+    }
+}
+
+/// The key slot of each tuple's copy in every space (0 where a key was not found).
+fn slots_of(
+    spaces: &[&Space],
+    stream: &Stream,
+    tuples: &DeviceTuples,
+) -> Result<Vec<DeviceBuffer<u64>>> {
+    let n = tuples.len();
+    let mut all = Vec::with_capacity(spaces.len());
+    for space in spaces {
+        let mut found = DeviceBuffer::<u8>::zeroed(stream, n)?;
+        let mut slots = DeviceBuffer::<u64>::zeroed(stream, n)?;
+        let lookup = Lookup {
+            keys: &tuples.keys,
+            attributes: Some(&tuples.attributes),
+        };
+        space.get(stream, lookup, &mut found, None, Some(&mut slots))?;
+        all.push(slots);
+    }
+    Ok(all)
+}
+
+/// Takes out the copies a batch put in: `slots[s]` holds the key slots it took in space s
+/// (0 where it took none), for the first `slots.len()` spaces.
+fn take_out(
+    spaces: &[&Space],
+    stream: &Stream,
+    keys: &DeviceBuffer<u32>,
+    slots: &[DeviceBuffer<u64>],
+) -> Result<()> {
+    for (space, slots) in spaces.iter().zip(slots) {
+        space.delete_slots(stream, slots, keys)?;
+    }
+    stream.synchronize()?;
+    Ok(())
 }

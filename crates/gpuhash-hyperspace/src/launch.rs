@@ -6,9 +6,9 @@ use gpuhash_core::{DeviceAddress, DeviceBuffer, Stream};
 
 use crate::layouts::{
     GhHsBucketsParams, GhHsBuildParams, GhHsCompactParams, GhHsCountParams, GhHsDeleteParams,
-    GhHsFillParams, GhHsGetParams, GhHsInsertParams, GhHsPartitionParams, GhHsPermuteParams,
-    GhHsSearchParams, GhHsSlotDeleteParams, GhHsSpace, GhHsSubtaskParams, GhHsTuples,
-    GhHsTuplesOut,
+    GhHsExportParams, GhHsFillParams, GhHsGetParams, GhHsInsertParams, GhHsPartitionParams,
+    GhHsPermuteParams, GhHsSearchParams, GhHsSlotDeleteParams, GhHsSpace, GhHsSubtaskParams,
+    GhHsTuples, GhHsTuplesOut,
 };
 use crate::tuples::DeviceTuples;
 
@@ -38,6 +38,8 @@ unsafe impl KernelParams for GhHsBuildParams {}
 unsafe impl KernelParams for GhHsFillParams {}
 // SAFETY: as above.
 unsafe impl KernelParams for GhHsCompactParams {}
+// SAFETY: as above.
+unsafe impl KernelParams for GhHsExportParams {}
 
 static OPS: KernelImage = gpuhash_core::kernel_image!("hyperspace");
 static SEARCH_IMAGE: KernelImage = gpuhash_core::kernel_image!("search");
@@ -50,6 +52,7 @@ static DELETE: Kernel<GhHsDeleteParams> = Kernel::new(&OPS, "gh_hs_delete");
 static DELETE_SLOTS: Kernel<GhHsSlotDeleteParams> = Kernel::new(&OPS, "gh_hs_delete_slots");
 static COUNT: Kernel<GhHsCountParams> = Kernel::new(&OPS, "gh_hs_count");
 static FILL: Kernel<GhHsFillParams> = Kernel::new(&OPS, "gh_hs_fill");
+static EXPORT: Kernel<GhHsExportParams> = Kernel::new(&OPS, "gh_hs_export");
 static SUBTASKS: Kernel<GhHsSubtaskParams> = Kernel::new(&SEARCH_IMAGE, "gh_hs_subtasks");
 static SEARCH: Kernel<GhHsSearchParams> = Kernel::new(&SEARCH_IMAGE, "gh_hs_search");
 static COMPACT: Kernel<GhHsCompactParams> = Kernel::new(&SEARCH_IMAGE, "gh_hs_compact");
@@ -275,6 +278,31 @@ pub(crate) fn count(
     // only reads the space's slabs.
     unsafe {
         COUNT.launch(
+            stream,
+            grid(stream, u64::from(space.bucket_count) * 32),
+            params,
+        )
+    }
+}
+
+/// Every live tuple packed into `out` from 0, `cursor` counting them.
+pub(crate) fn export(
+    stream: &Stream,
+    space: GhHsSpace,
+    cursor: &mut DeviceBuffer<u64>,
+    out: &mut DeviceTuples,
+) -> gpuhash_core::Result<()> {
+    let c = cursor.address_mut(stream);
+    let o = tuples_out(stream, out);
+    let params = GhHsExportParams {
+        space,
+        cursor: c.address as *mut ::core::ffi::c_ulonglong,
+        out: o.params,
+    };
+    // SAFETY: the cursor is one word; the kernel writes tuple k of out only where
+    // k < out's capacity, and only reads the space's slabs.
+    unsafe {
+        EXPORT.launch(
             stream,
             grid(stream, u64::from(space.bucket_count) * 32),
             params,

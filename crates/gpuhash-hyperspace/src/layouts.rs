@@ -428,6 +428,33 @@ impl Default for GhHsCountParams {
 }
 #[repr(C)]
 #[derive(Debug, Copy, Clone, PartialEq, Eq)]
+pub struct GhHsExportParams {
+    pub space: GhHsSpace,
+    pub cursor: *mut ::core::ffi::c_ulonglong,
+    pub out: GhHsTuplesOut,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of GhHsExportParams"][::core::mem::size_of::<GhHsExportParams>() - 216usize];
+    ["Alignment of GhHsExportParams"][::core::mem::align_of::<GhHsExportParams>() - 8usize];
+    ["Offset of field: GhHsExportParams::space"]
+        [::core::mem::offset_of!(GhHsExportParams, space) - 0usize];
+    ["Offset of field: GhHsExportParams::cursor"]
+        [::core::mem::offset_of!(GhHsExportParams, cursor) - 176usize];
+    ["Offset of field: GhHsExportParams::out"]
+        [::core::mem::offset_of!(GhHsExportParams, out) - 184usize];
+};
+impl Default for GhHsExportParams {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone, PartialEq, Eq)]
 pub struct GhHsPartitionParams {
     pub keys: *const u32,
     pub count: u64,

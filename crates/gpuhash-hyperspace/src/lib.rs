@@ -84,6 +84,12 @@
 //!   then a write pass into a layout with room to spare, then a compaction give compressed
 //!   rows ([`Matches`]: offsets, then tuples as structure of arrays) like the slab hash
 //!   multimap's `get_all`.
+//! - **Regrouping** ([`HyperspaceIndex::regroup`]): new attribute subspaces are built in
+//!   bulk from the key index (read back whole by an export kernel,
+//!   [`HyperspaceIndex::export`]) and swapped in; searches go on meanwhile on the
+//!   subspaces they began with, while writes wait, so nothing is lost or duplicated.
+//!   Which groups to choose is a policy of its own; [`HyperspaceIndex::best_space`] picks a
+//!   search's space by the buckets it touches.
 //! - **Bulk build** (`src/build.rs`): tuples sorted by bucket with a counting sort
 //!   (histogram kernel, prefix sum, scatter kernel), then one warp per bucket writes whole
 //!   super nodes of 31 tuples.
@@ -118,8 +124,10 @@
 //! all. Across host threads this needs a grace period: every search registers before its
 //! first kernel, and a modify, once its new copies are all in, waits for every search that
 //! began before that moment before it deletes. A search answers what one write pass saw,
-//! whole (it runs again if a query found more than the room laid out for it). Writes of
-//! one key from two threads at once are not ordered; keep them on one thread.
+//! whole (it runs again if a query found more than the room laid out for it). While a
+//! modify is in flight, [`HyperspaceIndex::len`] and [`HyperspaceIndex::get`] may count or
+//! find its tuples twice too. Writes of one key from two threads at once are not ordered;
+//! keep them on one thread.
 //!
 //! ## Limits
 //!

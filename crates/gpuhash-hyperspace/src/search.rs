@@ -168,9 +168,7 @@ impl HyperspaceIndex {
     /// The space a search naming `fields` runs in: the one that touches the fewest
     /// buckets, the earliest on a tie (0 the key index).
     pub fn best_space(&self, fields: FieldSet) -> usize {
-        (0..self.spaces.len())
-            .min_by_key(|&s| self.spaces[s].shape().buckets_touched(fields))
-            .unwrap_or(0)
+        best_space(&self.spaces().all(), fields)
     }
 
     /// Every tuple each query matches, as compressed rows on the host.
@@ -188,7 +186,9 @@ impl HyperspaceIndex {
     pub fn search_on(&self, stream: &Stream, queries: &[Query]) -> Result<DeviceMatches> {
         check_queries(self.attribute_count(), queries)?;
         let _search = self.grace.begin_search();
-        let plans = self.plans(stream, queries)?;
+        let spaces = self.spaces();
+        let spaces = spaces.all();
+        let plans = self.plans(&spaces, stream, queries)?;
         let mut limits = vec![0u64; queries.len()];
         for plan in &plans {
             for (&q, count) in plan.members.iter().zip(plan.count(stream)?) {
@@ -246,7 +246,12 @@ impl HyperspaceIndex {
 
     /// The batch's queries grouped by the fields they name, each group planned in its
     /// best space.
-    fn plans(&self, stream: &Stream, queries: &[Query]) -> Result<Vec<Plan<'_>>> {
+    fn plans<'a>(
+        &self,
+        spaces: &[&'a Space],
+        stream: &Stream,
+        queries: &[Query],
+    ) -> Result<Vec<Plan<'a>>> {
         let mut groups: BTreeMap<FieldSet, Vec<usize>> = BTreeMap::new();
         for (q, query) in queries.iter().enumerate() {
             groups.entry(query.fields()).or_default().push(q);
@@ -262,11 +267,19 @@ impl HyperspaceIndex {
                         words[k * stride + field.index() as usize] = value;
                     }
                 }
-                let space = &self.spaces[self.best_space(named)];
+                let space = spaces[best_space(spaces, named)];
                 space.plan(stream, members, &words, named, grouped)
             })
             .collect()
     }
+}
+
+/// Of `spaces`, the one that touches the fewest buckets for `fields`, the earliest on a
+/// tie.
+fn best_space(spaces: &[&Space], fields: FieldSet) -> usize {
+    (0..spaces.len())
+        .min_by_key(|&s| spaces[s].shape().buckets_touched(fields))
+        .unwrap_or(0)
 }
 
 #[cfg(test)]

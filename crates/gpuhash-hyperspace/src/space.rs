@@ -253,6 +253,27 @@ impl Space {
         Ok(buckets)
     }
 
+    /// Every live tuple, in no particular order, into new device buffers, after the work
+    /// queued on `stream`: a count, then a pass that packs the tuples with one cursor. The
+    /// caller keeps writes out meanwhile; should the pass still find another number, it
+    /// runs again with that one.
+    pub(crate) fn export(&self, stream: &Stream) -> Result<DeviceTuples> {
+        let mut expected = self.len(stream)?;
+        loop {
+            let mut out =
+                DeviceTuples::unfilled(stream, self.attribute_count(), expected as usize)?;
+            let mut cursor = DeviceBuffer::<u64>::zeroed(stream, 1)?;
+            self.run(stream, |space| {
+                launch::export(stream, space, &mut cursor, &mut out)
+            })?;
+            let found = cursor.to_host(stream)?[0];
+            if found == expected {
+                return Ok(out);
+            }
+            expected = found;
+        }
+    }
+
     /// Live tuples once the work queued on `stream` has run.
     pub(crate) fn len(&self, stream: &Stream) -> Result<u64> {
         let mut total = DeviceBuffer::<u64>::zeroed(stream, 1)?;

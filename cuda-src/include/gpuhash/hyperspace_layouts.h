@@ -168,6 +168,14 @@ typedef struct GhHsCountParams {
     uint64_t *counts;
 } GhHsCountParams;
 
+/* Every live tuple of the space into out, packed from 0 in no particular order: *cursor
+ * counts them (it may pass out.capacity: nothing is written there). */
+typedef struct GhHsExportParams {
+    GhHsSpace space;
+    unsigned long long *cursor;
+    GhHsTuplesOut out;
+} GhHsExportParams;
+
 /* histogram[keys[i] & mask] += 1 (histogram zeroed by the caller); with order set, the
  * scatter pass instead: order[cursors[keys[i] & mask]++] = i. */
 typedef struct GhHsPartitionParams {

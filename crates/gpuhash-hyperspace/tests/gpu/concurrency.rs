@@ -1,14 +1,11 @@
 //! A modify storm on one host thread while searches run on another: every search for a
 //! predicate that each tuple meets before and after its modify finds the tuple, once or
-//! twice, never not at all (the GHSH paper's temporary repeated read). Run on a GPU
-//! machine with `--include-ignored`.
-
-mod common;
+//! twice, never not at all (the GHSH paper's temporary repeated read).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use common::{batch, with_keys};
+use crate::common::{batch, with_keys};
 use gpuhash_hyperspace::{HyperspaceIndex, HyperspaceOptions, Query, Subspaces, Tuples};
 use gpuhash_test_support::{SeededRng, device, shared_memory};
 

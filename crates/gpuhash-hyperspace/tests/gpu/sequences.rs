@@ -1,9 +1,7 @@
 //! Random sequences of every operation (quickcheck), each step held against the host
-//! model. Run on a GPU machine with `--include-ignored`.
+//! model.
 
-mod common;
-
-use common::{Model, batch, check_contents, check_searches, index};
+use crate::common::{Model, batch, check_contents, check_searches, index};
 use gpuhash_hyperspace::shape::Field;
 use gpuhash_hyperspace::{HyperspaceError, HyperspaceOptions, Query, SearchStrategy, Tuples};
 use gpuhash_test_support::shared_memory;

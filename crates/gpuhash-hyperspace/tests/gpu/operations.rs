@@ -1,10 +1,7 @@
-//! The hyperspace index on a real GPU, held against a host model (a map of tuples,
-//! scanned for searches), on random and adversarial inputs. Run on a GPU machine with
-//! `--include-ignored` (see docs/gpu-testing.md).
+//! Every operation on random and adversarial batches, one at a time and from several
+//! threads, against the host model.
 
-mod common;
-
-use common::{
+use crate::common::{
     Model, batch, check_contents, check_searches, index, random_tuples, some_queries, with_keys,
 };
 use gpuhash_core::table::{ErrorKind, TableError};
