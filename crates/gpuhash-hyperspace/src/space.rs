@@ -42,11 +42,13 @@ pub(crate) struct Space {
     possibly_in_use: AtomicU64,
 }
 
-/// The share of the reserved slabs that may be in use, 3/4: the allocator gives up after
-/// 64 full memory blocks in a row, and with a quarter of all slabs free at least a
+/// The share of the reserved slabs that may be in use, 3/4 of those runs of `width` can
+/// take (a bitmap word of 32 slabs holds floor(32 / width) runs): the allocator gives up
+/// after 64 full memory blocks in a row, and with a quarter of all runs free at least a
 /// quarter of the blocks have room.
-fn safe_share(reserved: u64) -> u64 {
-    reserved / 4 * 3
+fn safe_share(reserved: u64, width: u64) -> u64 {
+    let usable = reserved / 32 * (32 / width * width);
+    usable / 4 * 3
 }
 
 impl Space {
@@ -65,9 +67,14 @@ impl Space {
         let head_words = shape.bucket_count() * chains * u64::from(GH_SLAB_WORDS);
         let mut heads = DeviceBuffer::unfilled(&stream, head_words as usize)?;
         launch::fill(&stream, &mut heads, GH_SLAB_EMPTY_WORD)?;
-        // Super nodes past the heads: the tuples beyond one node's worth a bucket, with
-        // a quarter more for the spread between buckets.
-        let beyond_heads = capacity.div_ceil(u64::from(GH_SLAB_DATA_LANES)) * chains;
+        // Slabs of super nodes past the heads: a node's worth of tuples for every 31,
+        // less what half the heads hold (with buckets sized for about a node each, about
+        // half the buckets overflow), and a quarter more for the spread between buckets.
+        // The allocator grows past that when it must.
+        let beyond_heads = capacity
+            .div_ceil(u64::from(GH_SLAB_DATA_LANES))
+            .saturating_sub(shape.bucket_count() / 2)
+            * chains;
         let alloc = SlabAlloc::new(
             &stream,
             SlabAllocOptions {
@@ -157,7 +164,7 @@ impl Space {
     ) -> Result<RwLockReadGuard<'_, Slabs>, SlabAllocError> {
         if !retry {
             let slabs = self.slabs.read();
-            let limit = safe_share(slabs.alloc.slabs_reserved());
+            let limit = safe_share(slabs.alloc.slabs_reserved(), self.chains());
             let reserved =
                 self.possibly_in_use
                     .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
@@ -175,7 +182,7 @@ impl Space {
         if retry {
             slabs.alloc.grow(stream)?;
         }
-        while in_use + needed > safe_share(slabs.alloc.slabs_reserved()) {
+        while in_use + needed > safe_share(slabs.alloc.slabs_reserved(), self.chains()) {
             slabs.alloc.grow(stream)?;
         }
         Ok(RwLockWriteGuard::downgrade(slabs))
@@ -314,7 +321,7 @@ impl Space {
         let mut slabs = self.slabs.write();
         self.device.synchronize()?;
         let in_use = slabs.alloc.slabs_in_use(stream)?;
-        while in_use + needed > safe_share(slabs.alloc.slabs_reserved()) {
+        while in_use + needed > safe_share(slabs.alloc.slabs_reserved(), self.chains()) {
             slabs.alloc.grow(stream)?;
         }
         self.possibly_in_use
@@ -333,8 +340,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_safe_share_is_three_quarters() {
-        assert_eq!(safe_share(1024), 768);
-        assert_eq!(safe_share(0), 0);
+    fn the_safe_share_is_three_quarters_of_what_runs_can_take() {
+        assert_eq!(safe_share(1024, 4), 768);
+        assert_eq!(safe_share(1024, 10), 720);
+        assert_eq!(safe_share(0, 3), 0);
     }
 }
