@@ -219,7 +219,7 @@ impl HyperspaceIndex {
     pub fn get(&self, keys: &[u32]) -> Result<Vec<Option<Tuple>>> {
         let stream = self.device.lend_stream()?;
         let (found, tuples) = self.lookup(&stream, keys)?;
-        let tuples = tuples.to_host(&stream)?;
+        let tuples = tuples.to_host(&stream, self.attribute_count)?;
         Ok(found
             .iter()
             .enumerate()
@@ -380,7 +380,8 @@ impl HyperspaceIndex {
     /// Every tuple, in no particular order.
     pub fn export(&self) -> Result<Tuples> {
         let stream = self.device.lend_stream()?;
-        self.export_on(&stream)?.to_host(&stream)
+        self.export_on(&stream)?
+            .to_host(&stream, self.attribute_count)
     }
 
     /// Rebuilds the attribute subspaces as `subspaces` groups them, from the key index

@@ -177,7 +177,7 @@ impl HyperspaceIndex {
         let matches = self.search_on(&stream, queries)?;
         Ok(Matches {
             offsets: matches.offsets.to_host(&stream)?,
-            tuples: matches.tuples.to_host(&stream)?,
+            tuples: matches.tuples.to_host(&stream, self.attribute_count())?,
         })
     }
 

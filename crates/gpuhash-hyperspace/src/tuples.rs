@@ -148,11 +148,10 @@ impl DeviceTuples {
         self.keys.is_empty()
     }
 
-    /// The tuples, copied to the host; waits for the stream.
-    pub fn to_host(&self, stream: &Stream) -> Result<Tuples> {
-        let n = self.len();
+    /// The tuples, of `p` attributes, copied to the host; waits for the stream.
+    pub fn to_host(&self, stream: &Stream, p: usize) -> Result<Tuples> {
         Ok(Tuples {
-            attribute_count: self.attributes.len().checked_div(n).unwrap_or(0),
+            attribute_count: p,
             keys: self.keys.to_host(stream)?,
             attributes: self.attributes.to_host(stream)?,
             values: self.values.to_host(stream)?,

@@ -407,7 +407,7 @@ fn device_lookups_answer_like_host_lookups() {
     idx.get_async(&stream, &keys_on, &mut found, &mut out)
         .expect("get_async");
     let found = found.to_host(&stream).expect("found");
-    let out = out.to_host(&stream).expect("out");
+    let out = out.to_host(&stream, 3).expect("out");
     for (i, expected) in model.get(&keys).into_iter().enumerate() {
         assert_eq!(
             (found[i] != 0).then(|| out.tuple(i)),
