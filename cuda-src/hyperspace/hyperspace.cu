@@ -34,10 +34,10 @@ extern "C" __global__ void gh_hs_insert(GhHsInsertParams p) {
             const uint32_t src = __ffs(queue) - 1;
             const uint32_t src_key = __shfl_sync(kFullWarp, key, src);
             const uint64_t src_item = __shfl_sync(kFullWarp, (unsigned long long)i, src);
-            uint32_t *key_node = head_super_node(p.space, __shfl_sync(kFullWarp, bucket, src));
+            SuperNode at = head_of(p.space, __shfl_sync(kFullWarp, bucket, src));
             uint32_t outcome = GH_HS_PENDING;
             while (outcome == GH_HS_PENDING) {
-                const uint32_t word = gh::read_slab(key_node);
+                const uint32_t word = gh::read_slab(at.key_node);
                 const bool data = is_data_lane();
                 if (p.unique) {
                     if (__ballot_sync(kFullWarp, data && word == src_key) != 0) {
@@ -50,19 +50,19 @@ extern "C" __global__ void gh_hs_insert(GhHsInsertParams p) {
                 }
                 const uint32_t spot = gh::find_first(data && word == GH_SLAB_EMPTY_WORD);
                 if (spot < 32u) {
-                    if (claim_slot(key_node, spot)) {
-                        publish_tuple(p.space, p.tuples, src_item, key_node, spot);
+                    if (claim_slot(at.key_node, spot)) {
+                        publish_tuple(p.space, p.tuples, src_item, at.key_node, spot);
                         if (lane_id() == 0 && p.slots != nullptr) {
-                            p.slots[src_item] = (uint64_t)(key_node + spot);
+                            p.slots[src_item] = slot_id(p.space, at, spot);
                         }
                         outcome = GH_HS_INSERTED;
                     }
                     continue;  // lost the slot: read the node again
                 }
-                uint32_t *next = next_super_node(p.space, word);
-                if (next != nullptr) {
-                    key_node = next;
-                } else if (!extend_bucket(allocator, p.space, key_node)) {
+                const SuperNode next = next_of(p.space, word);
+                if (next.key_node != nullptr) {
+                    at = next;
+                } else if (!extend_bucket(allocator, p.space, at.key_node)) {
                     break;  // no super node: the tuple stays PENDING for a retry after growth
                 }
             }
@@ -87,7 +87,7 @@ extern "C" __global__ void gh_hs_get(GhHsGetParams p) {
             const uint32_t src_key = __shfl_sync(kFullWarp, key, src);
             const uint64_t src_item = __shfl_sync(kFullWarp, (unsigned long long)i, src);
             uint8_t found = 0;
-            walk_bucket(p.space, __shfl_sync(kFullWarp, bucket, src), [&](uint32_t *key_node, uint32_t word) {
+            walk_bucket(p.space, __shfl_sync(kFullWarp, bucket, src), [&](SuperNode at, uint32_t word) {
                 const uint32_t spot = gh::find_first(is_data_lane() && word == src_key && is_live_key(word));
                 if (spot == 32u) {
                     return true;
@@ -95,10 +95,10 @@ extern "C" __global__ void gh_hs_get(GhHsGetParams p) {
                 // Acquire: the fields were written before the key was published.
                 __threadfence();
                 if (p.out.keys != nullptr) {
-                    copy_tuple_out(p.space, key_node, spot, p.out, src_item);
+                    copy_tuple_out(p.space, at.key_node, spot, p.out, src_item);
                 }
                 if (lane_id() == 0 && p.slots != nullptr) {
-                    p.slots[src_item] = (uint64_t)(key_node + spot);
+                    p.slots[src_item] = slot_id(p.space, at, spot);
                 }
                 found = 1;
                 return false;
@@ -128,9 +128,9 @@ extern "C" __global__ void gh_hs_delete(GhHsDeleteParams p) {
             queue &= queue - 1;
             const uint32_t src_key = __shfl_sync(kFullWarp, key, src);
             uint32_t removed = 0;
-            walk_bucket(p.space, __shfl_sync(kFullWarp, bucket, src), [&](uint32_t *key_node, uint32_t word) {
+            walk_bucket(p.space, __shfl_sync(kFullWarp, bucket, src), [&](SuperNode at, uint32_t word) {
                 const bool mine = is_data_lane() && word == src_key && is_live_key(word) &&
-                                  atomicCAS(key_node + lane_id(), src_key, GH_SLAB_REMOVED_WORD) == src_key;
+                                  atomicCAS(at.key_node + lane_id(), src_key, GH_SLAB_REMOVED_WORD) == src_key;
                 removed += __popc(__ballot_sync(kFullWarp, mine));
                 return true;
             });
@@ -141,13 +141,14 @@ extern "C" __global__ void gh_hs_delete(GhHsDeleteParams p) {
     });
 }
 
-// Removes the copies that lookups found, by their key slots: one thread an item.
+// Removes the copies that lookups or inserts found, by their key slot ids: one thread an
+// item.
 extern "C" __global__ void gh_hs_delete_slots(GhHsSlotDeleteParams p) {
     const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
     for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < p.count; i += stride) {
         uint8_t removed = 0;
         if (p.slots[i] != 0) {
-            uint32_t *slot = (uint32_t *)p.slots[i];
+            uint32_t *slot = slot_pointer(p.space, p.slots[i]);
             removed = atomicCAS(slot, p.keys[i], GH_SLAB_REMOVED_WORD) == p.keys[i];
         }
         if (p.removed != nullptr) {
@@ -160,7 +161,7 @@ extern "C" __global__ void gh_hs_delete_slots(GhHsSlotDeleteParams p) {
 extern "C" __global__ void gh_hs_count(GhHsCountParams p) {
     for_each_warp_item(p.space.bucket_count, [&](uint64_t bucket) {
         uint64_t live = 0;
-        walk_bucket(p.space, (uint32_t)bucket, [&](uint32_t *, uint32_t word) {
+        walk_bucket(p.space, (uint32_t)bucket, [&](SuperNode, uint32_t word) {
             live += __popc(__ballot_sync(kFullWarp, is_data_lane() && is_live_key(word)));
             return true;
         });
@@ -180,7 +181,7 @@ extern "C" __global__ void gh_hs_export(GhHsExportParams p) {
     const uint32_t lanes_below = (1u << lane_id()) - 1u;
     const uint32_t chains = chain_count(p.space);
     for_each_warp_item(p.space.bucket_count, [&](uint64_t bucket) {
-        walk_bucket(p.space, (uint32_t)bucket, [&](uint32_t *key_node, uint32_t word) {
+        walk_bucket(p.space, (uint32_t)bucket, [&](SuperNode super_node, uint32_t word) {
             const bool live = is_data_lane() && is_live_key(word);
             const uint32_t lanes = __ballot_sync(kFullWarp, live);
             if (lanes == 0) {
@@ -197,7 +198,7 @@ extern "C" __global__ void gh_hs_export(GhHsExportParams p) {
             if (live && at < p.out.capacity) {
                 p.out.keys[at] = word;
                 for (uint32_t c = 1; c < chains; ++c) {
-                    const uint32_t field = __ldcg(node(key_node, c) + lane_id());
+                    const uint32_t field = __ldcg(node(super_node.key_node, c) + lane_id());
                     if (c == value_chain(p.space)) {
                         p.out.values[at] = field;
                     } else {

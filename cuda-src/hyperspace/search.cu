@@ -130,9 +130,9 @@ extern "C" __global__ void gh_hs_search(GhHsSearchParams p) {
             const uint32_t shared_bucket = __shfl_sync(kFullWarp, bucket, leader);
             const uint32_t group =
                 p.grouped ? __ballot_sync(kFullWarp, active && bucket == shared_bucket) : (1u << leader);
-            walk_bucket(p.space, shared_bucket, [&](uint32_t *key_node, uint32_t key_word) {
+            walk_bucket(p.space, shared_bucket, [&](SuperNode at, uint32_t key_word) {
                 const uint32_t scanned =
-                    p.scan_field == GH_HS_KEY_FIELD ? key_word : __ldcg(node(key_node, p.scan_field) + lane_id());
+                    p.scan_field == GH_HS_KEY_FIELD ? key_word : __ldcg(node(at.key_node, p.scan_field) + lane_id());
                 uint32_t words[GH_HS_MAX_CHAINS];
                 bool loaded = false;
                 for (uint32_t members = group; members != 0; members &= members - 1) {
@@ -142,7 +142,7 @@ extern "C" __global__ void gh_hs_search(GhHsSearchParams p) {
                         continue;
                     }
                     if (!loaded) {
-                        load_slot(p.space, key_node, chains, words);
+                        load_slot(p.space, at.key_node, chains, words);
                         loaded = true;
                     }
                     const bool ok = meets(p.field_mask, want, j, words);

@@ -64,16 +64,50 @@ __device__ __forceinline__ void copy_tuple_out(const GhHsSpace &space, uint32_t 
     __syncwarp();
 }
 
-// Walks a bucket's super nodes from its head: visit(key_node, key_word) with this lane's
-// word of each key node, until visit returns false or the chain ends.
+// A super node as a walk meets it: its key node, and its slab address (GH_INVALID_SLAB
+// for a bucket's head, which lies in the heads array).
+struct SuperNode {
+    uint32_t *key_node;
+    uint32_t address;
+};
+
+__device__ __forceinline__ SuperNode head_of(const GhHsSpace &space, uint32_t bucket) {
+    return SuperNode{head_super_node(space, bucket), GH_INVALID_SLAB};
+}
+
+// The super node after the one whose key node this lane's word came from (the key node's
+// link is the one an extension publishes); a null key node at the tail.
+__device__ __forceinline__ SuperNode next_of(const GhHsSpace &space, uint32_t key_word) {
+    const uint32_t next = gh::next_address(key_word);
+    return SuperNode{next == GH_INVALID_SLAB ? nullptr : gh::slab_pointer(space.alloc, next), next};
+}
+
+// A key slot's identity that outlives growth of the allocator (see GH_HS_HEAD_SLOT).
+__device__ __forceinline__ uint64_t slot_id(const GhHsSpace &space, SuperNode super_node, uint32_t spot) {
+    if (super_node.address == GH_INVALID_SLAB) {
+        return GH_HS_HEAD_SLOT | (uint64_t)(super_node.key_node - space.heads + spot);
+    }
+    return GH_HS_SLAB_SLOT | ((uint64_t)super_node.address << 5) | spot;
+}
+
+// The key slot a slot_id (not 0) names, in the space as it is now.
+__device__ __forceinline__ uint32_t *slot_pointer(const GhHsSpace &space, uint64_t id) {
+    if (id & GH_HS_HEAD_SLOT) {
+        return space.heads + (id & ~GH_HS_HEAD_SLOT);
+    }
+    return gh::slab_pointer(space.alloc, (uint32_t)((id & ~GH_HS_SLAB_SLOT) >> 5)) + (id & 31u);
+}
+
+// Walks a bucket's super nodes from its head: visit(super_node, key_word) with this
+// lane's word of each key node, until visit returns false or the chain ends.
 template <typename Visit>
 __device__ __forceinline__ void walk_bucket(const GhHsSpace &space, uint32_t bucket, Visit visit) {
-    for (uint32_t *key_node = head_super_node(space, bucket); key_node != nullptr;) {
-        const uint32_t word = gh::read_slab(key_node);
-        if (!visit(key_node, word)) {
+    for (SuperNode at = head_of(space, bucket); at.key_node != nullptr;) {
+        const uint32_t word = gh::read_slab(at.key_node);
+        if (!visit(at, word)) {
             return;
         }
-        key_node = next_super_node(space, word);
+        at = next_of(space, word);
     }
 }
 

@@ -52,12 +52,6 @@ __device__ __forceinline__ uint32_t *node(uint32_t *key_node, uint32_t chain) {
     return key_node + (uint64_t)chain * GH_SLAB_WORDS;
 }
 
-// The next super node's key node after the one whose key node this lane's word came
-// from, or null: the key node's link is the one an extension publishes.
-__device__ __forceinline__ uint32_t *next_super_node(const GhHsSpace &space, uint32_t key_word) {
-    return gh::follow(space.alloc, key_word);
-}
-
 __device__ __forceinline__ bool is_data_lane() { return gh::lane_id() < GH_SLAB_DATA_LANES; }
 
 // Whether a key word holds a published tuple.

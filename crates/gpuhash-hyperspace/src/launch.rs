@@ -238,9 +238,11 @@ pub(crate) fn delete(
     unsafe { DELETE.launch(stream, grid(stream, n), params) }
 }
 
-/// Removes the copies whose key slots a lookup found (slot 0: none).
+/// Removes the copies whose key slot ids a lookup or an insert on this space found (0:
+/// none).
 pub(crate) fn delete_slots(
     stream: &Stream,
+    space: GhHsSpace,
     slots: &DeviceBuffer<u64>,
     keys: &DeviceBuffer<u32>,
 ) -> gpuhash_core::Result<()> {
@@ -251,14 +253,16 @@ pub(crate) fn delete_slots(
     let s = slots.address(stream);
     let k = keys.address(stream);
     let params = GhHsSlotDeleteParams {
+        space,
         slots: s.address as *const u64,
         keys: k.address as *const u32,
         count: n,
         removed: std::ptr::null_mut(),
     };
-    // SAFETY: slots hold n addresses of key slots that a lookup on this space's key
-    // index wrote after the work queued before (or 0), and the slabs are still the space's:
-    // the caller holds the space for reading, so no clear or growth ran since.
+    // SAFETY: slots hold n ids of key slots of this space (or 0) that a lookup or an
+    // insert wrote, and keys n words (checked by the caller); ids name slabs by address,
+    // which growth keeps, and the caller holds the space for reading, so no clear has
+    // freed them since the ids were taken in the same batch.
     unsafe { DELETE_SLOTS.launch(stream, grid(stream, n), params) }
 }
 

@@ -19,6 +19,8 @@ pub const GH_HS_MAX_FIELDS: u32 = 9;
 pub const GH_HS_MAX_CHAINS: u32 = 10;
 pub const GH_HS_KEY_FIELD: u32 = 0;
 pub const GH_HS_BUSY_KEY: u32 = 4294967293;
+pub const GH_HS_HEAD_SLOT: i64 = -9223372036854775808;
+pub const GH_HS_SLAB_SLOT: u64 = 4611686018427387904;
 pub const GH_HS_PENDING: u32 = 0;
 pub const GH_HS_INSERTED: u32 = 1;
 pub const GH_HS_PRESENT: u32 = 2;
@@ -240,6 +242,7 @@ impl Default for GhHsDeleteParams {
 #[repr(C)]
 #[derive(Debug, Copy, Clone, PartialEq, Eq)]
 pub struct GhHsSlotDeleteParams {
+    pub space: GhHsSpace,
     pub slots: *const u64,
     pub keys: *const u32,
     pub count: u64,
@@ -247,16 +250,18 @@ pub struct GhHsSlotDeleteParams {
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of GhHsSlotDeleteParams"][::core::mem::size_of::<GhHsSlotDeleteParams>() - 32usize];
+    ["Size of GhHsSlotDeleteParams"][::core::mem::size_of::<GhHsSlotDeleteParams>() - 208usize];
     ["Alignment of GhHsSlotDeleteParams"][::core::mem::align_of::<GhHsSlotDeleteParams>() - 8usize];
+    ["Offset of field: GhHsSlotDeleteParams::space"]
+        [::core::mem::offset_of!(GhHsSlotDeleteParams, space) - 0usize];
     ["Offset of field: GhHsSlotDeleteParams::slots"]
-        [::core::mem::offset_of!(GhHsSlotDeleteParams, slots) - 0usize];
+        [::core::mem::offset_of!(GhHsSlotDeleteParams, slots) - 176usize];
     ["Offset of field: GhHsSlotDeleteParams::keys"]
-        [::core::mem::offset_of!(GhHsSlotDeleteParams, keys) - 8usize];
+        [::core::mem::offset_of!(GhHsSlotDeleteParams, keys) - 184usize];
     ["Offset of field: GhHsSlotDeleteParams::count"]
-        [::core::mem::offset_of!(GhHsSlotDeleteParams, count) - 16usize];
+        [::core::mem::offset_of!(GhHsSlotDeleteParams, count) - 192usize];
     ["Offset of field: GhHsSlotDeleteParams::removed"]
-        [::core::mem::offset_of!(GhHsSlotDeleteParams, removed) - 24usize];
+        [::core::mem::offset_of!(GhHsSlotDeleteParams, removed) - 200usize];
 };
 impl Default for GhHsSlotDeleteParams {
     fn default() -> Self {

@@ -69,7 +69,10 @@
 //!   there. An insert claims it as busy (a compare-and-swap from empty), writes the other
 //!   fields, fences, then publishes the key; readers skip empty, busy and removed slots and
 //!   read the other fields after a fence. A delete writes the removed word. Slots are never
-//!   reused: a removed slot stays a hole until [`HyperspaceIndex::clear`].
+//!   reused: a removed slot stays a hole until [`HyperspaceIndex::clear`]. A batch that
+//!   must find a slot again (a modify's old copy, a rolled-back insert) keeps its id: the
+//!   super node's slab address and the lane (or the word in the heads array), which stay
+//!   valid when the allocator grows, even the light variant that moves every slab.
 //! - **Operations** are served by warp-cooperative work sharing: each thread owns an item,
 //!   the warp takes them one at a time and reads each key node with all 32 lanes, ballots
 //!   finding the key or a free slot. An insert looks for its key on the way (waiting on a

@@ -235,16 +235,16 @@ impl Space {
         self.run(stream, |space| launch::delete(stream, space, tuples, None))
     }
 
-    /// Removes the copies whose key slots a lookup or an insert on this space found.
+    /// Removes the copies whose key slot ids a lookup or an insert on this space found.
     pub(crate) fn delete_slots(
         &self,
         stream: &Stream,
         slots: &DeviceBuffer<u64>,
         keys: &DeviceBuffer<u32>,
     ) -> Result<()> {
-        // The read lock keeps a clear from freeing the slots meanwhile.
-        let _slabs = self.slabs.read();
-        Ok(launch::delete_slots(stream, slots, keys)?)
+        self.run(stream, |space| {
+            launch::delete_slots(stream, space, slots, keys)
+        })
     }
 
     /// The bucket of each tuple, as the kernels compute it, on the device.

@@ -19,6 +19,13 @@
  * empty and removed words, the three key words no tuple may use. */
 #define GH_HS_BUSY_KEY 0xfffffffdu
 
+/* Key slots are named by 64-bit ids that stay valid when the allocator grows (its light
+ * variant moves every slab): a head's slot by its word in the heads array, with
+ * GH_HS_HEAD_SLOT set; any other by its super node's slab address times 32 plus its lane,
+ * with GH_HS_SLAB_SLOT set. An id of 0 names no slot. */
+#define GH_HS_HEAD_SLOT 0x8000000000000000ull
+#define GH_HS_SLAB_SLOT 0x4000000000000000ull
+
 /* Per-item status of inserts: PENDING until served (and after a pass whose allocator ran
  * dry), then INSERTED or, for a key the index holds, PRESENT. */
 #define GH_HS_PENDING 0u
@@ -71,7 +78,7 @@ typedef struct GhHsBucketsParams {
  * holds already (published or being inserted) answers GH_HS_PRESENT; without, the tuple
  * is appended whatever the bucket holds (a modify's new copy). A tuple that finds no free
  * super node stays PENDING and raises the allocator's exhausted flag. slots (may be null)
- * receives the address of each inserted tuple's key slot. */
+ * receives the id of each inserted tuple's key slot. */
 typedef struct GhHsInsertParams {
     GhHsSpace space;
     GhHsTuples tuples;
@@ -82,7 +89,7 @@ typedef struct GhHsInsertParams {
 
 /* Looks tuples.keys[i] up in the bucket tuple i hashes to (only the space's dimensions
  * are read: a key space needs keys alone): found[i] = 1 and the tuple into out (slot i,
- * when out.keys is not null), and when slots is not null the address of its key slot; or
+ * when out.keys is not null), and when slots is not null its key slot's id; or
  * found[i] = 0, slot 0 and the empty word as out's key. */
 typedef struct GhHsGetParams {
     GhHsSpace space;
@@ -100,9 +107,10 @@ typedef struct GhHsDeleteParams {
     uint32_t *removed;
 } GhHsDeleteParams;
 
-/* Removes the copy whose key slot is slots[i], if it still holds keys[i] (a slot of 0 is
+/* Removes the copy whose key slot is slots[i], if it still holds keys[i] (a slot id of 0 is
  * skipped); removed[i] (may be null) = 1 when it did. */
 typedef struct GhHsSlotDeleteParams {
+    GhHsSpace space;
     const uint64_t *slots;
     const uint32_t *keys;
     uint64_t count;
