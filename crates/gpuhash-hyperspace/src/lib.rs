@@ -161,6 +161,7 @@ mod space;
 mod tuples;
 
 pub use error::{HyperspaceError, Result};
+pub use gpuhash_slab_alloc::Variant;
 pub use index::{HyperspaceIndex, InsertStatus};
 pub use options::{HyperspaceOptions, SearchStrategy, Subspaces};
 pub use query::{DeviceMatches, Matches, Query};

@@ -480,3 +480,32 @@ fn inserts_from_four_threads_store_each_key_once() {
         "four threads",
     );
 }
+
+/// A light allocator moves every slab when it grows: a modify whose new copies make it
+/// grow must still find the old copies it looked up before.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn modifies_that_grow_a_light_allocator_take_out_the_right_copies() {
+    let _memory = shared_memory();
+    let mut rng = SeededRng::new(16);
+    let options = HyperspaceOptions::default()
+        .variant(gpuhash_hyperspace::Variant::Light)
+        .space_bits(2);
+    let idx = index(2, 16, options);
+    let mut model = Model::default();
+    let tuples = random_tuples(&mut rng, 2, 3000, 1 << 32, 20);
+    assert_eq!(
+        idx.insert(batch(&tuples)).expect("insert"),
+        model.insert(&tuples)
+    );
+    for round in 0..3 {
+        let changed = with_keys(&mut rng, 2, tuples.keys.clone(), 20);
+        assert_eq!(
+            idx.modify(batch(&changed)).expect("modify"),
+            model.modify(&changed)
+        );
+        let what = format!("light, round {round}");
+        check_contents(&idx, &model, &[], &what);
+        check_searches(&idx, &model, &some_queries(&mut rng, 2, 20, &model), &what);
+    }
+}
