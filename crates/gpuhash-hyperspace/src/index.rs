@@ -333,6 +333,34 @@ impl HyperspaceIndex {
         Ok(found.iter().map(|&f| f != 0).collect())
     }
 
+    /// Replaces the value of each key the index holds, keeping its attributes; true where
+    /// it did. The same road as [`HyperspaceIndex::modify`] with the attributes the key
+    /// index holds (a tuple whose attributes change on another thread meanwhile may get
+    /// the older ones back: writes of one key from two threads are not ordered).
+    pub fn modify_values(&self, keys: &[u32], values: &[u32]) -> Result<Vec<bool>> {
+        gpuhash_core::table::check_pairs(keys.len(), values.len())?;
+        tuples::check_keys(keys)?;
+        let held = self.get(keys)?;
+        let n = keys.len();
+        let mut attributes = vec![0; self.attribute_count * n];
+        for (i, tuple) in held.iter().enumerate() {
+            for (a, &value) in tuple.iter().flat_map(|t| t.attributes.iter()).enumerate() {
+                attributes[a * n + i] = value;
+            }
+        }
+        let batch = TupleBatch {
+            keys,
+            attributes: &attributes,
+            values,
+        };
+        Ok(self
+            .modify(batch)?
+            .into_iter()
+            .zip(&held)
+            .map(|(modified, held)| modified && held.is_some())
+            .collect())
+    }
+
     /// Tuples in the index, once the work queued before has run.
     pub fn len(&self) -> Result<usize> {
         let stream = self.device.lend_stream()?;

@@ -108,7 +108,8 @@
 //! key twice in one batch, a reserved key ([`is_reserved_key`]: the three highest words)
 //! or attributes that are not p columns reject it with an error and change nothing.
 //! Inserts answer per tuple ([`InsertStatus`]: inserted, or present and left alone);
-//! modify and delete answer per key whether the index held it. Phase order: an insert goes
+//! modify (whole tuples), [`HyperspaceIndex::modify_values`] (values alone) and delete
+//! answer per key whether the index held it. Phase order: an insert goes
 //! into the key index first (which decides what is new), then each subspace; a delete
 //! leaves the subspaces first, then the key index; a modify puts new copies into every
 //! space, waits, then takes the old copies out of every space by the key slots a lookup

@@ -286,6 +286,26 @@ fn modify_and_delete_answer_for_missing_keys_and_move_tuples() {
         );
         let queries = some_queries(&mut rng, 3, 30, &model);
         check_searches(&idx, &model, &queries, "after modify");
+        // Values alone, attributes kept: for held keys and missing ones.
+        let keys: Vec<u32> = changed.keys[2500..3500].to_vec();
+        let values: Vec<u32> = keys.iter().map(|k| k ^ 0x5555).collect();
+        let expected: Vec<bool> = keys
+            .iter()
+            .zip(&values)
+            .map(|(k, &v)| match model.tuples.get_mut(k) {
+                Some(held) => {
+                    held.value = v;
+                    true
+                }
+                None => false,
+            })
+            .collect();
+        assert_eq!(
+            idx.modify_values(&keys, &values).expect("modify values"),
+            expected
+        );
+        check_searches(&idx, &model, &queries, "after modifying values");
+        check_contents(&idx, &model, &[], "after modifying values");
         let mut gone: Vec<u32> = tuples.keys[2000..5000].to_vec();
         gone.extend([1 << 22, 1 << 22, tuples.keys[0]]);
         gone.push(tuples.keys[0]);
