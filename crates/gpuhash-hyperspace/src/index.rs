@@ -174,35 +174,17 @@ impl HyperspaceIndex {
         let spaces = spaces.all();
         let stream = self.device.lend_stream()?;
         let tuples = DeviceTuples::from_batch(&stream, batch)?;
-        let mut status = DeviceBuffer::<u8>::zeroed(&stream, batch.len())?;
-        let mut slots = vec![DeviceBuffer::<u64>::zeroed(&stream, batch.len())?];
-        if let Err(error) =
-            spaces[0].insert(&stream, &tuples, &mut status, Some(&mut slots[0]), true)
-        {
-            take_out(&spaces, &stream, &tuples.keys, &slots)?;
-            return Err(error);
-        }
-        let key_status = status.to_host(&stream)?;
-        let pending: Vec<u8> = key_status
-            .iter()
-            .map(|&s| {
-                if u32::from(s) == GH_HS_INSERTED {
-                    GH_HS_PENDING as u8
-                } else {
-                    GH_HS_PRESENT as u8
-                }
-            })
-            .collect();
-        for space in &spaces[1..] {
-            let mut status = upload(&stream, &pending)?;
-            slots.push(DeviceBuffer::<u64>::zeroed(&stream, batch.len())?);
-            let reached = slots.last_mut().expect("just pushed");
-            if let Err(error) = space.insert(&stream, &tuples, &mut status, Some(reached), false) {
-                take_out(&spaces, &stream, &tuples.keys, &slots)?;
+        // Everything the phases need is allocated first: past the key index's insert, an
+        // error takes the batch's copies out again.
+        let mut buffers = PhaseBuffers::new(&stream, spaces.len(), batch.len())?;
+        let inserted = insert_phases(&spaces, &stream, &tuples, &mut buffers);
+        let key_status = match inserted {
+            Ok(key_status) => key_status,
+            Err(error) => {
+                take_out(&spaces, &stream, &tuples.keys, &buffers.slots)?;
                 return Err(error);
             }
-        }
-        stream.synchronize()?;
+        };
         Ok(key_status
             .iter()
             .map(|&s| {
@@ -316,16 +298,18 @@ impl HyperspaceIndex {
                 }
             })
             .collect();
-        let mut new_slots = Vec::with_capacity(spaces.len());
-        for space in spaces.iter() {
-            let mut status = upload(&stream, &pending)?;
-            let mut slots = DeviceBuffer::<u64>::zeroed(&stream, batch.len())?;
-            let inserted = space.insert(&stream, &new, &mut status, Some(&mut slots), false);
-            new_slots.push(slots);
-            if let Err(error) = inserted {
-                take_out(&spaces, &stream, &new.keys, &new_slots)?;
-                return Err(error);
+        let mut buffers = PhaseBuffers::new(&stream, spaces.len(), batch.len())?;
+        let inserted = (|| {
+            for (s, space) in spaces.iter().enumerate() {
+                buffers.status[s].copy_from_host(&stream, &pending)?;
+                let (status, slots) = (&mut buffers.status[s], &mut buffers.slots[s]);
+                space.insert(&stream, &new, status, Some(slots), false)?;
             }
+            Ok(())
+        })();
+        if let Err(error) = inserted {
+            take_out(&spaces, &stream, &new.keys, &buffers.slots)?;
+            return Err(error);
         }
         stream.synchronize()?;
         self.grace.wait_for_earlier_searches();
@@ -483,4 +467,54 @@ fn take_out(
     }
     stream.synchronize()?;
     Ok(())
+}
+
+/// A status and a slot id for every element of a batch, in every space.
+struct PhaseBuffers {
+    status: Vec<DeviceBuffer<u8>>,
+    slots: Vec<DeviceBuffer<u64>>,
+}
+
+impl PhaseBuffers {
+    fn new(stream: &Stream, spaces: usize, n: usize) -> Result<Self> {
+        let mut buffers = Self {
+            status: Vec::with_capacity(spaces),
+            slots: Vec::with_capacity(spaces),
+        };
+        for _ in 0..spaces {
+            buffers.status.push(DeviceBuffer::zeroed(stream, n)?);
+            buffers.slots.push(DeviceBuffer::zeroed(stream, n)?);
+        }
+        Ok(buffers)
+    }
+}
+
+/// An insert's phases: the key index (which answers which keys are new), then each
+/// subspace with the new ones. Returns the key index's status of each tuple.
+fn insert_phases(
+    spaces: &[&Space],
+    stream: &Stream,
+    tuples: &DeviceTuples,
+    buffers: &mut PhaseBuffers,
+) -> Result<Vec<u8>> {
+    let (status, slots) = (&mut buffers.status[0], &mut buffers.slots[0]);
+    spaces[0].insert(stream, tuples, status, Some(slots), true)?;
+    let key_status = buffers.status[0].to_host(stream)?;
+    let pending: Vec<u8> = key_status
+        .iter()
+        .map(|&s| {
+            if u32::from(s) == GH_HS_INSERTED {
+                GH_HS_PENDING as u8
+            } else {
+                GH_HS_PRESENT as u8
+            }
+        })
+        .collect();
+    for (s, space) in spaces.iter().enumerate().skip(1) {
+        buffers.status[s].copy_from_host(stream, &pending)?;
+        let (status, slots) = (&mut buffers.status[s], &mut buffers.slots[s]);
+        space.insert(stream, tuples, status, Some(slots), false)?;
+    }
+    stream.synchronize()?;
+    Ok(key_status)
 }
