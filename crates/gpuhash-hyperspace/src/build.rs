@@ -100,7 +100,7 @@ impl Space {
         let mut slabs = self.write_with_room(stream, needed)?;
         loop {
             let mut exhaustion = Exhaustion::new(stream)?;
-            self.with_space(&slabs, stream, &mut exhaustion, |space| {
+            self.with_space(&slabs, stream, exhaustion.address(stream), |space| {
                 launch::build(stream, space, &sorted, &offsets)
             })?;
             if !exhaustion.happened(stream)? {

@@ -12,7 +12,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use gpuhash_core::{Device, DeviceBuffer, Stream};
+use gpuhash_core::{Device, DeviceAddress, DeviceBuffer, Stream};
 use gpuhash_slab_alloc::{Exhaustion, SlabAlloc, SlabAllocError, SlabAllocOptions, Variant};
 use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -29,6 +29,9 @@ use gpuhash_slab_list::layouts::{GH_SLAB_DATA_LANES, GH_SLAB_EMPTY_WORD};
 pub(crate) struct Slabs {
     heads: DeviceBuffer<u32>,
     alloc: SlabAlloc,
+    /// The flag kernels that never allocate get, made once so that they allocate nothing
+    /// (a batch rolling back after running out of memory still runs).
+    unused: Exhaustion,
 }
 
 /// One space of an index: a grid over some fields, each bucket a chain of super nodes.
@@ -82,13 +85,18 @@ impl Space {
                 initial_slabs: beyond_heads + beyond_heads / 4 + 1024,
             },
         )?;
+        let unused = Exhaustion::new(&stream)?;
         stream.synchronize()?;
         Ok(Self {
             shape,
             seed,
             attribute_count: p as u32,
             device: device.clone(),
-            slabs: RwLock::new(Slabs { heads, alloc }),
+            slabs: RwLock::new(Slabs {
+                heads,
+                alloc,
+                unused,
+            }),
             possibly_in_use: AtomicU64::new(0),
         })
     }
@@ -115,15 +123,15 @@ impl Space {
 
     /// Calls `launch` with the space as a kernel parameter, keeping the stream ordering of
     /// its memory until the kernel is queued; warps that find no free super node raise
-    /// `exhaustion`.
+    /// the flag at `exhausted`.
     pub(crate) fn with_space<R>(
         &self,
         slabs: &Slabs,
         stream: &Stream,
-        exhaustion: &mut Exhaustion,
+        exhausted: DeviceAddress<'_>,
         launch: impl FnOnce(GhHsSpace) -> gpuhash_core::Result<R>,
     ) -> gpuhash_core::Result<R> {
-        let context = slabs.alloc.context(stream, exhaustion.address(stream));
+        let context = slabs.alloc.context(stream, exhausted);
         let heads = slabs.heads.address(stream);
         let mut params = GhHsSpace {
             heads: heads.address as *mut u32,
@@ -149,8 +157,8 @@ impl Space {
         launch: impl FnOnce(GhHsSpace) -> gpuhash_core::Result<R>,
     ) -> Result<R> {
         let slabs = self.slabs.read();
-        let mut unused = Exhaustion::new(stream)?;
-        Ok(self.with_space(&slabs, stream, &mut unused, launch)?)
+        let exhausted = slabs.unused.shared_address(stream);
+        Ok(self.with_space(&slabs, stream, exhausted, launch)?)
     }
 
     /// The slabs held for reading, with room for `needed` more slabs in use: at once when
@@ -204,7 +212,7 @@ impl Space {
         loop {
             let slabs = self.with_room(stream, needed, retry)?;
             let mut exhaustion = Exhaustion::new(stream)?;
-            self.with_space(&slabs, stream, &mut exhaustion, |space| {
+            self.with_space(&slabs, stream, exhaustion.address(stream), |space| {
                 launch::insert(stream, space, tuples, status, slots.as_deref_mut(), unique)
             })?;
             drop(slabs);
