@@ -1,13 +1,172 @@
 //! # gpuhash-hyperspace
 //!
-//! GHSH hyperspace hashing on the GPU (docs/papers.md): tuples `(key, A1..Ap, value)`
-//! searched by key or by any attribute. This crate is under construction; [`shape`] holds the
-//! geometry its parts share.
+//! GHSH hyperspace hashing on the GPU (Ren, Gu, Li, Li, Yu, *GPU-Based Dynamic Hyperspace
+//! Hash with Full Concurrency*, Data Science and Engineering 2021; docs/papers.md):
+//! tuples `(key, A1..Ap, value)` of `u32` words, `1 <= p <= 8`, found by key or by any
+//! conjunction of attribute equalities (`A1 = x and A3 = y`), all matches returned. Keys
+//! are unique; attributes and values are any word.
+//!
+//! ## Example
+//!
+//! ```no_run
+//! use gpuhash_core::Device;
+//! use gpuhash_hyperspace::shape::Field;
+//! use gpuhash_hyperspace::{HyperspaceIndex, HyperspaceOptions, InsertStatus, Query, TupleBatch};
+//!
+//! # fn main() -> gpuhash_hyperspace::Result<()> {
+//! let device = Device::default()?;
+//! // Tuples of 2 attributes: (key, city, salary, value).
+//! let index = HyperspaceIndex::new(&device, 2, 1 << 20, HyperspaceOptions::default())?;
+//! let batch = TupleBatch {
+//!     keys: &[1, 2, 3],
+//!     attributes: &[10, 10, 20, /* salaries: */ 5000, 7000, 5000], // column-major
+//!     values: &[100, 200, 300],
+//! };
+//! assert_eq!(index.insert(batch)?, vec![InsertStatus::Inserted; 3]);
+//! assert_eq!(index.get(&[2, 9])?[0].as_ref().map(|t| t.value), Some(200));
+//! let matches = index.search(&[
+//!     Query::attribute(0, 10),                                 // city = 10
+//!     Query::attribute(0, 20).and(Field::Attribute(1), 5000), // city = 20 and salary = 5000
+//! ])?;
+//! assert_eq!(matches.range(0).len(), 2);
+//! assert_eq!(matches.of(1)[0].key, 3);
+//! // Move tuple 1 to another city: searches running meanwhile see it once or twice.
+//! let moved = TupleBatch { keys: &[1], attributes: &[20, 5000], values: &[101] };
+//! assert_eq!(index.modify(moved)?, vec![true]);
+//! assert_eq!(index.delete(&[2, 9])?, vec![true, false]);
+//! assert_eq!(index.len()?, 2);
+//! # Ok(()) }
+//! ```
 //!
 //! ## Options
+//!
+//! Set through [`HyperspaceOptions`], by setters: `subspaces` (each attribute alone, the
+//! default; pairs; or any groups, [`Subspaces`]), `bucket_tuples` (tuples a bucket is
+//! sized for, 32 by default) or `space_bits` (coordinate bits of every space), `search`
+//! (grouped or one subtask at a time, [`SearchStrategy`]), the allocators' `variant`, and
+//! `seed`. The capacity given to [`HyperspaceIndex::new`] sizes the grids and allocators;
+//! an index holds more, with longer chains.
+//!
+//! ## Structure
+//!
+//! - **Spaces** ([`shape`]): a space hashes some fields (its dimensions) to coordinates, the
+//!   top bits of a 32-bit mix of the value and a per-field seed; a bucket is one cell of
+//!   the grid, the coordinates concatenated. An index is the **key index** (the key its
+//!   only dimension, never regrouped) and **attribute subspaces** (groups of attributes).
+//!   Every space holds every tuple whole, as HyperDex does and the paper follows, so any
+//!   search is answered by one space alone: the one that touches the fewest buckets for
+//!   the fields it names ([`HyperspaceIndex::best_space`]).
+//! - **Super nodes** (`cuda-src/hyperspace/super_node.cuh`): a bucket is a chain of super
+//!   nodes, each p + 2 nodes of 128 bytes (the key node, one node per attribute, the value
+//!   node), 31 slots a node and the link in lane 31, so the chains of one bucket advance in
+//!   lockstep and slot s of each node holds one field of the same tuple. A search on `Ai`
+//!   reads `Ai`'s nodes, and the other nodes of a super node only on the lanes that
+//!   matched. Heads lie in one array per space; every other super node is one run of p + 2
+//!   consecutive slabs of a SlabAlloc ([`gpuhash_slab_alloc`]), claimed with one atomic, so
+//!   node c lies c slabs after the key node. A full tail gets a new super node by a
+//!   compare-and-swap on the key node's link; the winner then links the other chains.
+//! - **Slots** (`cuda-src/hyperspace/slots.cuh`): the key slot decides whether a tuple is
+//!   there. An insert claims it as busy (a compare-and-swap from empty), writes the other
+//!   fields, fences, then publishes the key; readers skip empty, busy and removed slots and
+//!   read the other fields after a fence. A delete writes the removed word. Slots are never
+//!   reused: a removed slot stays a hole until [`HyperspaceIndex::clear`]. A batch that
+//!   must find a slot again (a modify's old copy, a rolled-back insert) keeps its id: the
+//!   super node's slab address and the lane (or the word in the heads array), which stay
+//!   valid when the allocator grows, even the light variant that moves every slab.
+//! - **Operations** are served by warp-cooperative work sharing: each thread owns an item,
+//!   the warp takes them one at a time and reads each key node with all 32 lanes, ballots
+//!   finding the key or a free slot. An insert looks for its key on the way (waiting on a
+//!   busy slot, which may hold it) and claims the first empty slot, so a key is stored
+//!   once.
+//! - **Searches** (`src/search.rs`, `cuda-src/hyperspace/search.cu`): queries naming the
+//!   same fields form a group run in their best space; each (query, bucket it touches) is
+//!   a subtask. With [`SearchStrategy::Grouped`], the paper's warp pre-combination data
+//!   sharing, subtasks are sorted by bucket on the device (one launch serves one field set,
+//!   so one scanned chain) and a warp compares every query of a bucket on each node it
+//!   reads; [`SearchStrategy::OneAtATime`] is the warp-cooperative baseline. A count pass,
+//!   then a write pass into a layout with room to spare, then a compaction give compressed
+//!   rows ([`Matches`]: offsets, then tuples as structure of arrays) like the slab hash
+//!   multimap's `get_all`.
+//! - **Regrouping** ([`HyperspaceIndex::regroup`]): new attribute subspaces are built in
+//!   bulk from the key index (read back whole by an export kernel,
+//!   [`HyperspaceIndex::export`]) and swapped in; searches go on meanwhile on the
+//!   subspaces they began with, while writes wait, so nothing is lost or duplicated.
+//!   Which groups to choose is a policy of its own; [`HyperspaceIndex::best_space`] picks a
+//!   search's space by the buckets it touches.
+//! - **Bulk build** (`src/build.rs`): tuples sorted by bucket with a counting sort
+//!   (histogram kernel, prefix sum, scatter kernel), then one warp per bucket writes whole
+//!   super nodes of 31 tuples.
+//! - `src/launch.rs` is the only place raw device pointers reach the kernels;
+//!   `src/layouts.rs` holds their parameter structs, made by bindgen from
+//!   `cuda-src/include/gpuhash/hyperspace_layouts.h`.
+//!
+//! ## Batches
+//!
+//! Host batches are structure of arrays ([`TupleBatch`]): keys, values, and the attributes
+//! in one column-major slice (attribute `a` of tuple `i` at `a * n + i`), the layout of
+//! the kernels and of [`DeviceTuples`]. A batch is checked whole before anything runs: a
+//! key twice in one batch, a reserved key ([`is_reserved_key`]: the three highest words)
+//! or attributes that are not p columns reject it with an error and change nothing.
+//! Inserts answer per tuple ([`InsertStatus`]: inserted, or present and left alone);
+//! modify (whole tuples), [`HyperspaceIndex::modify_values`] (values alone) and delete
+//! answer per key whether the index held it. Phase order: an insert goes
+//! into the key index first (which decides what is new), then each subspace; a delete
+//! leaves the subspaces first, then the key index; a modify puts new copies into every
+//! space, waits, then takes the old copies out of every space by the key slots a lookup
+//! found before.
+//!
+//! Room: before an insert each space makes sure its allocator can serve every super node
+//! the batch may link (growing while nothing runs, as the slab hash does), and tuples that
+//! still find none are served again after growth. If an allocator cannot grow (out of
+//! device memory), the copies the batch put in are taken out again and the error says
+//! why: the index holds what it held before.
+//!
+//! ## What concurrent readers see
+//!
+//! A modify inserts the new copy before it deletes the old one (the paper's temporary
+//! repeated read): a search running meanwhile finds the tuple once or twice, never not at
+//! all. Across host threads this needs a grace period: every search registers before its
+//! first kernel, and a modify, once its new copies are all in, waits for every search that
+//! began before that moment before it deletes. A search answers what one write pass saw,
+//! whole (it runs again if a query found more than the room laid out for it). While a
+//! modify is in flight, [`HyperspaceIndex::len`] and [`HyperspaceIndex::get`] may count or
+//! find its tuples twice too. Writes of one key from two threads at once are not ordered;
+//! keep them on one thread.
+//!
+//! ## Limits
+//!
+//! - Removed slots are not reclaimed until `clear`: an index under heavy modify or delete
+//!   churn grows until then.
+//! - The contract's `Map<u32, u32>` does not fit the key index: the contract takes every
+//!   `u32` as a key and keeps one copy of a key repeated in a batch, while the index
+//!   reserves three key words and rejects such batches.
+//!
+//! ## Features
 #![doc = document_features::document_features!()]
 
+mod build;
+mod error;
+mod grace;
+mod index;
+mod launch;
+#[allow(
+    dead_code,
+    reason = "generated from the kernels' header: not every constant is used"
+)]
+mod layouts;
+mod options;
+mod query;
+mod search;
 pub mod cost;
 pub mod history;
 pub mod regroup;
 pub mod shape;
+mod space;
+mod tuples;
+
+pub use error::{HyperspaceError, Result};
+pub use gpuhash_slab_alloc::Variant;
+pub use index::{HyperspaceIndex, InsertStatus};
+pub use options::{HyperspaceOptions, SearchStrategy, Subspaces};
+pub use query::{DeviceMatches, Matches, Query};
+pub use tuples::{DeviceTuples, Tuple, TupleBatch, Tuples, is_reserved_key};

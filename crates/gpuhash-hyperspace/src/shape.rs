@@ -9,6 +9,8 @@
 
 use std::fmt;
 
+use gpuhash_core::hash::fmix32;
+
 /// Most attributes a tuple may have.
 pub const MAX_ATTRIBUTES: usize = 8;
 
@@ -24,11 +26,32 @@ pub enum Field {
 impl Field {
     /// The field's bit in a [`FieldSet`]: bit 0 the key, bit `i + 1` attribute `i`.
     pub const fn bit(self) -> u16 {
+        1 << self.index()
+    }
+
+    /// The field's number as the kernels take it: 0 the key, `i + 1` attribute `i`.
+    pub const fn index(self) -> u32 {
         match self {
-            Field::Key => 1,
-            Field::Attribute(i) => 1 << (i as u16 + 1),
+            Field::Key => 0,
+            Field::Attribute(i) => i as u32 + 1,
         }
     }
+}
+
+/// Coordinate of `value` on a dimension of `bits` bits whose seed is `seed`: the top
+/// `bits` bits of `fmix32(value ^ seed)` (0 for a dimension of no bits). The kernels
+/// (`cuda-src/hyperspace/space.cuh`) compute the same.
+pub fn coordinate(value: u32, seed: u32, bits: u8) -> u32 {
+    match bits {
+        0 => 0,
+        bits => fmix32(value ^ seed) >> (32 - u32::from(bits.min(32))),
+    }
+}
+
+/// The seed of `field`'s dimension in every space of an index whose seed is `index_seed`:
+/// each field gets its own, so equal values of two fields land on unrelated coordinates.
+pub fn field_seed(index_seed: u32, field: Field) -> u32 {
+    fmix32(index_seed ^ field.index().wrapping_mul(0x9e37_79b9))
 }
 
 /// A set of fields, as a bit mask (bit 0 the key, bit `i + 1` attribute `i`): the fields a
@@ -141,6 +164,16 @@ impl SpaceShape {
         1 << self.total_bits()
     }
 
+    /// The bucket of a tuple whose field `f` holds `value_of(f)`, when the index's seed is
+    /// `index_seed`: the coordinates of the dimensions, concatenated in order, the first
+    /// the highest bits.
+    pub fn bucket(&self, index_seed: u32, value_of: impl Fn(Field) -> u32) -> u32 {
+        self.dimensions.iter().fold(0u64, |bucket, &(field, bits)| {
+            let c = coordinate(value_of(field), field_seed(index_seed, field), bits);
+            (bucket << bits) | u64::from(c)
+        }) as u32
+    }
+
     /// Buckets a search naming the fields `named` must visit: every coordinate of each
     /// dimension it does not name.
     pub fn buckets_touched(&self, named: FieldSet) -> u64 {
@@ -182,7 +215,44 @@ mod tests {
         );
     }
 
+    #[test]
+    fn coordinates_are_the_top_bits_of_the_mix() {
+        // Values the kernels must produce too (tests/gpu.rs checks them on a device).
+        assert_eq!(coordinate(0, 0, 10), 0);
+        assert_eq!(coordinate(1, 0, 10), 325);
+        assert_eq!(coordinate(42, 0x9e37_79b9, 7), 114);
+        assert_eq!(coordinate(u32::MAX, 12345, 32), 2_095_846_414);
+        assert_eq!(coordinate(7, 1, 1), 0);
+        assert_eq!(coordinate(123, 9, 0), 0);
+    }
+
+    #[test]
+    fn buckets_concatenate_coordinates_first_dimension_highest() {
+        let shape =
+            SpaceShape::new(vec![(Field::Attribute(1), 3), (Field::Key, 5)]).expect("8 bits");
+        let value_of = |f: Field| match f {
+            Field::Key => 77,
+            Field::Attribute(i) => 1000 + u32::from(i),
+        };
+        let high = coordinate(1001, field_seed(5, Field::Attribute(1)), 3);
+        let low = coordinate(77, field_seed(5, Field::Key), 5);
+        assert_eq!(shape.bucket(5, value_of), (high << 5) | low);
+        assert!(shape.bucket(5, value_of) < 256);
+    }
+
     quickcheck! {
+        fn buckets_stay_below_the_bucket_count(bits: Vec<u8>, values: Vec<u32>, seed: u32) -> bool {
+            let dims: Vec<(Field, u8)> = bits
+                .iter()
+                .take(MAX_ATTRIBUTES)
+                .enumerate()
+                .map(|(i, b)| (Field::Attribute(i as u8), b % 4))
+                .collect();
+            let shape = SpaceShape::new(dims).expect("at most 24 bits");
+            let value_of = |f: Field| values.get(f.index() as usize).copied().unwrap_or(0);
+            u64::from(shape.bucket(seed, value_of)) < shape.bucket_count()
+        }
+
         fn touched_buckets_multiply_over_free_dimensions(bits: Vec<u8>, named: u16) -> bool {
             let dims: Vec<(Field, u8)> = bits
                 .iter()

@@ -24,6 +24,10 @@ pub enum Error {
     #[cfg(feature = "cuckoo")]
     #[error(transparent)]
     Cuckoo(#[from] gpuhash_cuckoo::CuckooError),
+    /// The hyperspace index.
+    #[cfg(feature = "hyperspace")]
+    #[error(transparent)]
+    Hyperspace(#[from] gpuhash_hyperspace::HyperspaceError),
 }
 
 /// The result type of the facade.
@@ -50,6 +54,8 @@ impl Error {
             Error::SlabHash(error) => error.kind(),
             #[cfg(feature = "cuckoo")]
             Error::Cuckoo(error) => error.kind(),
+            #[cfg(feature = "hyperspace")]
+            Error::Hyperspace(error) => error.kind(),
         }
     }
 }
@@ -74,6 +80,11 @@ mod tests {
         #[cfg(feature = "slab-list")]
         assert_eq!(
             Error::from(gpuhash_slab_list::SlabListError::from(oom.clone())).kind(),
+            ErrorKind::OutOfDeviceMemory
+        );
+        #[cfg(feature = "hyperspace")]
+        assert_eq!(
+            Error::from(gpuhash_hyperspace::HyperspaceError::from(oom.clone())).kind(),
             ErrorKind::OutOfDeviceMemory
         );
         #[cfg(feature = "cuckoo")]

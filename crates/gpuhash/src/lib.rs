@@ -11,8 +11,7 @@
 //! | [`slab_hash`] (`gpuhash-slab-hash`, feature `slab-hash`, on by default) | slab hash map, set and multimap: dynamic, fully concurrent, chained |
 //! | [`cuckoo`] (`gpuhash-cuckoo`, feature `cuckoo`, on by default) | DyHash: dynamic cuckoo subtables resized one at a time |
 //! | [`swap`] (`gpuhash-swap`, feature `swap`, on by default) | Starfish: a map larger than GPU memory, child tables paged between device and host |
-//!
-//! The hyperspace index joins when its crate lands.
+//! | `hyperspace` (`gpuhash-hyperspace`, feature `hyperspace`) | GHSH: tuples `(key, A1..Ap, value)` searched by key or by any conjunction of attributes |
 //!
 //! Every crate's error converts into [`Error`], so one `?` serves them all:
 //!
@@ -40,6 +39,8 @@ pub use error::{Error, Result};
 pub use gpuhash_core as core;
 #[cfg(feature = "cuckoo")]
 pub use gpuhash_cuckoo as cuckoo;
+#[cfg(feature = "hyperspace")]
+pub use gpuhash_hyperspace as hyperspace;
 #[cfg(feature = "slab-alloc")]
 pub use gpuhash_slab_alloc as slab_alloc;
 #[cfg(feature = "slab-hash")]
@@ -60,6 +61,8 @@ pub mod prelude {
     pub use gpuhash_core::{Device, DeviceBuffer, EventTimer, HostRegistered, Stream};
     #[cfg(feature = "cuckoo")]
     pub use gpuhash_cuckoo::{CuckooOptions, CuckooTable};
+    #[cfg(feature = "hyperspace")]
+    pub use gpuhash_hyperspace::{HyperspaceIndex, HyperspaceOptions, Query};
     #[cfg(feature = "slab-hash")]
     pub use gpuhash_slab_hash::{SlabHashMap, SlabHashMultiMap, SlabHashOptions, SlabHashSet};
     #[cfg(feature = "swap")]

@@ -1,0 +1,587 @@
+//! The kernels of `cuda-src/hyperspace/`: the only place this crate hands raw device
+//! pointers to the GPU. Callers check lengths; each function states what it relies on.
+
+use gpuhash_core::launch::{Kernel, KernelImage, KernelParams, LaunchShape};
+use gpuhash_core::{DeviceAddress, DeviceBuffer, Stream};
+
+use crate::layouts::{
+    GhHsBucketsParams, GhHsBuildParams, GhHsCompactParams, GhHsCountParams, GhHsDeleteParams,
+    GhHsExportParams, GhHsFillParams, GhHsGetParams, GhHsInsertParams, GhHsPartitionParams,
+    GhHsPermuteParams, GhHsSearchParams, GhHsSlotDeleteParams, GhHsSpace, GhHsSubtaskParams,
+    GhHsTuples, GhHsTuplesOut,
+};
+use crate::tuples::DeviceTuples;
+
+// SAFETY: bindgen's repr(C) copies of the C structs the kernels take.
+unsafe impl KernelParams for GhHsBucketsParams {}
+// SAFETY: as above.
+unsafe impl KernelParams for GhHsInsertParams {}
+// SAFETY: as above.
+unsafe impl KernelParams for GhHsGetParams {}
+// SAFETY: as above.
+unsafe impl KernelParams for GhHsDeleteParams {}
+// SAFETY: as above.
+unsafe impl KernelParams for GhHsSlotDeleteParams {}
+// SAFETY: as above.
+unsafe impl KernelParams for GhHsSubtaskParams {}
+// SAFETY: as above.
+unsafe impl KernelParams for GhHsSearchParams {}
+// SAFETY: as above.
+unsafe impl KernelParams for GhHsCountParams {}
+// SAFETY: as above.
+unsafe impl KernelParams for GhHsPartitionParams {}
+// SAFETY: as above.
+unsafe impl KernelParams for GhHsPermuteParams {}
+// SAFETY: as above.
+unsafe impl KernelParams for GhHsBuildParams {}
+// SAFETY: as above.
+unsafe impl KernelParams for GhHsFillParams {}
+// SAFETY: as above.
+unsafe impl KernelParams for GhHsCompactParams {}
+// SAFETY: as above.
+unsafe impl KernelParams for GhHsExportParams {}
+
+static OPS: KernelImage = gpuhash_core::kernel_image!("hyperspace");
+static SEARCH_IMAGE: KernelImage = gpuhash_core::kernel_image!("search");
+static BUILD_IMAGE: KernelImage = gpuhash_core::kernel_image!("build");
+
+static BUCKETS: Kernel<GhHsBucketsParams> = Kernel::new(&OPS, "gh_hs_buckets");
+static INSERT: Kernel<GhHsInsertParams> = Kernel::new(&OPS, "gh_hs_insert");
+static GET: Kernel<GhHsGetParams> = Kernel::new(&OPS, "gh_hs_get");
+static DELETE: Kernel<GhHsDeleteParams> = Kernel::new(&OPS, "gh_hs_delete");
+static DELETE_SLOTS: Kernel<GhHsSlotDeleteParams> = Kernel::new(&OPS, "gh_hs_delete_slots");
+static COUNT: Kernel<GhHsCountParams> = Kernel::new(&OPS, "gh_hs_count");
+static FILL: Kernel<GhHsFillParams> = Kernel::new(&OPS, "gh_hs_fill");
+static EXPORT: Kernel<GhHsExportParams> = Kernel::new(&OPS, "gh_hs_export");
+static SUBTASKS: Kernel<GhHsSubtaskParams> = Kernel::new(&SEARCH_IMAGE, "gh_hs_subtasks");
+static SEARCH: Kernel<GhHsSearchParams> = Kernel::new(&SEARCH_IMAGE, "gh_hs_search");
+static COMPACT: Kernel<GhHsCompactParams> = Kernel::new(&SEARCH_IMAGE, "gh_hs_compact");
+static PARTITION: Kernel<GhHsPartitionParams> = Kernel::new(&BUILD_IMAGE, "gh_hs_partition");
+static PERMUTE: Kernel<GhHsPermuteParams> = Kernel::new(&BUILD_IMAGE, "gh_hs_permute");
+static BUILD: Kernel<GhHsBuildParams> = Kernel::new(&BUILD_IMAGE, "gh_hs_build");
+
+const THREADS: u32 = 128;
+
+fn grid(stream: &Stream, threads: u64) -> LaunchShape {
+    LaunchShape::grid_stride(stream.device(), threads, THREADS)
+}
+
+/// Tuples as a kernel parameter, with the stream ordering of their buffers.
+struct TuplesOn<'a> {
+    params: GhHsTuples,
+    _order: [DeviceAddress<'a>; 3],
+}
+
+fn tuples_on<'a>(stream: &'a Stream, tuples: &'a DeviceTuples) -> TuplesOn<'a> {
+    let order = [
+        tuples.keys.address(stream),
+        tuples.attributes.address(stream),
+        tuples.values.address(stream),
+    ];
+    TuplesOn {
+        params: GhHsTuples {
+            keys: order[0].address as *const u32,
+            attributes: order[1].address as *const u32,
+            values: order[2].address as *const u32,
+            count: tuples.len() as u64,
+        },
+        _order: order,
+    }
+}
+
+/// Tuples a kernel writes, with the stream ordering of their buffers.
+struct TuplesOut<'a> {
+    params: GhHsTuplesOut,
+    _order: [DeviceAddress<'a>; 3],
+}
+
+fn tuples_out<'a>(stream: &'a Stream, tuples: &'a mut DeviceTuples) -> TuplesOut<'a> {
+    let capacity = tuples.len() as u64;
+    let order = [
+        tuples.keys.address_mut(stream),
+        tuples.attributes.address_mut(stream),
+        tuples.values.address_mut(stream),
+    ];
+    TuplesOut {
+        params: GhHsTuplesOut {
+            keys: order[0].address as *mut u32,
+            attributes: order[1].address as *mut u32,
+            values: order[2].address as *mut u32,
+            capacity,
+        },
+        _order: order,
+    }
+}
+
+/// buckets[i] = the bucket of tuple i.
+pub(crate) fn buckets(
+    stream: &Stream,
+    space: GhHsSpace,
+    tuples: &DeviceTuples,
+    buckets: &mut DeviceBuffer<u32>,
+) -> gpuhash_core::Result<()> {
+    let n = tuples.len() as u64;
+    let input = tuples_on(stream, tuples);
+    let out = buckets.address_mut(stream);
+    let params = GhHsBucketsParams {
+        space,
+        tuples: input.params,
+        buckets: out.address as *mut u32,
+    };
+    // SAFETY: `buckets` holds one word a tuple and the tuples hold p columns of n
+    // attributes (checked by the caller, which built them); the kernel writes below n.
+    unsafe { BUCKETS.launch(stream, grid(stream, n), params) }
+}
+
+/// One insert pass over the tuples whose status is PENDING; `slots` (zeroed by the
+/// caller) receives each inserted tuple's key slot.
+pub(crate) fn insert(
+    stream: &Stream,
+    space: GhHsSpace,
+    tuples: &DeviceTuples,
+    status: &mut DeviceBuffer<u8>,
+    slots: Option<&mut DeviceBuffer<u64>>,
+    unique: bool,
+) -> gpuhash_core::Result<()> {
+    let n = tuples.len() as u64;
+    if n == 0 {
+        return Ok(());
+    }
+    let input = tuples_on(stream, tuples);
+    let s = status.address_mut(stream);
+    let k = slots.map(|k| k.address_mut(stream));
+    let params = GhHsInsertParams {
+        space,
+        tuples: input.params,
+        status: s.address as *mut u8,
+        slots: k
+            .as_ref()
+            .map_or(std::ptr::null_mut(), |a| a.address as *mut u64),
+        unique: u32::from(unique),
+    };
+    // SAFETY: `space` comes from the live space and allocator the caller holds for
+    // reading; status and slots hold one entry a tuple (checked by the caller); the kernel
+    // touches items below n and slabs of the space only.
+    unsafe { INSERT.launch(stream, grid(stream, n), params) }
+}
+
+/// What a lookup reads: keys, and the attributes (column-major, as [`DeviceTuples`]) of
+/// the tuples whose copies it looks for, which a space with attribute dimensions needs to
+/// find their buckets.
+pub(crate) struct Lookup<'a> {
+    pub keys: &'a DeviceBuffer<u32>,
+    pub attributes: Option<&'a DeviceBuffer<u32>>,
+}
+
+/// Lookups: found flags, and optionally tuples and key slots.
+pub(crate) fn get(
+    stream: &Stream,
+    space: GhHsSpace,
+    lookup: Lookup<'_>,
+    found: &mut DeviceBuffer<u8>,
+    out: Option<&mut DeviceTuples>,
+    slots: Option<&mut DeviceBuffer<u64>>,
+) -> gpuhash_core::Result<()> {
+    let n = lookup.keys.len() as u64;
+    if n == 0 {
+        return Ok(());
+    }
+    let k = lookup.keys.address(stream);
+    let a = lookup.attributes.map(|a| a.address(stream));
+    let f = found.address_mut(stream);
+    let o = out.map(|o| tuples_out(stream, o));
+    let s = slots.map(|s| s.address_mut(stream));
+    let params = GhHsGetParams {
+        space,
+        tuples: GhHsTuples {
+            keys: k.address as *const u32,
+            attributes: a
+                .as_ref()
+                .map_or(std::ptr::null(), |a| a.address as *const u32),
+            values: std::ptr::null(),
+            count: n,
+        },
+        found: f.address as *mut u8,
+        out: o.as_ref().map_or(GhHsTuplesOut::default(), |o| o.params),
+        slots: s
+            .as_ref()
+            .map_or(std::ptr::null_mut(), |a| a.address as *mut u64),
+    };
+    // SAFETY: found, out (capacity n) and slots hold n entries, and the attributes p
+    // columns of n whenever the space has an attribute dimension (checked by the caller);
+    // the kernel reads only the fields of the space's dimensions and writes below n.
+    unsafe { GET.launch(stream, grid(stream, n), params) }
+}
+
+/// Removes every live copy of each tuple's key from its bucket.
+pub(crate) fn delete(
+    stream: &Stream,
+    space: GhHsSpace,
+    tuples: &DeviceTuples,
+    removed: Option<&mut DeviceBuffer<u32>>,
+) -> gpuhash_core::Result<()> {
+    let n = tuples.len() as u64;
+    if n == 0 {
+        return Ok(());
+    }
+    let input = tuples_on(stream, tuples);
+    let r = removed.map(|r| r.address_mut(stream));
+    let params = GhHsDeleteParams {
+        space,
+        tuples: input.params,
+        removed: r
+            .as_ref()
+            .map_or(std::ptr::null_mut(), |a| a.address as *mut u32),
+    };
+    // SAFETY: removed (when given) holds one word a tuple (checked by the caller); the
+    // kernel only swaps key words of the space's slabs for the removed word.
+    unsafe { DELETE.launch(stream, grid(stream, n), params) }
+}
+
+/// Removes the copies whose key slot ids a lookup or an insert on this space found (0:
+/// none).
+pub(crate) fn delete_slots(
+    stream: &Stream,
+    space: GhHsSpace,
+    slots: &DeviceBuffer<u64>,
+    keys: &DeviceBuffer<u32>,
+) -> gpuhash_core::Result<()> {
+    let n = keys.len() as u64;
+    if n == 0 {
+        return Ok(());
+    }
+    let s = slots.address(stream);
+    let k = keys.address(stream);
+    let params = GhHsSlotDeleteParams {
+        space,
+        slots: s.address as *const u64,
+        keys: k.address as *const u32,
+        count: n,
+        removed: std::ptr::null_mut(),
+    };
+    // SAFETY: slots hold n ids of key slots of this space (or 0) that a lookup or an
+    // insert wrote, and keys n words (checked by the caller); ids name slabs by address,
+    // which growth keeps, and the caller holds the space for reading, so no clear has
+    // freed them since the ids were taken in the same batch.
+    unsafe { DELETE_SLOTS.launch(stream, grid(stream, n), params) }
+}
+
+/// `*total += ` the space's live tuples.
+pub(crate) fn count(
+    stream: &Stream,
+    space: GhHsSpace,
+    total: &mut DeviceBuffer<u64>,
+) -> gpuhash_core::Result<()> {
+    let t = total.address_mut(stream);
+    let params = GhHsCountParams {
+        space,
+        total: t.address as *mut ::core::ffi::c_ulonglong,
+        counts: std::ptr::null_mut(),
+    };
+    // SAFETY: with counts null the kernel adds into total, one word the buffer holds; it
+    // only reads the space's slabs.
+    unsafe {
+        COUNT.launch(
+            stream,
+            grid(stream, u64::from(space.bucket_count) * 32),
+            params,
+        )
+    }
+}
+
+/// Every live tuple packed into `out` from 0, `cursor` counting them.
+pub(crate) fn export(
+    stream: &Stream,
+    space: GhHsSpace,
+    cursor: &mut DeviceBuffer<u64>,
+    out: &mut DeviceTuples,
+) -> gpuhash_core::Result<()> {
+    let c = cursor.address_mut(stream);
+    let o = tuples_out(stream, out);
+    let params = GhHsExportParams {
+        space,
+        cursor: c.address as *mut ::core::ffi::c_ulonglong,
+        out: o.params,
+    };
+    // SAFETY: the cursor is one word; the kernel writes tuple k of out only where
+    // k < out's capacity, and only reads the space's slabs.
+    unsafe {
+        EXPORT.launch(
+            stream,
+            grid(stream, u64::from(space.bucket_count) * 32),
+            params,
+        )
+    }
+}
+
+/// Sets every word of `words` to `value`.
+pub(crate) fn fill(
+    stream: &Stream,
+    words: &mut DeviceBuffer<u32>,
+    value: u32,
+) -> gpuhash_core::Result<()> {
+    let n = words.len() as u64;
+    let w = words.address_mut(stream);
+    let params = GhHsFillParams {
+        words: w.address as *mut u32,
+        count: n,
+        value,
+    };
+    // SAFETY: the kernel writes the buffer's n words only.
+    unsafe { FILL.launch(stream, grid(stream, n), params) }
+}
+
+/// The (query, bucket) subtasks of a search batch, `query_count * touched` of them.
+pub(crate) struct Subtasks<'a> {
+    pub queries: &'a DeviceBuffer<u32>,
+    pub field_mask: u32,
+    pub touched: u64,
+    pub query_of: &'a mut DeviceBuffer<u32>,
+    pub bucket_of: &'a mut DeviceBuffer<u32>,
+}
+
+pub(crate) fn subtasks(
+    stream: &Stream,
+    space: GhHsSpace,
+    subtasks: Subtasks<'_>,
+) -> gpuhash_core::Result<()> {
+    let total = subtasks.query_of.len() as u64;
+    if total == 0 {
+        return Ok(());
+    }
+    let query_count = subtasks.queries.len() as u64 / u64::from(crate::layouts::GH_HS_MAX_FIELDS);
+    let q = subtasks.queries.address(stream);
+    let qo = subtasks.query_of.address_mut(stream);
+    let bo = subtasks.bucket_of.address_mut(stream);
+    let params = GhHsSubtaskParams {
+        space,
+        queries: q.address as *const u32,
+        query_count,
+        field_mask: subtasks.field_mask,
+        touched: subtasks.touched,
+        subtask_query: qo.address as *mut u32,
+        subtask_bucket: bo.address as *mut u32,
+    };
+    // SAFETY: queries hold GH_HS_MAX_FIELDS words a query; query_of and bucket_of hold
+    // query_count * touched entries (checked by the caller); the kernel writes below that.
+    unsafe { SUBTASKS.launch(stream, grid(stream, total), params) }
+}
+
+/// Where one search pass reads its subtasks and answers.
+pub(crate) struct SearchPass<'a> {
+    pub queries: &'a DeviceBuffer<u32>,
+    pub query_of: &'a DeviceBuffer<u32>,
+    pub bucket_of: &'a DeviceBuffer<u32>,
+    pub field_mask: u32,
+    pub scan_field: u32,
+    pub grouped: bool,
+    pub answers: SearchAnswers<'a>,
+}
+
+/// A count pass's or a write pass's outputs.
+pub(crate) enum SearchAnswers<'a> {
+    /// counts[q] += matches of query q.
+    Count { counts: &'a mut DeviceBuffer<u64> },
+    /// Matches of query q into out from offsets[q], at most limits[q], cursors[q] counting.
+    Write {
+        offsets: &'a DeviceBuffer<u64>,
+        limits: &'a DeviceBuffer<u64>,
+        cursors: &'a mut DeviceBuffer<u64>,
+        out: &'a mut DeviceTuples,
+    },
+}
+
+pub(crate) fn search(
+    stream: &Stream,
+    space: GhHsSpace,
+    pass: SearchPass<'_>,
+) -> gpuhash_core::Result<()> {
+    let subtask_count = pass.query_of.len() as u64;
+    if subtask_count == 0 {
+        return Ok(());
+    }
+    let q = pass.queries.address(stream);
+    let qo = pass.query_of.address(stream);
+    let bo = pass.bucket_of.address(stream);
+    let mut params = GhHsSearchParams {
+        space,
+        queries: q.address as *const u32,
+        subtask_query: qo.address as *const u32,
+        subtask_bucket: bo.address as *const u32,
+        subtask_count,
+        field_mask: pass.field_mask,
+        scan_field: pass.scan_field,
+        grouped: u32::from(pass.grouped),
+        ..GhHsSearchParams::default()
+    };
+    let shape = grid(stream, subtask_count.div_ceil(32) * 32);
+    match pass.answers {
+        SearchAnswers::Count { counts } => {
+            let c = counts.address_mut(stream);
+            params.counts = c.address as *mut u64;
+            // SAFETY: counts hold one word a query, and every subtask names a query below
+            // that count and a bucket below bucket_count (built by `subtasks` from the
+            // same queries and space, checked by the caller); the kernel only reads slabs.
+            unsafe { SEARCH.launch(stream, shape, params) }
+        }
+        SearchAnswers::Write {
+            offsets,
+            limits,
+            cursors,
+            out,
+        } => {
+            let o = offsets.address(stream);
+            let l = limits.address(stream);
+            let c = cursors.address_mut(stream);
+            let w = tuples_out(stream, out);
+            params.offsets = o.address as *const u64;
+            params.limits = l.address as *const u64;
+            params.cursors = c.address as *mut ::core::ffi::c_ulonglong;
+            params.out = w.params;
+            // SAFETY: as for the count pass; offsets and limits hold one word a query
+            // with offsets[q] + limits[q] <= out's capacity (the caller lays them end to
+            // end), and the kernel writes match k of query q only where k < limits[q].
+            unsafe { SEARCH.launch(stream, shape, params) }
+        }
+    }
+}
+
+/// Moves each query's matches from `source` (query q's from `from[q]`) to `out` (query
+/// q's at `to[q]..to[q + 1]`).
+pub(crate) fn compact(
+    stream: &Stream,
+    source: &DeviceTuples,
+    from: &DeviceBuffer<u64>,
+    to: &DeviceBuffer<u64>,
+    out: &mut DeviceTuples,
+    attribute_count: usize,
+) -> gpuhash_core::Result<()> {
+    let queries = from.len() as u64;
+    if queries == 0 || to.len() as u64 != queries + 1 {
+        return Ok(());
+    }
+    let input = tuples_on(stream, source);
+    let f = from.address(stream);
+    let t = to.address(stream);
+    let o = tuples_out(stream, out);
+    let params = GhHsCompactParams {
+        source: input.params,
+        out: o.params,
+        from: f.address as *const u64,
+        to: t.address as *const u64,
+        query_count: queries,
+        attribute_count: attribute_count as u32,
+    };
+    // SAFETY: `to` holds queries + 1 rising offsets ending at out's capacity; query q's
+    // to[q + 1] - to[q] tuples lie in source from from[q] (a write pass found that many
+    // within the capacity laid out for q there, checked by the caller); both hold
+    // `attribute_count` attribute columns.
+    unsafe { COMPACT.launch(stream, grid(stream, queries * 32), params) }
+}
+
+/// Counting-sort passes over `keys & mask`: the histogram (zeroed by the caller), or the
+/// scatter of each item's index to `cursors[part]++`.
+pub(crate) enum Partition<'a> {
+    Histogram {
+        histogram: &'a mut DeviceBuffer<u64>,
+    },
+    Scatter {
+        cursors: &'a mut DeviceBuffer<u64>,
+        order: &'a mut DeviceBuffer<u32>,
+    },
+}
+
+pub(crate) fn partition(
+    stream: &Stream,
+    keys: &DeviceBuffer<u32>,
+    mask: u32,
+    pass: Partition<'_>,
+) -> gpuhash_core::Result<()> {
+    let n = keys.len() as u64;
+    if n == 0 {
+        return Ok(());
+    }
+    let k = keys.address(stream);
+    let mut params = GhHsPartitionParams {
+        keys: k.address as *const u32,
+        count: n,
+        mask,
+        ..GhHsPartitionParams::default()
+    };
+    match pass {
+        Partition::Histogram { histogram } => {
+            let h = histogram.address_mut(stream);
+            params.histogram = h.address as *mut ::core::ffi::c_ulonglong;
+            // SAFETY: the histogram holds mask + 1 words (checked by the caller), and
+            // every part is `key & mask`.
+            unsafe { PARTITION.launch(stream, grid(stream, n), params) }
+        }
+        Partition::Scatter { cursors, order } => {
+            let c = cursors.address_mut(stream);
+            let o = order.address_mut(stream);
+            params.cursors = c.address as *mut ::core::ffi::c_ulonglong;
+            params.order = o.address as *mut u32;
+            // SAFETY: cursors hold mask + 1 words, the exclusive prefix sums of this
+            // batch's histogram, so every index lands below n, which `order` holds.
+            unsafe { PARTITION.launch(stream, grid(stream, n), params) }
+        }
+    }
+}
+
+/// `values[i] = source[order[i]]`, reading `source` from word `from` on.
+pub(crate) fn permute(
+    stream: &Stream,
+    source: &DeviceBuffer<u32>,
+    from: usize,
+    order: &DeviceBuffer<u32>,
+    values: &mut DeviceBuffer<u32>,
+    to: usize,
+) -> gpuhash_core::Result<()> {
+    let n = order.len();
+    if n == 0 {
+        return Ok(());
+    }
+    if from + n > source.len() || to + n > values.len() {
+        return Err(gpuhash_core::Error::InvalidInput(
+            "permute: a column outside its buffer".into(),
+        ));
+    }
+    let s = source.address(stream);
+    let o = order.address(stream);
+    let v = values.address_mut(stream);
+    let params = GhHsPermuteParams {
+        source: (s.address + from as u64 * 4) as *const u32,
+        order: o.address as *const u32,
+        values: (v.address + to as u64 * 4) as *mut u32,
+        count: n as u64,
+    };
+    // SAFETY: both columns lie inside their buffers (checked above) and `order` is a
+    // permutation of 0..n (from a scatter), so every read lands in the source column.
+    unsafe { PERMUTE.launch(stream, grid(stream, n as u64), params) }
+}
+
+/// Bulk build of an empty space from tuples sorted by bucket.
+pub(crate) fn build(
+    stream: &Stream,
+    space: GhHsSpace,
+    tuples: &DeviceTuples,
+    offsets: &DeviceBuffer<u64>,
+) -> gpuhash_core::Result<()> {
+    let input = tuples_on(stream, tuples);
+    let o = offsets.address(stream);
+    let params = GhHsBuildParams {
+        space,
+        tuples: input.params,
+        offsets: o.address as *const u64,
+    };
+    // SAFETY: offsets hold bucket_count + 1 rising words ending at the tuple count (the
+    // prefix sums of the tuples' bucket histogram); the caller holds the space for writing
+    // and it is empty, so no other kernel touches its slabs.
+    unsafe {
+        BUILD.launch(
+            stream,
+            grid(stream, u64::from(space.bucket_count) * 32),
+            params,
+        )
+    }
+}

@@ -1,0 +1,239 @@
+//! [`HyperspaceOptions`], and the shapes of the spaces they give: pure host functions,
+//! tested on the CPU.
+
+use gpuhash_slab_alloc::Variant;
+
+use crate::shape::{Field, MAX_ATTRIBUTES, MAX_SPACE_BITS, SpaceShape};
+use crate::{HyperspaceError, Result};
+
+/// How attributes are grouped into subspaces, beside the key index (whose only dimension
+/// is the key, and which never changes).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Subspaces {
+    /// One one-dimensional subspace per attribute: a search naming any attribute touches
+    /// one bucket of that attribute's subspace.
+    #[default]
+    EachAttribute,
+    /// Attributes two by two, (A1, A2), (A3, A4), ... (the last alone when p is odd): half
+    /// the memory of [`Subspaces::EachAttribute`]; a search naming both attributes of a
+    /// pair touches one bucket, one naming a single attribute the buckets of the other's
+    /// coordinates.
+    Pairs,
+    /// Subspaces of the given attributes (0-based), each a group of distinct attributes.
+    Groups(Vec<Vec<u8>>),
+}
+
+/// How a search batch's subtasks (a query and one bucket it touches) are served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SearchStrategy {
+    /// Warp pre-combination data sharing (the GHSH paper, section 4.1.1): subtasks sorted
+    /// by bucket, a warp serves every subtask of one bucket together, reading each node
+    /// once for all of them.
+    #[default]
+    Grouped,
+    /// Warp-cooperative work sharing (the SlabHash paper): a warp serves its subtasks one at
+    /// a time, each walking its bucket. The baseline of the paper's ablation.
+    OneAtATime,
+}
+
+/// Options of a [`crate::HyperspaceIndex`], by setters on the default.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HyperspaceOptions {
+    /// The attribute subspaces.
+    pub subspaces: Subspaces,
+    /// Tuples a bucket is sized for at the capacity the index is made with (32 by default,
+    /// about one super node): each space gets `ceil(log2(capacity / bucket_tuples))`
+    /// coordinate bits, split evenly over its dimensions.
+    pub bucket_tuples: u32,
+    /// Coordinate bits of every space, overriding `bucket_tuples`.
+    pub space_bits: Option<u32>,
+    /// How searches are served.
+    pub search: SearchStrategy,
+    /// The slab allocators' addressing.
+    pub variant: Variant,
+    /// Seeds the coordinate hashes.
+    pub seed: u32,
+}
+
+impl Default for HyperspaceOptions {
+    fn default() -> Self {
+        Self {
+            subspaces: Subspaces::EachAttribute,
+            bucket_tuples: 32,
+            space_bits: None,
+            search: SearchStrategy::Grouped,
+            variant: Variant::Regular,
+            seed: 0x5eed_0001,
+        }
+    }
+}
+
+impl HyperspaceOptions {
+    /// These options with `subspaces`.
+    pub fn subspaces(mut self, subspaces: Subspaces) -> Self {
+        self.subspaces = subspaces;
+        self
+    }
+
+    /// These options with buckets sized for `tuples` tuples each.
+    pub fn bucket_tuples(mut self, tuples: u32) -> Self {
+        self.bucket_tuples = tuples;
+        self
+    }
+
+    /// These options with `bits` coordinate bits in every space.
+    pub fn space_bits(mut self, bits: u32) -> Self {
+        self.space_bits = Some(bits);
+        self
+    }
+
+    /// These options with searches served by `strategy`.
+    pub fn search(mut self, strategy: SearchStrategy) -> Self {
+        self.search = strategy;
+        self
+    }
+
+    /// These options with the allocators' `variant`.
+    pub fn variant(mut self, variant: Variant) -> Self {
+        self.variant = variant;
+        self
+    }
+
+    /// These options with `seed`.
+    pub fn seed(mut self, seed: u32) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// Coordinate bits of every space for an index made for `capacity` tuples.
+    pub fn bits_for(&self, capacity: u64) -> Result<u32> {
+        if let Some(bits) = self.space_bits {
+            return if bits <= MAX_SPACE_BITS {
+                Ok(bits)
+            } else {
+                Err(HyperspaceError::Options(format!(
+                    "{bits} coordinate bits, past {MAX_SPACE_BITS}"
+                )))
+            };
+        }
+        if self.bucket_tuples == 0 {
+            return Err(HyperspaceError::Options(
+                "buckets sized for no tuple".into(),
+            ));
+        }
+        let buckets = capacity.div_ceil(u64::from(self.bucket_tuples)).max(1);
+        Ok(buckets
+            .next_power_of_two()
+            .trailing_zeros()
+            .min(MAX_SPACE_BITS))
+    }
+
+    /// The shapes of the spaces of an index of `p` attributes made for `capacity` tuples:
+    /// the key index first, then the attribute subspaces.
+    pub fn shapes(&self, p: usize, capacity: u64) -> Result<Vec<SpaceShape>> {
+        if !(1..=MAX_ATTRIBUTES).contains(&p) {
+            return Err(HyperspaceError::Options(format!(
+                "{p} attributes: an index has 1 to {MAX_ATTRIBUTES}"
+            )));
+        }
+        let bits = self.bits_for(capacity)?;
+        let groups: Vec<Vec<u8>> = match &self.subspaces {
+            Subspaces::EachAttribute => (0..p as u8).map(|a| vec![a]).collect(),
+            Subspaces::Pairs => (0..p as u8)
+                .step_by(2)
+                .map(|a| (a..(a + 2).min(p as u8)).collect())
+                .collect(),
+            Subspaces::Groups(groups) => groups.clone(),
+        };
+        let mut shapes = vec![shape_of(&[Field::Key], bits)?];
+        for group in groups {
+            if let Some(&a) = group.iter().find(|&&a| usize::from(a) >= p) {
+                return Err(HyperspaceError::Options(format!(
+                    "a subspace names attribute {a} of an index of {p}"
+                )));
+            }
+            let fields: Vec<Field> = group.iter().map(|&a| Field::Attribute(a)).collect();
+            shapes.push(shape_of(&fields, bits)?);
+        }
+        Ok(shapes)
+    }
+}
+
+/// A space over `fields` with `bits` coordinate bits split evenly, the first dimensions
+/// taking the remainder.
+fn shape_of(fields: &[Field], bits: u32) -> Result<SpaceShape> {
+    if fields.is_empty() {
+        return Err(HyperspaceError::Options("an empty subspace".into()));
+    }
+    let count = fields.len() as u32;
+    let dimensions = fields
+        .iter()
+        .enumerate()
+        .map(|(d, &field)| {
+            let extra = u32::from((d as u32) < bits % count);
+            (field, (bits / count + extra) as u8)
+        })
+        .collect();
+    SpaceShape::new(dimensions)
+        .ok_or_else(|| HyperspaceError::Options(format!("a subspace repeats a field: {fields:?}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bits_follow_the_capacity_over_the_bucket_size() {
+        let options = HyperspaceOptions::default();
+        assert_eq!(options.bits_for(0).unwrap(), 0);
+        assert_eq!(options.bits_for(32).unwrap(), 0);
+        assert_eq!(options.bits_for(33).unwrap(), 1);
+        assert_eq!(options.bits_for(1 << 24).unwrap(), 19);
+        assert_eq!(options.bits_for(u64::MAX).unwrap(), MAX_SPACE_BITS);
+        assert_eq!(options.clone().space_bits(7).bits_for(1 << 30).unwrap(), 7);
+        assert!(options.clone().space_bits(31).bits_for(1).is_err());
+        assert!(options.bucket_tuples(0).bits_for(1).is_err());
+    }
+
+    #[test]
+    fn default_subspaces_are_one_attribute_each_after_the_key_index() {
+        let shapes = HyperspaceOptions::default()
+            .space_bits(10)
+            .shapes(3, 0)
+            .unwrap();
+        assert_eq!(shapes.len(), 4);
+        assert_eq!(shapes[0].dimensions(), &[(Field::Key, 10)]);
+        assert_eq!(shapes[2].dimensions(), &[(Field::Attribute(1), 10)]);
+    }
+
+    #[test]
+    fn pairs_split_bits_and_leave_an_odd_attribute_alone() {
+        let shapes = HyperspaceOptions::default()
+            .space_bits(11)
+            .subspaces(Subspaces::Pairs)
+            .shapes(3, 0)
+            .unwrap();
+        assert_eq!(
+            shapes[1].dimensions(),
+            &[(Field::Attribute(0), 6), (Field::Attribute(1), 5)]
+        );
+        assert_eq!(shapes[2].dimensions(), &[(Field::Attribute(2), 11)]);
+    }
+
+    #[test]
+    fn bad_options_are_refused() {
+        let options = HyperspaceOptions::default();
+        assert!(options.shapes(0, 10).is_err());
+        assert!(options.shapes(9, 10).is_err());
+        let past_p = options
+            .clone()
+            .subspaces(Subspaces::Groups(vec![vec![0, 3]]));
+        assert!(past_p.shapes(3, 10).is_err());
+        let repeated = options
+            .clone()
+            .subspaces(Subspaces::Groups(vec![vec![1, 1]]));
+        assert!(repeated.shapes(3, 10).is_err());
+        let empty = options.subspaces(Subspaces::Groups(vec![vec![]]));
+        assert!(empty.shapes(3, 10).is_err());
+    }
+}

@@ -1,0 +1,195 @@
+// Searches by attributes (the GHSH paper, sections 4.1.1 and 4.2.2): a query names up to
+// p + 1 fields with a value each; its subtasks are the (query, bucket) pairs of every
+// bucket it touches. A warp walks a bucket's super nodes reading one chain (the scan
+// field's), ballots for the lanes equal to the query's value, and checks the other named
+// fields, and the key slot's validity, on those lanes only.
+//
+// Grouped (warp pre-combination data sharing): subtasks come sorted by bucket, a warp
+// takes 32 at a time and serves all those of one bucket together, reading each node once
+// and comparing it with every query of the group. Ungrouped (warp-cooperative work
+// sharing): the warp serves its subtasks one at a time, each walking its bucket.
+#include "hyperspace/slots.cuh"
+
+using gh::kFullWarp;
+using gh::lane_id;
+using namespace gh::hs;
+
+namespace {
+
+// Entry f of a register array, by an index only known at run time, without spilling the
+// array to local memory.
+template <uint32_t kSize>
+__device__ __forceinline__ uint32_t pick(const uint32_t (&words)[kSize], uint32_t index) {
+    uint32_t picked = 0;
+#pragma unroll
+    for (uint32_t f = 0; f < kSize; ++f) {
+        picked = f == index ? words[f] : picked;
+    }
+    return picked;
+}
+
+__device__ __forceinline__ bool named(uint32_t mask, uint32_t field) { return (mask >> field) & 1u; }
+
+// The words of this lane's slot in the chains `chains` (bit c for chain c) of a super node,
+// read after a fence: an insert publishes the key after the other fields, so words read
+// after seeing the key live are the tuple's.
+__device__ __forceinline__ void load_slot(const GhHsSpace &space, uint32_t *key_node, uint32_t chains,
+                                          uint32_t (&words)[GH_HS_MAX_CHAINS]) {
+    __threadfence();
+#pragma unroll
+    for (uint32_t c = 0; c < GH_HS_MAX_CHAINS; ++c) {
+        words[c] = (c < chain_count(space) && named(chains, c)) ? __ldcg(node(key_node, c) + lane_id()) : 0u;
+    }
+}
+
+// Whether the slot whose words this lane holds is a live tuple that meets query j's
+// predicates (the words of query j are broadcast from lane j).
+__device__ __forceinline__ bool meets(uint32_t mask, const uint32_t (&want)[GH_HS_MAX_FIELDS], uint32_t j,
+                                      const uint32_t (&words)[GH_HS_MAX_CHAINS]) {
+    bool ok = is_data_lane() && is_live_key(words[0]);
+#pragma unroll
+    for (uint32_t f = 0; f < GH_HS_MAX_FIELDS; ++f) {
+        if (named(mask, f)) {
+            // Every lane shuffles: `mask` is the same in all of them.
+            const uint32_t wanted = __shfl_sync(kFullWarp, want[f], j);
+            ok = ok && words[f] == wanted;
+        }
+    }
+    return ok;
+}
+
+// Writes the matching tuple whose words this lane holds at `at` of out.
+__device__ __forceinline__ void write_match(const GhHsSpace &space, const GhHsTuplesOut &out, uint64_t at,
+                                            const uint32_t (&words)[GH_HS_MAX_CHAINS]) {
+    out.keys[at] = words[0];
+#pragma unroll
+    for (uint32_t c = 1; c < GH_HS_MAX_CHAINS; ++c) {
+        if (c < value_chain(space)) {
+            out.attributes[(uint64_t)(c - 1u) * out.capacity + at] = words[c];
+        } else if (c == value_chain(space)) {
+            out.values[at] = words[c];
+        }
+    }
+}
+
+}  // namespace
+
+// subtask s = (query s / touched, the (s % touched)-th bucket of the query): the free
+// dimensions' coordinates count up from the last dimension.
+extern "C" __global__ void gh_hs_subtasks(GhHsSubtaskParams p) {
+    const uint64_t total = p.query_count * p.touched;
+    const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+    for (uint64_t s = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; s < total; s += stride) {
+        const uint64_t query = s / p.touched;
+        uint64_t free_part = s % p.touched;
+        uint32_t bucket = 0;
+        uint32_t shift = 0;
+        for (uint32_t d = p.space.dimension_count; d-- > 0;) {
+            const uint32_t bits = p.space.dimension_bits[d];
+            const uint32_t field = p.space.dimension_field[d];
+            uint32_t c;
+            if (named(p.field_mask, field)) {
+                c = coordinate(p.queries[query * GH_HS_MAX_FIELDS + field], p.space.dimension_seed[d], bits);
+            } else {
+                c = (uint32_t)(free_part & ((1ull << bits) - 1ull));
+                free_part >>= bits;
+            }
+            bucket |= bits == 0 ? 0u : c << shift;
+            shift += bits;
+        }
+        p.subtask_query[s] = (uint32_t)query;
+        p.subtask_bucket[s] = bucket;
+    }
+}
+
+extern "C" __global__ void gh_hs_search(GhHsSearchParams p) {
+    const bool write = p.out.keys != nullptr;
+    // Chains a matching slot needs: the key (validity) and the named fields; a write
+    // pass needs every chain.
+    const uint32_t chains = write ? 0xffffffffu : (p.field_mask | 1u);
+    const uint32_t lanes_below = (1u << lane_id()) - 1u;
+    const uint64_t chunks = (p.subtask_count + 31u) / 32u;
+    for_each_warp_item(chunks, [&](uint64_t chunk) {
+        const uint64_t s = chunk * 32u + lane_id();
+        bool active = s < p.subtask_count;
+        const uint32_t query = active ? p.subtask_query[s] : 0u;
+        const uint32_t bucket = active ? p.subtask_bucket[s] : 0u;
+        uint32_t want[GH_HS_MAX_FIELDS];
+#pragma unroll
+        for (uint32_t f = 0; f < GH_HS_MAX_FIELDS; ++f) {
+            want[f] = active && named(p.field_mask, f) ? p.queries[(uint64_t)query * GH_HS_MAX_FIELDS + f] : 0u;
+        }
+        const uint32_t scan_value = pick(want, p.scan_field);
+        uint64_t found = 0;
+        while (true) {
+            const uint32_t pending = __ballot_sync(kFullWarp, active);
+            if (pending == 0) {
+                break;
+            }
+            const uint32_t leader = __ffs(pending) - 1;
+            const uint32_t shared_bucket = __shfl_sync(kFullWarp, bucket, leader);
+            const uint32_t group =
+                p.grouped ? __ballot_sync(kFullWarp, active && bucket == shared_bucket) : (1u << leader);
+            walk_bucket(p.space, shared_bucket, [&](SuperNode at, uint32_t key_word) {
+                const uint32_t scanned =
+                    p.scan_field == GH_HS_KEY_FIELD ? key_word : __ldcg(node(at.key_node, p.scan_field) + lane_id());
+                uint32_t words[GH_HS_MAX_CHAINS];
+                bool loaded = false;
+                for (uint32_t members = group; members != 0; members &= members - 1) {
+                    const uint32_t j = __ffs(members) - 1;
+                    const uint32_t target = __shfl_sync(kFullWarp, scan_value, j);
+                    if (__ballot_sync(kFullWarp, is_data_lane() && scanned == target) == 0) {
+                        continue;
+                    }
+                    if (!loaded) {
+                        load_slot(p.space, at.key_node, chains, words);
+                        loaded = true;
+                    }
+                    const bool ok = meets(p.field_mask, want, j, words);
+                    const uint32_t matches = __ballot_sync(kFullWarp, ok);
+                    if (matches == 0) {
+                        continue;
+                    }
+                    if (!write) {
+                        found += lane_id() == j ? __popc(matches) : 0u;
+                        continue;
+                    }
+                    const uint32_t q = __shfl_sync(kFullWarp, query, j);
+                    unsigned long long base = 0;
+                    if (lane_id() == 0) {
+                        base = atomicAdd(p.cursors + q, (unsigned long long)__popc(matches));
+                    }
+                    base = __shfl_sync(kFullWarp, base, 0);
+                    const uint64_t k = base + __popc(matches & lanes_below);
+                    if (ok && k < p.limits[q]) {
+                        write_match(p.space, p.out, p.offsets[q] + k, words);
+                    }
+                }
+                return true;
+            });
+            if ((group >> lane_id()) & 1u) {
+                active = false;
+            }
+        }
+        if (!write && s < p.subtask_count && found != 0) {
+            atomicAdd((unsigned long long *)p.counts + query, (unsigned long long)found);
+        }
+    });
+}
+
+// One warp per query: its lanes copy the query's matches, one tuple a lane at a time.
+extern "C" __global__ void gh_hs_compact(GhHsCompactParams p) {
+    for_each_warp_item(p.query_count, [&](uint64_t q) {
+        const uint64_t count = p.to[q + 1] - p.to[q];
+        for (uint64_t k = lane_id(); k < count; k += 32u) {
+            const uint64_t src = p.from[q] + k;
+            const uint64_t dst = p.to[q] + k;
+            p.out.keys[dst] = p.source.keys[src];
+            p.out.values[dst] = p.source.values[src];
+            for (uint32_t a = 0; a < p.attribute_count; ++a) {
+                p.out.attributes[(uint64_t)a * p.out.capacity + dst] =
+                    p.source.attributes[(uint64_t)a * p.source.count + src];
+            }
+        }
+    });
+}

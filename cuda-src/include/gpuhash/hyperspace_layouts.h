@@ -1,0 +1,221 @@
+/* The hyperspace index's layouts, shared by cuda-src/hyperspace and (through bindgen)
+ * crates/gpuhash-hyperspace/src/layouts.rs. */
+#ifndef GPUHASH_HYPERSPACE_LAYOUTS_H
+#define GPUHASH_HYPERSPACE_LAYOUTS_H
+
+#include <stdint.h>
+
+#include "gpuhash/slab_alloc_layouts.h"
+#include "gpuhash/slab_list_layouts.h"
+
+/* A tuple is (key, A1..Ap, value), 1 <= p <= GH_HS_MAX_ATTRIBUTES. Field f names the key
+ * (f = 0) or attribute f - 1; chain f of a super node holds field f, chain p + 1 the values. */
+#define GH_HS_MAX_ATTRIBUTES 8u
+#define GH_HS_MAX_FIELDS 9u
+#define GH_HS_MAX_CHAINS 10u
+#define GH_HS_KEY_FIELD 0u
+
+/* A key slot claimed by an insert whose tuple is not written yet. With the slab lists'
+ * empty and removed words, the three key words no tuple may use. */
+#define GH_HS_BUSY_KEY 0xfffffffdu
+
+/* Key slots are named by 64-bit ids that stay valid when the allocator grows (its light
+ * variant moves every slab): a head's slot by its word in the heads array, with
+ * GH_HS_HEAD_SLOT set; any other by its super node's slab address times 32 plus its lane,
+ * with GH_HS_SLAB_SLOT set. An id of 0 names no slot. */
+#define GH_HS_HEAD_SLOT 0x8000000000000000ull
+#define GH_HS_SLAB_SLOT 0x4000000000000000ull
+
+/* Per-item status of inserts: PENDING until served (and after a pass whose allocator ran
+ * dry), then INSERTED or, for a key the index holds, PRESENT. */
+#define GH_HS_PENDING 0u
+#define GH_HS_INSERTED 1u
+#define GH_HS_PRESENT 2u
+
+/* One space: a grid of bucket_count = 2^(sum of bits) buckets. Bucket b's head super node
+ * is the p + 2 slabs from heads + b * (p + 2) * 32: its key node, one node per attribute,
+ * its value node. Every other super node is a run of p + 2 consecutive slabs of alloc,
+ * claimed together, so node c of a super node lies c slabs after its key node. The key
+ * node's lane 31 links the next super node; the other nodes' lane 31 repeat the link (node
+ * c of the next super node) once the extension is published. */
+typedef struct GhHsSpace {
+    uint32_t *heads;
+    uint32_t bucket_count;
+    uint32_t attribute_count;
+    uint32_t dimension_count;
+    /* Dimension d hashes field dimension_field[d] to dimension_bits[d] bits, with its seed;
+     * the first dimension gives the bucket's highest bits. */
+    uint32_t dimension_field[GH_HS_MAX_FIELDS];
+    uint32_t dimension_bits[GH_HS_MAX_FIELDS];
+    uint32_t dimension_seed[GH_HS_MAX_FIELDS];
+    GhSlabAllocContext alloc;
+} GhHsSpace;
+
+/* Tuples as structure of arrays: attribute a of tuple i at attributes[a * count + i]. */
+typedef struct GhHsTuples {
+    const uint32_t *keys;
+    const uint32_t *attributes;
+    const uint32_t *values;
+    uint64_t count;
+} GhHsTuples;
+
+/* Tuples written by a kernel, same layout, `capacity` of them. */
+typedef struct GhHsTuplesOut {
+    uint32_t *keys;
+    uint32_t *attributes;
+    uint32_t *values;
+    uint64_t capacity;
+} GhHsTuplesOut;
+
+/* buckets[i] = the bucket of tuple i in the space. */
+typedef struct GhHsBucketsParams {
+    GhHsSpace space;
+    GhHsTuples tuples;
+    uint32_t *buckets;
+} GhHsBucketsParams;
+
+/* Inserts the tuples whose status is GH_HS_PENDING. With unique set, a key the bucket
+ * holds already (published or being inserted) answers GH_HS_PRESENT; without, the tuple
+ * is appended whatever the bucket holds (a modify's new copy). A tuple that finds no free
+ * super node stays PENDING and raises the allocator's exhausted flag. slots (may be null)
+ * receives the id of each inserted tuple's key slot. */
+typedef struct GhHsInsertParams {
+    GhHsSpace space;
+    GhHsTuples tuples;
+    uint8_t *status;
+    uint64_t *slots;
+    uint32_t unique;
+} GhHsInsertParams;
+
+/* Looks tuples.keys[i] up in the bucket tuple i hashes to (only the space's dimensions
+ * are read: a key space needs keys alone): found[i] = 1 and the tuple into out (slot i,
+ * when out.keys is not null), and when slots is not null its key slot's id; or
+ * found[i] = 0, slot 0 and the empty word as out's key. */
+typedef struct GhHsGetParams {
+    GhHsSpace space;
+    GhHsTuples tuples;
+    uint8_t *found;
+    GhHsTuplesOut out;
+    uint64_t *slots;
+} GhHsGetParams;
+
+/* Removes every live copy of tuples.keys[i] from the bucket that tuple i hashes to;
+ * removed[i] (may be null) = copies removed. */
+typedef struct GhHsDeleteParams {
+    GhHsSpace space;
+    GhHsTuples tuples;
+    uint32_t *removed;
+} GhHsDeleteParams;
+
+/* Removes the copy whose key slot is slots[i], if it still holds keys[i] (a slot id of 0 is
+ * skipped); removed[i] (may be null) = 1 when it did. */
+typedef struct GhHsSlotDeleteParams {
+    GhHsSpace space;
+    const uint64_t *slots;
+    const uint32_t *keys;
+    uint64_t count;
+    uint8_t *removed;
+} GhHsSlotDeleteParams;
+
+/* Subtasks of a search batch: subtask s = (query s / touched, its (s % touched)-th bucket),
+ * the buckets of a query being every coordinate of the dimensions it leaves free. queries
+ * holds GH_HS_MAX_FIELDS words a query (word f the value of field f; only fields in
+ * field_mask count). */
+typedef struct GhHsSubtaskParams {
+    GhHsSpace space;
+    const uint32_t *queries;
+    uint64_t query_count;
+    uint32_t field_mask;
+    uint64_t touched;
+    uint32_t *subtask_query;
+    uint32_t *subtask_bucket;
+} GhHsSubtaskParams;
+
+/* One search pass over subtasks (subtask_query[s], subtask_bucket[s]), s < subtask_count:
+ * every live tuple of the bucket whose fields in field_mask equal the query's words,
+ * scanning chain scan_field and checking the other named fields on the matching lanes.
+ * Count pass (out.keys null): counts[q] += matches. Write pass: the matches of query q go
+ * to out at offsets[q] + k for k < limits[q], cursors[q] counting them (it may pass
+ * limits[q]: nothing is written there). With grouped set, a warp serves 32 subtasks at a
+ * time and compares every subtask of one bucket on each node it reads (subtasks sorted by
+ * bucket: warp pre-combination data sharing); else one subtask at a time (warp-cooperative
+ * work sharing). */
+typedef struct GhHsSearchParams {
+    GhHsSpace space;
+    const uint32_t *queries;
+    const uint32_t *subtask_query;
+    const uint32_t *subtask_bucket;
+    uint64_t subtask_count;
+    uint32_t field_mask;
+    uint32_t scan_field;
+    uint32_t grouped;
+    uint64_t *counts;
+    const uint64_t *offsets;
+    const uint64_t *limits;
+    unsigned long long *cursors;
+    GhHsTuplesOut out;
+} GhHsSearchParams;
+
+/* Moves each query's matches from a write pass's padded layout to the answer: query q's
+ * to[q + 1] - to[q] tuples from source position from[q] to answer position to[q]
+ * (source.count is the padded capacity, the attributes' column stride). */
+typedef struct GhHsCompactParams {
+    GhHsTuples source;
+    GhHsTuplesOut out;
+    const uint64_t *from;
+    const uint64_t *to;
+    uint64_t query_count;
+    uint32_t attribute_count;
+} GhHsCompactParams;
+
+/* *total += live tuples of every bucket (counts null), or counts[b] = live tuples of
+ * bucket b. */
+typedef struct GhHsCountParams {
+    GhHsSpace space;
+    unsigned long long *total;
+    uint64_t *counts;
+} GhHsCountParams;
+
+/* Every live tuple of the space into out, packed from 0 in no particular order: *cursor
+ * counts them (it may pass out.capacity: nothing is written there). */
+typedef struct GhHsExportParams {
+    GhHsSpace space;
+    unsigned long long *cursor;
+    GhHsTuplesOut out;
+} GhHsExportParams;
+
+/* histogram[keys[i] & mask] += 1 (histogram zeroed by the caller); with order set, the
+ * scatter pass instead: order[cursors[keys[i] & mask]++] = i. */
+typedef struct GhHsPartitionParams {
+    const uint32_t *keys;
+    uint64_t count;
+    uint32_t mask;
+    unsigned long long *histogram;
+    unsigned long long *cursors;
+    uint32_t *order;
+} GhHsPartitionParams;
+
+/* values[i] = source[order[i]] for i < count (a gather by permutation). */
+typedef struct GhHsPermuteParams {
+    const uint32_t *source;
+    const uint32_t *order;
+    uint32_t *values;
+    uint64_t count;
+} GhHsPermuteParams;
+
+/* Bulk build into an empty space: bucket b's tuples are tuples[offsets[b]..offsets[b + 1]]
+ * (sorted by bucket); one warp fills whole nodes of each bucket. */
+typedef struct GhHsBuildParams {
+    GhHsSpace space;
+    GhHsTuples tuples;
+    const uint64_t *offsets;
+} GhHsBuildParams;
+
+/* words[i] = value for i < count. */
+typedef struct GhHsFillParams {
+    uint32_t *words;
+    uint64_t count;
+    uint32_t value;
+} GhHsFillParams;
+
+#endif
