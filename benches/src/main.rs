@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! gpuhash-bench [core] [slab-alloc] [slab-hash] [slab-hash-w2] [slab-hash-curve] [cuckoo]
-//!               [contract] [swap] [upsert]
+//!               [contract] [swap] [upsert] [hyperspace]
 //!               [--log2-n N] [--runs R] [--w4-batches B] [--svg PATH] [--csv PATH]
 //! gpuhash-bench anchors [--logs DIR] [--out DIR]
 //! ```
@@ -33,6 +33,8 @@
 //! - `upsert`: a counting batch of n keys (upsert adding 1 per key) beside plain inserts
 //!   of the same keys, uniform and Zipf-skewed (exponent 1.0), on the slab hash map and
 //!   DyHash.
+//! - `hyperspace`: W6, the hyperspace index (gpuhash-hyperspace) beside a CPU hyperspace
+//!   index on every core and stand-alone secondary indexes (`hyperspace_bench`).
 //! - `cuckoo`: DyHash (gpuhash-cuckoo) on W1 at loads 0.5 to 0.95 and W4 with B batches a
 //!   phase (`--w4-batches`, default 16; 0 skips it).
 //!
@@ -54,6 +56,7 @@ mod contract_bench;
 mod core_bench;
 mod cuckoo;
 mod hyperspace;
+mod hyperspace_bench;
 mod measure;
 mod plot;
 mod progress;
@@ -73,10 +76,10 @@ use gpuhash_slab_hash::SlabHashMap;
 use measure::{Measurement, Runs};
 use progress::Progress;
 
-const USAGE: &str = "usage: gpuhash-bench [core] [slab-alloc] [slab-hash] [slab-hash-w2] [slab-hash-curve] [cuckoo] [contract] [swap] [upsert] [--log2-n N] [--runs R] [--w4-batches B] [--svg PATH] [--csv PATH]\n   or: gpuhash-bench anchors [--logs DIR] [--out DIR]";
+const USAGE: &str = "usage: gpuhash-bench [core] [slab-alloc] [slab-hash] [slab-hash-w2] [slab-hash-curve] [cuckoo] [contract] [swap] [upsert] [hyperspace] [--log2-n N] [--runs R] [--w4-batches B] [--svg PATH] [--csv PATH]\n   or: gpuhash-bench anchors [--logs DIR] [--out DIR]";
 /// The report that reads a run of the anchors instead of timing anything.
 const ANCHORS: &str = "anchors";
-const WORKLOADS: [&str; 9] = [
+const WORKLOADS: [&str; 10] = [
     "core",
     "slab-alloc",
     "slab-hash",
@@ -86,6 +89,7 @@ const WORKLOADS: [&str; 9] = [
     "contract",
     "swap",
     "upsert",
+    "hyperspace",
 ];
 
 /// Command-line options.
@@ -366,6 +370,9 @@ fn run(options: &Options) -> Result<(), Box<dyn Error>> {
                 &progress,
             )?,
             "swap" => swap_bench::run(&device, options.log2_n, &progress)?,
+            "hyperspace" => {
+                hyperspace_bench::run(&device, options.log2_n, options.runs, &progress)?
+            }
             _ => unreachable!("parse_options admits only known workloads"),
         }
         println!();

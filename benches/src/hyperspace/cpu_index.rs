@@ -137,6 +137,7 @@ impl Tuples {
     }
 
     /// Tuple `t` as `p + 2` words: key, attributes, value.
+    #[cfg(test)]
     pub(super) fn row(&self, p: usize, t: usize) -> Vec<u32> {
         (0..p + 2).map(|c| self.field(p, c, t)).collect()
     }
@@ -397,6 +398,7 @@ impl CpuHyperspace {
     }
 
     /// Attributes of a tuple.
+    #[cfg(test)]
     pub fn attributes(&self) -> usize {
         self.attributes
     }

@@ -7,16 +7,7 @@
 //! - [`workload`]: W6's tuples (n, p, cardinality, uniform or Zipf values), search,
 //!   modify and delete batches, and the query mix that shifts halfway.
 //!
-//! The GPU side of W6 (the hyperspace index, stand-alone secondary indexes, the column
-//! scan) will be timed beside it once the device index exists; until then nothing in the
-//! command calls this module but its tests.
-#![cfg_attr(
-    not(test),
-    allow(
-        dead_code,
-        reason = "W6 calls it once the device index of gpuhash-hyperspace lands"
-    )
-)]
+//! The GPU side of W6 and the tables it prints are in `hyperspace_bench`.
 
 pub mod cpu_index;
 pub mod cpu_search;

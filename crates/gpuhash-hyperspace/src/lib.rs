@@ -145,8 +145,10 @@
 #![doc = document_features::document_features!()]
 
 mod build;
+pub mod cost;
 mod error;
 mod grace;
+pub mod history;
 mod index;
 mod launch;
 #[allow(
@@ -156,10 +158,8 @@ mod launch;
 mod layouts;
 mod options;
 mod query;
-mod search;
-pub mod cost;
-pub mod history;
 pub mod regroup;
+mod search;
 pub mod shape;
 mod space;
 mod tuples;
