@@ -150,7 +150,10 @@ fn pack(folder: &Path, what: &str) -> Result<(), String> {
         .status()
         .map_err(|e| format!("cannot run tar: {e}"))?;
     if !status.success() {
-        return Err(format!("tar could not pack {}", workspace::relative(folder)));
+        return Err(format!(
+            "tar could not pack {}",
+            workspace::relative(folder)
+        ));
     }
     let packed = std::fs::metadata(&archive)
         .map_err(|e| format!("cannot read {}: {e}", archive.display()))?
