@@ -4,9 +4,12 @@
 //!
 //! [`exclusive_scan`] takes 32- or 64-bit counts ([`ScanCount`]) and writes 64-bit
 //! offsets, one more than the counts, the last being the total. `cuda-src/core/scan.cu`
-//! scans tiles of [`TILE`] counts, one block each; when the counts span several tiles, the
-//! tiles' sums are scanned the same way (recursively, a level for every factor of
-//! [`TILE`]: three levels reach 2^36 counts) and each tile adds its offset.
+//! scans tiles of [`TILE`] counts, a block at a time each; when the counts span several
+//! tiles, the tiles' sums are scanned the same way (recursively, a level for every factor
+//! of [`TILE`]: three levels reach 2^36 counts) and each tile adds its offset. Each block
+//! loops over tiles a grid apart, as every gpuhash kernel loops over its work: a launch
+//! runs at most the blocks the device keeps resident ([`Kernel::launch`]), often fewer
+//! than the tiles.
 
 use bytemuck::Pod;
 
@@ -132,8 +135,8 @@ fn launch<C: ScanCount>(
     out: &mut DeviceBuffer<u64>,
     tiles: usize,
 ) -> Result<()> {
-    let blocks = u32::try_from(tiles)
-        .map_err(|_| Error::InvalidInput(format!("exclusive_scan: {tiles} tiles")))?;
+    // The kernels loop over the tiles, so a grid of fewer blocks covers them too.
+    let blocks = u32::try_from(tiles).unwrap_or(u32::MAX);
     let c = counts.address(stream);
     let t = tile_offsets.map(|b| b.address(stream));
     let o = out.address_mut(stream);
@@ -153,8 +156,9 @@ fn launch<C: ScanCount>(
     // SAFETY: `counts` holds `count` values of the kernel's width; `tile_offsets`, when
     // given, holds one offset a tile; `out` holds `count + 1` offsets for the tiles kernel
     // (checked by `exclusive_scan`) or one sum a tile for the tile sums kernel (the
-    // caller sized it to `tiles`); one block a tile, and each block touches only its own
-    // tile's counts and outputs; the guards live until the launch is queued.
+    // caller sized it to `tiles`, which the kernel computes from `count` as `tiles` does
+    // here); each tile is one block's, which touches only that tile's counts and outputs;
+    // the guards live until the launch is queued.
     unsafe { kernel.launch(stream, shape, params) }
 }
 

@@ -3,7 +3,7 @@
 
 use gpuhash_core::hash::{self, DeviceHash, Hash32, Hash64, Universal32, Universal64};
 use gpuhash_core::image::{ImageHeader, PinnedImage, TableImage};
-use gpuhash_core::layouts::{GH_PRIME32, GH_PRIME61};
+use gpuhash_core::layouts::{GH_PRIME32, GH_PRIME61, GH_SCAN_THREADS};
 use gpuhash_core::table::Key;
 use gpuhash_core::workload::{self, INDEX_LIMIT, KeySet};
 use gpuhash_core::{Device, DeviceBuffer, Error, EventTimer, PinnedBuffer, PinnedPool, Stream};
@@ -1182,8 +1182,13 @@ fn check_scan<C: gpuhash_core::scan::ScanCount + Into<u64>>(stream: &Stream, cou
 #[test]
 #[ignore = "needs a CUDA device"]
 fn device_scans_match_host_prefix_sums_at_every_level() {
-    let (_device, stream) = gpu();
+    let (device, stream) = gpu();
     let tile = scan::TILE;
+    // The most blocks of the scan's kernels the device keeps resident, which is the most a
+    // launch runs: tiles past them are scanned by blocks that loop.
+    let properties = device.properties();
+    let resident = properties.multiprocessors as usize
+        * (properties.max_threads_per_multiprocessor / GH_SCAN_THREADS) as usize;
     let mut rng = 0x5ca7_u64;
     let mut next = move || {
         rng = rng
@@ -1191,8 +1196,8 @@ fn device_scans_match_host_prefix_sums_at_every_level() {
             .wrapping_add(1442695040888963407);
         rng >> 33
     };
-    // Empty, one, around one tile, around a tile of tiles (two levels), and past it
-    // (three levels).
+    // Empty, one, around one tile, past the resident blocks, around a tile of tiles (two
+    // levels), and past it (three levels).
     let lengths = [
         0,
         1,
@@ -1204,6 +1209,10 @@ fn device_scans_match_host_prefix_sums_at_every_level() {
         tile,
         tile + 1,
         3 * tile + 17,
+        resident * tile - 1,
+        resident * tile,
+        (resident + 1) * tile,
+        (2 * resident + 3) * tile + 7,
         tile * tile - 1,
         tile * tile,
         tile * tile + 1,

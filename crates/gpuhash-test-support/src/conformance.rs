@@ -20,7 +20,8 @@ use crate::steps::{Step, batch_values, find_failure, small_key};
 /// the table may grow past the capacity): random batch sequences against a `HashMap`,
 /// the adversarial keys, equal keys in one batch (one of their values stays, whole),
 /// mismatched lengths, exports into caller buffers (exactly full, longer, one short),
-/// four host threads on one table, host lookups of many chunks, and out of device memory in the middle of a batch; the
+/// four host threads on one table, host lookups of many chunks (for a table whose lookups
+/// run in chunks), and out of device memory in the middle of a batch; the
 /// first five through the device forms on a caller's stream as well; then the `_into`
 /// forms into reused and registered caller buffers ([`PageAlone`](crate::PageAlone)).
 /// Takes the memory guards itself: call it holding neither. Prints nothing when the map
@@ -269,13 +270,23 @@ fn mismatched_lengths<T: Shape<Tag>, Tag>(
     check_everything(&table, via, &model)
 }
 
-/// Host lookups of more keys than several chunks of the staging hold, half of them in the
-/// table: their chunks run in lanes on several streams ([`Table::host_lookup_chunk`]), and
-/// every answer must land where the whole batch would put it.
+/// Host lookups of three of the table's chunks ([`Table::host_lookup_chunk`]), the last
+/// short, half of the keys in the table: the chunks run in lanes on several streams, and
+/// every answer must land where the whole batch would put it. Skipped for a table whose
+/// lookups run whole (or in chunks past the staging's [`CHUNK`]): it has no lanes to
+/// check, and would look up keys by the million for nothing (a table that pages its parts
+/// in would page them all for every batch).
 fn many_chunks<T: Shape<Tag>, Tag>(
     make: &impl Fn(&Device, usize) -> Result<T, T::Error>,
 ) -> Result<(), String> {
-    let keys: Vec<T::Key> = SeededRng::new(0xc4).distinct_keys(5 * CHUNK / 2 + 12_345);
+    let Some(count) = many_chunks_keys(
+        make(device(), 1)
+            .during("making the table")?
+            .host_lookup_chunk(),
+    ) else {
+        return Ok(());
+    };
+    let keys: Vec<T::Key> = SeededRng::new(0xc4).distinct_keys(count);
     let held: Vec<T::Key> = keys.iter().step_by(2).copied().collect();
     let (table, mut model) = fresh(make, held.len())?;
     let steps = [
@@ -284,6 +295,14 @@ fn many_chunks<T: Shape<Tag>, Tag>(
         Step::Count(keys),
     ];
     run_steps(&table, Via::Host, &mut model, &steps)
+}
+
+/// Keys [`many_chunks`] looks up for a table of host lookup chunks of `chunk` keys: two
+/// whole chunks and a short last one, past half a chunk; none when the chunks are past
+/// [`CHUNK`].
+fn many_chunks_keys(chunk: usize) -> Option<usize> {
+    let chunk = chunk.max(1);
+    (chunk <= CHUNK).then(|| 5 * chunk / 2 + (chunk / 4).min(12_345))
 }
 
 /// Four host threads on one table, each writing and removing keys of its own and reading
@@ -437,4 +456,22 @@ fn what_went_in<T: Shape<Tag>, Tag>(
         ));
     }
     Ok(went_in)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn many_chunks_looks_up_two_whole_chunks_and_a_short_one() {
+        assert_eq!(many_chunks_keys(CHUNK), Some(5 * CHUNK / 2 + 12_345));
+        for chunk in [4, 1000, 65_536, CHUNK] {
+            let keys = many_chunks_keys(chunk).unwrap();
+            assert_eq!(keys / chunk, 2, "{chunk}");
+            assert!(keys % chunk > chunk / 2, "{chunk}");
+        }
+        // Lookups run whole, or in chunks too large to look up a few of: skipped.
+        assert_eq!(many_chunks_keys(CHUNK + 1), None);
+        assert_eq!(many_chunks_keys(usize::MAX), None);
+    }
 }

@@ -166,8 +166,9 @@ typedef struct GhHitsParams {
  * name says, in tiles of GH_SCAN_TILE: the tiles kernel writes out[i] = the sum
  * of counts[0..i) for every i <= count (out holds count + 1 offsets, the last
  * being the total), each tile's sums starting from tile_offsets[tile] (from 0
- * when null); the tile sums kernel writes each tile's sum to out[tile]. Both run
- * one block of GH_SCAN_THREADS threads a tile, count / GH_SCAN_TILE + 1 tiles. */
+ * when null); the tile sums kernel writes each tile's sum to out[tile]. Both take
+ * blocks of GH_SCAN_THREADS threads, each block scanning tiles a grid apart, of
+ * count / GH_SCAN_TILE + 1 tiles: any grid covers them all. */
 #define GH_SCAN_THREADS 256u
 #define GH_SCAN_TILE 4096u
 typedef struct GhScanParams {
