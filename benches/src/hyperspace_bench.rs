@@ -50,8 +50,19 @@ const KEY_BATCH: usize = 1 << 20;
 /// Matching tuples an attribute search batch aims at.
 const TARGET_MATCHES: u64 = 1 << 22;
 
-/// Runs W6 and prints its tables.
-pub fn run(device: &Device, log2_n: u32, runs: usize, progress: &Progress) -> Result<()> {
+/// Runs W6 and prints its tables; `only` keeps those attribute counts of [`ATTRIBUTES`]
+/// (all when empty).
+pub fn run(
+    device: &Device,
+    log2_n: u32,
+    runs: usize,
+    only: &[usize],
+    progress: &Progress,
+) -> Result<()> {
+    let attributes: Vec<usize> = ATTRIBUTES
+        .into_iter()
+        .filter(|p| only.is_empty() || only.contains(p))
+        .collect();
     let n = 1usize << log2_n;
     let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
     println!(
@@ -62,8 +73,8 @@ pub fn run(device: &Device, log2_n: u32, runs: usize, progress: &Progress) -> Re
     );
     println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     let mut secondary = Vec::new();
-    let steps = ATTRIBUTES.len() * CARDINALITIES.len() + 1;
-    for (i, &p) in ATTRIBUTES.iter().enumerate() {
+    let steps = attributes.len() * CARDINALITIES.len() + 1;
+    for (i, &p) in attributes.iter().enumerate() {
         for (j, &cardinality) in CARDINALITIES.iter().enumerate() {
             let step = i * CARDINALITIES.len() + j + 1;
             progress.step(&format!("p = {p}, cardinality {cardinality}"), step, steps);

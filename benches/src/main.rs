@@ -6,7 +6,7 @@
 //! ```text
 //! gpuhash-bench [core] [slab-alloc] [slab-hash] [slab-hash-w2] [slab-hash-curve] [cuckoo]
 //!               [contract] [swap] [upsert] [hyperspace]
-//!               [--log2-n N] [--runs R] [--w4-batches B] [--svg PATH] [--csv PATH]
+//!               [--log2-n N] [--runs R] [--w4-batches B] [--w6-p P] [--svg PATH] [--csv PATH]
 //! gpuhash-bench anchors [--logs DIR] [--out DIR]
 //! ```
 //!
@@ -34,7 +34,8 @@
 //!   of the same keys, uniform and Zipf-skewed (exponent 1.0), on the slab hash map and
 //!   DyHash.
 //! - `hyperspace`: W6, the hyperspace index (gpuhash-hyperspace) beside a CPU hyperspace
-//!   index on every core and stand-alone secondary indexes (`hyperspace_bench`).
+//!   index on every core and stand-alone secondary indexes (`hyperspace_bench`); `--w6-p P`
+//!   (repeatable) keeps only those attribute counts of 2, 4 and 8.
 //! - `cuckoo`: DyHash (gpuhash-cuckoo) on W1 at loads 0.5 to 0.95 and W4 with B batches a
 //!   phase (`--w4-batches`, default 16; 0 skips it).
 //!
@@ -76,7 +77,7 @@ use gpuhash_slab_hash::SlabHashMap;
 use measure::{Measurement, Runs};
 use progress::Progress;
 
-const USAGE: &str = "usage: gpuhash-bench [core] [slab-alloc] [slab-hash] [slab-hash-w2] [slab-hash-curve] [cuckoo] [contract] [swap] [upsert] [hyperspace] [--log2-n N] [--runs R] [--w4-batches B] [--svg PATH] [--csv PATH]\n   or: gpuhash-bench anchors [--logs DIR] [--out DIR]";
+const USAGE: &str = "usage: gpuhash-bench [core] [slab-alloc] [slab-hash] [slab-hash-w2] [slab-hash-curve] [cuckoo] [contract] [swap] [upsert] [hyperspace] [--log2-n N] [--runs R] [--w4-batches B] [--w6-p P] [--svg PATH] [--csv PATH]\n   or: gpuhash-bench anchors [--logs DIR] [--out DIR]";
 /// The report that reads a run of the anchors instead of timing anything.
 const ANCHORS: &str = "anchors";
 const WORKLOADS: [&str; 10] = [
@@ -98,6 +99,8 @@ struct Options {
     log2_n: u32,
     runs: usize,
     w4_batches: u32,
+    /// W6's attribute counts: all of them when none is given.
+    w6_attributes: Vec<usize>,
     svg: PathBuf,
     csv: PathBuf,
     /// `anchors`: write the anchor report instead of running workloads.
@@ -114,6 +117,7 @@ fn parse_options() -> Result<Options, String> {
         log2_n: 26,
         runs: 11,
         w4_batches: 16,
+        w6_attributes: Vec::new(),
         svg: PathBuf::from("slab-hash-curve.svg"),
         csv: PathBuf::from("slab-hash-curve.csv"),
         anchors: false,
@@ -143,6 +147,7 @@ fn parse_options() -> Result<Options, String> {
             "--log2-n" => options.log2_n = number(30)?,
             "--runs" => options.runs = number(1000)? as usize,
             "--w4-batches" => options.w4_batches = if value == "0" { 0 } else { number(64)? },
+            "--w6-p" => options.w6_attributes.push(number(8)? as usize),
             "--svg" => options.svg = PathBuf::from(&value),
             "--csv" => options.csv = PathBuf::from(&value),
             "--logs" => options.logs = PathBuf::from(&value),
@@ -370,9 +375,13 @@ fn run(options: &Options) -> Result<(), Box<dyn Error>> {
                 &progress,
             )?,
             "swap" => swap_bench::run(&device, options.log2_n, &progress)?,
-            "hyperspace" => {
-                hyperspace_bench::run(&device, options.log2_n, options.runs, &progress)?
-            }
+            "hyperspace" => hyperspace_bench::run(
+                &device,
+                options.log2_n,
+                options.runs,
+                &options.w6_attributes,
+                &progress,
+            )?,
             _ => unreachable!("parse_options admits only known workloads"),
         }
         println!();
