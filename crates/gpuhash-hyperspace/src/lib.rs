@@ -144,6 +144,7 @@
 //! ## Features
 #![doc = document_features::document_features!()]
 
+mod adaptive;
 mod build;
 pub mod cost;
 mod error;
@@ -156,6 +157,7 @@ mod launch;
     reason = "generated from the kernels' header: not every constant is used"
 )]
 mod layouts;
+mod observations;
 mod options;
 mod query;
 pub mod regroup;
@@ -164,6 +166,7 @@ pub mod shape;
 mod space;
 mod tuples;
 
+pub use adaptive::AdaptiveReport;
 pub use error::{HyperspaceError, Result};
 pub use gpuhash_slab_alloc::Variant;
 pub use index::{HyperspaceIndex, InsertStatus};
