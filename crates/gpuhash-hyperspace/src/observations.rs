@@ -6,12 +6,17 @@
 //! - the tuple count adds the tuples each insert or build put in and takes away those each
 //!   delete took out (its keys found, each once); a regroup, which reads the key index
 //!   whole, sets it exactly, and a clear to 0;
-//! - the distinct values of an attribute are a [`DistinctSketch`] of every value inserted,
-//!   built or written by a modify since the index was made or cleared, tuples left alone
-//!   as already present included. Sketches cannot forget: values since deleted or
-//!   replaced still count, so the estimate is an upper bound of the values held (within
-//!   the sketch's error: exact below [`SKETCH_HASHES`] distinct values, about 3% above).
-//!   An attribute whose values are skewed counts its rare values like its frequent ones.
+//! - the distinct values of an attribute are a [`DistinctSketch`] of every value of the
+//!   batches a build, an insert or a modify carried since the index was made or cleared
+//!   (tuples an insert left alone as present and modifies of missing keys included: a
+//!   batch is sketched beside its device work, before its answers are known). Sketches
+//!   cannot forget: values since deleted or replaced still count, so the estimate is an
+//!   upper bound of the values held (within the sketch's error: exact below
+//!   [`SKETCH_HASHES`] distinct values, about 3% above). A skewed attribute counts its
+//!   rare values like its frequent ones, so the cost model, which takes the tuples to
+//!   spread evenly over the values, underestimates the chains of its frequent values;
+//! - a failed batch adds nothing; a regroup's count is exact only while no write runs,
+//!   which the regroup ensures.
 
 use std::collections::HashSet;
 
