@@ -88,8 +88,11 @@ impl HyperspaceIndex {
         capacity: u64,
         options: HyperspaceOptions,
     ) -> Result<Self> {
-        let mut spaces = options
-            .shapes(p, capacity)?
+        // Every option checked first: bad ones allocate nothing.
+        let shapes = options.shapes(p, capacity)?;
+        let observations = Observations::new(p, options.half_life())?;
+        let policy = RegroupPolicy::new(p, options.regrouping.clone())?;
+        let mut spaces = shapes
             .into_iter()
             .map(|shape| Space::new(device, shape, options.seed, p, capacity, options.variant))
             .collect::<Result<Vec<_>>>()?;
@@ -102,8 +105,8 @@ impl HyperspaceIndex {
             subspaces: RwLock::new(Arc::new(spaces)),
             writes: RwLock::new(()),
             grace: GracePeriod::default(),
-            observations: Mutex::new(Observations::new(p, options.half_life())?),
-            policy: RegroupPolicy::new(p, options.regrouping.clone())?,
+            observations: Mutex::new(observations),
+            policy,
             adaptive: options.adaptive,
             regrouping: Mutex::new(()),
             report: Mutex::new(AdaptiveReport::default()),

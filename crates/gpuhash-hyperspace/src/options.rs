@@ -125,10 +125,9 @@ impl HyperspaceOptions {
     }
 
     /// These options with `regrouping` as the limits of the subspaces chosen from the query
-    /// history, searches not regrouping by themselves.
+    /// history (whether searches regroup by themselves stays as it was).
     pub fn regrouping(mut self, regrouping: RegroupOptions) -> Self {
         self.regrouping = regrouping;
-        self.adaptive = false;
         self
     }
 
@@ -344,6 +343,9 @@ mod tests {
         assert!(options.adaptive);
         assert_eq!(options.half_life(), 500.0);
         assert_eq!(options.clone().history_half_life(7.0).half_life(), 7.0);
-        assert!(!options.regrouping(regrouping).adaptive);
+        assert!(options.regrouping(regrouping.clone()).adaptive);
+        let manual = HyperspaceOptions::default().regrouping(regrouping.clone());
+        assert!(!manual.adaptive);
+        assert_eq!(manual.regrouping, regrouping);
     }
 }
