@@ -1,13 +1,13 @@
 //! Searches (the GHSH paper, sections 4.1.1 and 4.2.2). The queries of a batch that name
 //! the same fields form a group, which runs in its cheapest space by the cost model
 //! ([`cost::best_space`]: expected node reads, from the buckets it touches and the
-//! population the index estimates; a group naming the key in the key index). Each batch's
-//! fields go into the query history first, and under adaptive regrouping a batch that
-//! brings a look at the history due ends with it (`adaptive.rs`). A group's subtasks, one per query
-//! and bucket it touches, are made on the device and, for the grouped strategy, sorted by
-//! bucket there (a counting sort on the bucket's low bits; equal buckets end up together).
-//! Then two passes over every group, as the slab hash multimap's `get_all`: a count pass,
-//! and a write pass that puts each query's matches at its place in a layout with room for
+//! population the index estimates; a group naming the key in the key index). Each
+//! batch's fields go into the query history first, and under adaptive regrouping a batch
+//! that brings a look at the history due ends with it (`adaptive.rs`). A group's
+//! subtasks, one per query and bucket it touches, are made on the device and, for the
+//! grouped strategy, sorted by bucket there (a counting sort on the bucket's low bits;
+//! equal buckets end up together). Then two passes over every group, as the slab hash
+//! multimap's `get_all`: a count pass, and a write pass that puts each query's matches at its place in a layout with room for
 //! a quarter more than counted (and 8). A batch on another thread may add or remove
 //! copies between the passes (a modify in flight adds one): if a query finds more than
 //! its room, the write pass runs again with the counts it found; otherwise every match the
@@ -22,8 +22,7 @@ use gpuhash_core::{DeviceBuffer, Stream};
 use crate::Result;
 use crate::build::{counting_sort, prefix_offsets};
 use crate::cost::{self, Population};
-use crate::index::HyperspaceIndex;
-use crate::index::Spaces;
+use crate::index::{HyperspaceIndex, Spaces};
 use crate::launch::{self, SearchAnswers, SearchPass, Subtasks};
 use crate::layouts::GH_HS_MAX_FIELDS;
 use crate::options::SearchStrategy;
