@@ -76,24 +76,30 @@ impl HyperspaceIndex {
         self.rebuild(subspaces)
     }
 
-    /// Regroups to the subspaces [`crate::regroup::RegroupPolicy::choose`] finds cheapest for the query
-    /// history, under [`crate::HyperspaceOptions::regrouping`], when they differ from the
-    /// current ones (groups or coordinate bits; their order aside). Returns the new
-    /// subspaces, or `None` when it left them (nothing searched yet, or the best already
-    /// there).
+    /// Regroups to the subspaces [`crate::regroup::RegroupPolicy::choose`] finds cheapest
+    /// for the query history and the population, under
+    /// [`crate::HyperspaceOptions::regrouping`], when they differ from the current ones
+    /// (groups or coordinate bits; their order aside) and cost less under the history
+    /// than they do. Returns the new subspaces, or `None` when it left them (nothing
+    /// searched yet, the best already there, or current subspaces whose bits, from the
+    /// index's own rule, make them as cheap).
     pub fn regroup_from_history(&self) -> Result<Option<Vec<SpaceShape>>> {
         let _one_at_a_time = self.regrouping.lock();
         let (history, population) = {
             let observations = self.observations.lock();
-            let population = observations.population().clone();
-            (observations.history().clone(), population)
+            let history = observations.history().clone();
+            (history, observations.population().clone())
         };
-        if history.total() <= 0.0 {
-            return Ok(None);
-        }
         let shapes = self.space_shapes();
         let chosen = self.policy.choose(&history, &shapes[0], &population)?;
-        if same_spaces(&chosen, &shapes[1..]) {
+        let cost = |subspaces: &[SpaceShape]| {
+            self.policy
+                .cost(&history, &shapes[0], subspaces, &population)
+        };
+        // The current subspaces may have bits the policy would not give (the index's own
+        // rule): they are kept when they cost no more (with nothing searched, nothing
+        // costs anything).
+        if same_spaces(&chosen, &shapes[1..]) || cost(&chosen) >= cost(&shapes[1..]) {
             return Ok(None);
         }
         self.rebuild(Subspaces::Shapes(chosen.clone()))?;
