@@ -168,6 +168,9 @@ impl Population {
 pub struct DistinctSketch {
     k: usize,
     smallest: BTreeSet<u64>,
+    /// The largest hash kept once `k` are kept (a hash at or above it changes nothing), so
+    /// that most values cost a hash and a comparison.
+    ceiling: Option<u64>,
 }
 
 impl DistinctSketch {
@@ -176,6 +179,7 @@ impl DistinctSketch {
         DistinctSketch {
             k: k.max(2),
             smallest: BTreeSet::new(),
+            ceiling: None,
         }
     }
 
@@ -185,30 +189,44 @@ impl DistinctSketch {
     }
 
     fn insert_hash(&mut self, hash: u64) {
-        let full = self.smallest.len() >= self.k;
-        if full && self.smallest.last().is_some_and(|&largest| hash >= largest) {
+        if self.ceiling.is_some_and(|ceiling| hash >= ceiling) {
             return;
         }
-        if self.smallest.insert(hash) && full {
+        if self.smallest.insert(hash) {
+            self.keep_k();
+        }
+    }
+
+    /// Drops the hashes past the `k` smallest and sets the ceiling.
+    fn keep_k(&mut self) {
+        while self.smallest.len() > self.k {
             self.smallest.pop_last();
         }
+        self.ceiling = self
+            .smallest
+            .last()
+            .copied()
+            .filter(|_| self.smallest.len() == self.k);
     }
 
     /// Adds the values of another sketch (of the same `k`: the smaller one counts).
     pub fn merge(&mut self, other: &DistinctSketch) {
         self.k = self.k.min(other.k);
+        self.keep_k();
         other.smallest.iter().for_each(|&h| self.insert_hash(h));
-        while self.smallest.len() > self.k {
-            self.smallest.pop_last();
-        }
+    }
+
+    /// Whether no value was added.
+    pub fn is_empty(&self) -> bool {
+        self.smallest.is_empty()
     }
 
     /// Distinct values seen, estimated: exact below `k`, else `(k - 1) / (k-th smallest
     /// hash / 2^64)`.
     pub fn estimate(&self) -> u64 {
-        match self.smallest.iter().nth(self.k - 1) {
+        match self.ceiling {
             None => self.smallest.len() as u64,
-            Some(&kth) => ((self.k - 1) as f64 * 2f64.powi(64) / (kth as f64 + 1.0)) as u64,
+            Some(kth) => ((self.k - 1) as f64 * 2f64.powi(64) / (kth as f64 + 1.0)) as u64,
         }
     }
 }

@@ -3,6 +3,7 @@
 use gpuhash_core::table::{ErrorKind, TableError};
 use gpuhash_slab_alloc::SlabAllocError;
 
+use crate::cost::PolicyError;
 use crate::shape::Field;
 
 /// Errors of [`crate::HyperspaceIndex`]. A batch that fails changes nothing the index
@@ -20,6 +21,10 @@ pub enum HyperspaceError {
     /// p, or too many coordinate bits.
     #[error("invalid options: {0}")]
     Options(String),
+    /// Regrouping options the policy cannot take ([`crate::regroup::RegroupPolicy::new`],
+    /// [`crate::history::QueryHistory::new`]).
+    #[error("invalid regrouping options: {0}")]
+    Policy(#[from] PolicyError),
     /// A batch's attributes are not p columns of one word a tuple.
     #[error("{words} attribute words for {tuples} tuples of {expected} attributes")]
     AttributeCount {
@@ -70,6 +75,7 @@ impl TableError for HyperspaceError {
             }
             HyperspaceError::Alloc(_) => ErrorKind::Device,
             HyperspaceError::Options(_)
+            | HyperspaceError::Policy(_)
             | HyperspaceError::AttributeCount { .. }
             | HyperspaceError::ReservedKey { .. }
             | HyperspaceError::DuplicateKey { .. }
@@ -102,6 +108,7 @@ mod tests {
         );
         let invalid = [
             HyperspaceError::Options("p = 9".into()),
+            HyperspaceError::Policy(PolicyError::AttributeCount(9)),
             HyperspaceError::AttributeCount {
                 expected: 2,
                 tuples: 1,

@@ -15,14 +15,17 @@ use gpuhash_core::table::MemoryUsage;
 use gpuhash_core::{Device, DeviceBuffer, Stream};
 
 use crate::Result;
+use crate::adaptive::AdaptiveReport;
 use crate::grace::GracePeriod;
 use crate::launch::Lookup;
 use crate::layouts::{GH_HS_INSERTED, GH_HS_PENDING, GH_HS_PRESENT};
-use crate::options::{HyperspaceOptions, Subspaces};
+use crate::observations::{Observations, distinct_found};
+use crate::options::HyperspaceOptions;
+use crate::regroup::RegroupPolicy;
 use crate::shape::SpaceShape;
 use crate::space::Space;
 use crate::tuples::{self, DeviceTuples, Tuple, TupleBatch, Tuples};
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 
 /// What an insert did with each tuple.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -38,17 +41,26 @@ pub enum InsertStatus {
 pub struct HyperspaceIndex {
     device: Device,
     attribute_count: usize,
-    capacity: u64,
-    options: RwLock<HyperspaceOptions>,
+    pub(crate) capacity: u64,
+    pub(crate) options: RwLock<HyperspaceOptions>,
     /// The key index, which never changes shape.
-    key_index: Space,
+    pub(crate) key_index: Space,
     /// The attribute subspaces; a regroup swaps in new ones, while batches that began
     /// before keep the ones they took.
-    subspaces: RwLock<Arc<Vec<Space>>>,
+    pub(crate) subspaces: RwLock<Arc<Vec<Space>>>,
     /// Held for reading by every batch that writes, for writing by a regroup, so that no
     /// write lands in subspaces a regroup is about to replace.
-    writes: RwLock<()>,
+    pub(crate) writes: RwLock<()>,
     pub(crate) grace: GracePeriod,
+    /// The query history and the population, which route searches and feed regrouping.
+    pub(crate) observations: Mutex<Observations>,
+    /// The regroup policy of the options' `regrouping`.
+    pub(crate) policy: RegroupPolicy,
+    /// Whether searches regroup by themselves.
+    pub(crate) adaptive: bool,
+    /// Held by a regroup from start to end: one at a time.
+    pub(crate) regrouping: Mutex<()>,
+    pub(crate) report: Mutex<AdaptiveReport>,
 }
 
 /// The spaces one batch works on: the key index and the subspaces as they were when it
@@ -76,8 +88,11 @@ impl HyperspaceIndex {
         capacity: u64,
         options: HyperspaceOptions,
     ) -> Result<Self> {
-        let mut spaces = options
-            .shapes(p, capacity)?
+        // Every option checked first: bad ones allocate nothing.
+        let shapes = options.shapes(p, capacity)?;
+        let observations = Observations::new(p, options.half_life())?;
+        let policy = RegroupPolicy::new(p, options.regrouping.clone())?;
+        let mut spaces = shapes
             .into_iter()
             .map(|shape| Space::new(device, shape, options.seed, p, capacity, options.variant))
             .collect::<Result<Vec<_>>>()?;
@@ -86,11 +101,16 @@ impl HyperspaceIndex {
             device: device.clone(),
             attribute_count: p,
             capacity,
-            options: RwLock::new(options),
             key_index,
             subspaces: RwLock::new(Arc::new(spaces)),
             writes: RwLock::new(()),
             grace: GracePeriod::default(),
+            observations: Mutex::new(observations),
+            policy,
+            adaptive: options.adaptive,
+            regrouping: Mutex::new(()),
+            report: Mutex::new(AdaptiveReport::default()),
+            options: RwLock::new(options),
         })
     }
 
@@ -104,12 +124,15 @@ impl HyperspaceIndex {
     ) -> Result<Self> {
         tuples::check_batch(p, batch)?;
         let index = Self::new(device, p, batch.len() as u64, options)?;
-        let stream = device.lend_stream()?;
-        let tuples = DeviceTuples::from_batch(&stream, batch)?;
-        for space in index.spaces().all() {
-            space.build(&stream, &tuples)?;
-        }
-        stream.synchronize()?;
+        let build = || -> Result<()> {
+            let stream = device.lend_stream()?;
+            let tuples = DeviceTuples::from_batch(&stream, batch)?;
+            for space in index.spaces().all() {
+                space.build(&stream, &tuples)?;
+            }
+            Ok(stream.synchronize()?)
+        };
+        index.observed_write(batch, build, |_| batch.len() as u64)?;
         Ok(index)
     }
 
@@ -169,6 +192,17 @@ impl HyperspaceIndex {
         if batch.is_empty() {
             return Ok(Vec::new());
         }
+        let inserted = |status: &Vec<InsertStatus>| {
+            status
+                .iter()
+                .filter(|&&s| s == InsertStatus::Inserted)
+                .count() as u64
+        };
+        self.observed_write(batch, || self.insert_checked(batch), inserted)
+    }
+
+    /// [`HyperspaceIndex::insert`] of a batch checked already.
+    fn insert_checked(&self, batch: TupleBatch<'_>) -> Result<Vec<InsertStatus>> {
         let _writes = self.writes.read();
         let spaces = self.spaces();
         let spaces = spaces.all();
@@ -265,7 +299,11 @@ impl HyperspaceIndex {
             space.delete(&stream, &tuples)?;
         }
         stream.synchronize()?;
-        Ok(found.iter().map(|&f| f != 0).collect())
+        let found: Vec<bool> = found.iter().map(|&f| f != 0).collect();
+        self.observations
+            .lock()
+            .removed(distinct_found(keys, &found));
+        Ok(found)
     }
 
     /// Replaces the attributes and value of each tuple whose key the index holds with
@@ -281,6 +319,11 @@ impl HyperspaceIndex {
         if batch.is_empty() {
             return Ok(Vec::new());
         }
+        self.observed_write(batch, || self.modify_checked(batch), |_| 0)
+    }
+
+    /// [`HyperspaceIndex::modify`] of a batch checked already.
+    fn modify_checked(&self, batch: TupleBatch<'_>) -> Result<Vec<bool>> {
         let _writes = self.writes.read();
         let spaces = self.spaces();
         let spaces = spaces.all();
@@ -364,6 +407,7 @@ impl HyperspaceIndex {
             space.clear(&stream)?;
         }
         stream.synchronize()?;
+        self.observations.lock().cleared();
         Ok(())
     }
 
@@ -394,42 +438,6 @@ impl HyperspaceIndex {
         let stream = self.device.lend_stream()?;
         self.export_on(&stream)?
             .to_host(&stream, self.attribute_count)
-    }
-
-    /// Rebuilds the attribute subspaces as `subspaces` groups them, from the key index
-    /// (which never changes), and swaps them in. Searches go on meanwhile, on the old
-    /// subspaces until the swap (each search keeps the subspaces it began with); inserts,
-    /// modifies and deletes wait for the regroup, so that none lands in subspaces about to
-    /// be replaced: the new subspaces hold exactly what the key index holds. On an error
-    /// (out of device memory, options the index cannot take) the old subspaces stay.
-    pub fn regroup(&self, subspaces: Subspaces) -> Result<()> {
-        let _writes = self.writes.write();
-        let mut options = self.options();
-        options.subspaces = subspaces;
-        let stream = self.device.lend_stream()?;
-        let tuples = self.key_index.export(&stream)?;
-        let capacity = self.capacity.max(tuples.len() as u64);
-        let mut fresh = Vec::new();
-        for shape in options
-            .shapes(self.attribute_count, capacity)?
-            .into_iter()
-            .skip(1)
-        {
-            let space = Space::new(
-                &self.device,
-                shape,
-                options.seed,
-                self.attribute_count,
-                capacity,
-                options.variant,
-            )?;
-            space.build(&stream, &tuples)?;
-            fresh.push(space);
-        }
-        stream.synchronize()?;
-        *self.subspaces.write() = Arc::new(fresh);
-        *self.options.write() = options;
-        Ok(())
     }
 }
 

@@ -41,11 +41,36 @@
 //! ## Options
 //!
 //! Set through [`HyperspaceOptions`], by setters: `subspaces` (each attribute alone, the
-//! default; pairs; or any groups, [`Subspaces`]), `bucket_tuples` (tuples a bucket is
-//! sized for, 32 by default) or `space_bits` (coordinate bits of every space), `search`
-//! (grouped or one subtask at a time, [`SearchStrategy`]), the allocators' `variant`, and
-//! `seed`. The capacity given to [`HyperspaceIndex::new`] sizes the grids and allocators;
-//! an index holds more, with longer chains.
+//! default; pairs; any groups; or spaces of given shapes, bits included, [`Subspaces`]),
+//! `bucket_tuples` (tuples a bucket is sized for, 32 by default) or `space_bits`
+//! (coordinate bits of every space; both ignored by given shapes), `search` (grouped or
+//! one subtask at a time, [`SearchStrategy`]), the allocators' `variant`, and `seed`. The
+//! capacity given to [`HyperspaceIndex::new`] sizes the grids and allocators; an index
+//! holds more, with longer chains.
+//!
+//! Regrouping: `regrouping` ([`regroup::RegroupOptions`]: most attributes a subspace,
+//! most subspaces, target chain length, shift factor, searches between looks) bounds what
+//! [`HyperspaceIndex::regroup_from_history`] chooses; `adaptive(RegroupOptions)` also
+//! makes searches regroup by themselves (off by default); `history_half_life` sets how
+//! fast the query history forgets (by default in `check_every` searches).
+//!
+//! ```no_run
+//! use gpuhash_core::Device;
+//! use gpuhash_hyperspace::regroup::RegroupOptions;
+//! use gpuhash_hyperspace::{HyperspaceIndex, HyperspaceOptions};
+//!
+//! # fn main() -> gpuhash_hyperspace::Result<()> {
+//! let device = Device::default()?;
+//! let looks = RegroupOptions { check_every: 1 << 14, ..RegroupOptions::default() };
+//! let index = HyperspaceIndex::new(&device, 4, 1 << 20, HyperspaceOptions::default().adaptive(looks))?;
+//! // ... inserts and searches; every 2^14 searches one of them may regroup the subspaces.
+//! // Or on a call, whatever the option:
+//! if let Some(subspaces) = index.regroup_from_history()? {
+//!     println!("regrouped to {subspaces:?}");
+//! }
+//! println!("{:?}", index.adaptive_report());
+//! # Ok(()) }
+//! ```
 //!
 //! ## Structure
 //!
@@ -54,8 +79,9 @@
 //!   the grid, the coordinates concatenated. An index is the **key index** (the key its
 //!   only dimension, never regrouped) and **attribute subspaces** (groups of attributes).
 //!   Every space holds every tuple whole, as HyperDex does and the paper follows, so any
-//!   search is answered by one space alone: the one that touches the fewest buckets for
-//!   the fields it names ([`HyperspaceIndex::best_space`]).
+//!   search is answered by one space alone: the key index when it names the key (the key
+//!   index is space 0), else the space of fewest expected node reads by the cost model
+//!   ([`cost`], [`HyperspaceIndex::best_space`]), the earliest on a tie.
 //! - **Super nodes** (`cuda-src/hyperspace/super_node.cuh`): a bucket is a chain of super
 //!   nodes, each p + 2 nodes of 128 bytes (the key node, one node per attribute, the value
 //!   node), 31 slots a node and the link in lane 31, so the chains of one bucket advance in
@@ -87,12 +113,26 @@
 //!   then a write pass into a layout with room to spare, then a compaction give compressed
 //!   rows ([`Matches`]: offsets, then tuples as structure of arrays) like the slab hash
 //!   multimap's `get_all`.
-//! - **Regrouping** ([`HyperspaceIndex::regroup`]): new attribute subspaces are built in
-//!   bulk from the key index (read back whole by an export kernel,
+//! - **What the index observes** (`src/observations.rs`, behind one lock): the fields of
+//!   every search, each query one search, in a decaying [`history::QueryHistory`]; and a
+//!   [`cost::Population`], the tuple count (kept by inserts and deletes, set exactly by
+//!   a regroup) and the distinct values of each attribute, estimated by a
+//!   [`cost::DistinctSketch`] of the values written (an upper bound: sketches do not
+//!   forget deleted values). Searches are routed by it ([`HyperspaceIndex::population`],
+//!   [`HyperspaceIndex::query_history`]).
+//! - **Regrouping** (`src/adaptive.rs`, [`HyperspaceIndex::regroup`]): new attribute
+//!   subspaces are built in bulk from the key index (read back whole by an export kernel,
 //!   [`HyperspaceIndex::export`]) and swapped in; searches go on meanwhile on the
-//!   subspaces they began with, while writes wait, so nothing is lost or duplicated.
-//!   Which groups to choose is a policy of its own; [`HyperspaceIndex::best_space`] picks a
-//!   search's space by the buckets it touches.
+//!   subspaces they began with, while writes wait, so nothing is lost or duplicated; one
+//!   regroup runs at a time. Which subspaces to build is the pure host policy of
+//!   [`regroup`] (exact search over the groupings, costed by [`cost`] under the history):
+//!   [`HyperspaceIndex::regroup_from_history`] asks it on a call, and with adaptive
+//!   regrouping the search that brings the history to `check_every` more searches asks
+//!   [`regroup::RegroupPolicy::advise`] after its batch and regroups on its own thread
+//!   when it proposes (a regroup already under way makes it skip the look; a failure
+//!   leaves the subspaces and goes to [`HyperspaceIndex::adaptive_report`]). The
+//!   policy's spaces go in as [`Subspaces::Shapes`], with the bits it chose for the
+//!   tuples held and the attributes' distinct values, not the index's own bits rule.
 //! - **Bulk build** (`src/build.rs`): tuples sorted by bucket with a counting sort
 //!   (histogram kernel, prefix sum, scatter kernel), then one warp per bucket writes whole
 //!   super nodes of 31 tuples.
@@ -144,6 +184,7 @@
 //! ## Features
 #![doc = document_features::document_features!()]
 
+mod adaptive;
 mod build;
 pub mod cost;
 mod error;
@@ -156,6 +197,7 @@ mod launch;
     reason = "generated from the kernels' header: not every constant is used"
 )]
 mod layouts;
+mod observations;
 mod options;
 mod query;
 pub mod regroup;
@@ -164,6 +206,7 @@ pub mod shape;
 mod space;
 mod tuples;
 
+pub use adaptive::AdaptiveReport;
 pub use error::{HyperspaceError, Result};
 pub use gpuhash_slab_alloc::Variant;
 pub use index::{HyperspaceIndex, InsertStatus};

@@ -3,6 +3,7 @@
 
 use gpuhash_slab_alloc::Variant;
 
+use crate::regroup::RegroupOptions;
 use crate::shape::{Field, MAX_ATTRIBUTES, MAX_SPACE_BITS, SpaceShape};
 use crate::{HyperspaceError, Result};
 
@@ -21,6 +22,11 @@ pub enum Subspaces {
     Pairs,
     /// Subspaces of the given attributes (0-based), each a group of distinct attributes.
     Groups(Vec<Vec<u8>>),
+    /// Subspaces of exactly these shapes, coordinate bits included (attribute dimensions
+    /// only): what [`crate::regroup::RegroupPolicy`] chooses, which sizes each space from
+    /// the tuples held and the distinct values of its attributes. The other variants take
+    /// their bits from [`HyperspaceOptions::bits_for`].
+    Shapes(Vec<SpaceShape>),
 }
 
 /// How a search batch's subtasks (a query and one bucket it touches) are served.
@@ -37,7 +43,7 @@ pub enum SearchStrategy {
 }
 
 /// Options of a [`crate::HyperspaceIndex`], by setters on the default.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct HyperspaceOptions {
     /// The attribute subspaces.
     pub subspaces: Subspaces,
@@ -53,6 +59,16 @@ pub struct HyperspaceOptions {
     pub variant: Variant,
     /// Seeds the coordinate hashes.
     pub seed: u32,
+    /// The limits of the subspaces [`crate::HyperspaceIndex::regroup_from_history`] and
+    /// adaptive regrouping choose, and how often the latter looks at the query history.
+    pub regrouping: RegroupOptions,
+    /// Whether searches regroup the subspaces by themselves
+    /// ([`HyperspaceOptions::adaptive`]).
+    pub adaptive: bool,
+    /// Searches after which a search's weight in the index's query history halves; `None`
+    /// (the default): `regrouping.check_every` searches, so that each look of adaptive
+    /// regrouping weighs the searches since the last look about as much as all before.
+    pub history_half_life: Option<f64>,
 }
 
 impl Default for HyperspaceOptions {
@@ -64,6 +80,9 @@ impl Default for HyperspaceOptions {
             search: SearchStrategy::Grouped,
             variant: Variant::Regular,
             seed: 0x5eed_0001,
+            regrouping: RegroupOptions::default(),
+            adaptive: false,
+            history_half_life: None,
         }
     }
 }
@@ -105,6 +124,37 @@ impl HyperspaceOptions {
         self
     }
 
+    /// These options with `regrouping` as the limits of the subspaces chosen from the query
+    /// history (whether searches regroup by themselves stays as it was).
+    pub fn regrouping(mut self, regrouping: RegroupOptions) -> Self {
+        self.regrouping = regrouping;
+        self
+    }
+
+    /// These options with adaptive regrouping: every `regrouping.check_every` searches (of
+    /// all threads together), the search that reaches the count asks
+    /// [`crate::regroup::RegroupPolicy::advise`] whether the subspaces should change and,
+    /// when it proposes new ones, regroups to them after its own batch, on its thread
+    /// (other searches go on meanwhile; writes wait).
+    pub fn adaptive(mut self, regrouping: RegroupOptions) -> Self {
+        self.regrouping = regrouping;
+        self.adaptive = true;
+        self
+    }
+
+    /// These options with the query history's weights halving every `searches` searches
+    /// (`f64::INFINITY` for plain counts).
+    pub fn history_half_life(mut self, searches: f64) -> Self {
+        self.history_half_life = Some(searches);
+        self
+    }
+
+    /// The query history's half-life, in searches.
+    pub fn half_life(&self) -> f64 {
+        self.history_half_life
+            .unwrap_or(self.regrouping.check_every.max(1) as f64)
+    }
+
     /// Coordinate bits of every space for an index made for `capacity` tuples.
     pub fn bits_for(&self, capacity: u64) -> Result<u32> {
         if let Some(bits) = self.space_bits {
@@ -137,6 +187,7 @@ impl HyperspaceOptions {
             )));
         }
         let bits = self.bits_for(capacity)?;
+        let mut shapes = vec![shape_of(&[Field::Key], bits)?];
         let groups: Vec<Vec<u8>> = match &self.subspaces {
             Subspaces::EachAttribute => (0..p as u8).map(|a| vec![a]).collect(),
             Subspaces::Pairs => (0..p as u8)
@@ -144,8 +195,14 @@ impl HyperspaceOptions {
                 .map(|a| (a..(a + 2).min(p as u8)).collect())
                 .collect(),
             Subspaces::Groups(groups) => groups.clone(),
+            Subspaces::Shapes(given) => {
+                for shape in given {
+                    check_subspace(shape, p)?;
+                }
+                shapes.extend(given.iter().cloned());
+                return Ok(shapes);
+            }
         };
-        let mut shapes = vec![shape_of(&[Field::Key], bits)?];
         for group in groups {
             if let Some(&a) = group.iter().find(|&&a| usize::from(a) >= p) {
                 return Err(HyperspaceError::Options(format!(
@@ -156,6 +213,22 @@ impl HyperspaceOptions {
             shapes.push(shape_of(&fields, bits)?);
         }
         Ok(shapes)
+    }
+}
+
+/// Checks a subspace given whole: at least one dimension, attributes of an index of `p`
+/// only.
+fn check_subspace(shape: &SpaceShape, p: usize) -> Result<()> {
+    let fault = shape.dimensions().iter().find(|&&(field, _)| match field {
+        Field::Key => true,
+        Field::Attribute(a) => usize::from(a) >= p,
+    });
+    match (shape.dimensions().is_empty(), fault) {
+        (true, _) => Err(HyperspaceError::Options("an empty subspace".into())),
+        (false, Some(&(field, _))) => Err(HyperspaceError::Options(format!(
+            "a subspace of an index of {p} attributes has {field:?} as a dimension"
+        ))),
+        (false, None) => Ok(()),
     }
 }
 
@@ -233,7 +306,46 @@ mod tests {
             .clone()
             .subspaces(Subspaces::Groups(vec![vec![1, 1]]));
         assert!(repeated.shapes(3, 10).is_err());
-        let empty = options.subspaces(Subspaces::Groups(vec![vec![]]));
+        let empty = options.clone().subspaces(Subspaces::Groups(vec![vec![]]));
         assert!(empty.shapes(3, 10).is_err());
+        let shape = |dimensions| Subspaces::Shapes(vec![SpaceShape::new(dimensions).unwrap()]);
+        for bad in [
+            shape(vec![]),
+            shape(vec![(Field::Key, 3)]),
+            shape(vec![(Field::Attribute(0), 3), (Field::Attribute(3), 2)]),
+        ] {
+            assert!(options.clone().subspaces(bad).shapes(3, 10).is_err());
+        }
+    }
+
+    #[test]
+    fn given_shapes_keep_their_bits() {
+        let given = vec![
+            SpaceShape::new(vec![(Field::Attribute(2), 3), (Field::Attribute(0), 9)]).unwrap(),
+            SpaceShape::new(vec![(Field::Attribute(1), 0)]).unwrap(),
+        ];
+        let shapes = HyperspaceOptions::default()
+            .space_bits(14)
+            .subspaces(Subspaces::Shapes(given.clone()))
+            .shapes(3, 0)
+            .unwrap();
+        assert_eq!(shapes[0].dimensions(), &[(Field::Key, 14)]);
+        assert_eq!(&shapes[1..], &given[..]);
+    }
+
+    #[test]
+    fn the_history_halves_every_check_unless_told() {
+        let regrouping = RegroupOptions {
+            check_every: 500,
+            ..RegroupOptions::default()
+        };
+        let options = HyperspaceOptions::default().adaptive(regrouping.clone());
+        assert!(options.adaptive);
+        assert_eq!(options.half_life(), 500.0);
+        assert_eq!(options.clone().history_half_life(7.0).half_life(), 7.0);
+        assert!(options.regrouping(regrouping.clone()).adaptive);
+        let manual = HyperspaceOptions::default().regrouping(regrouping.clone());
+        assert!(!manual.adaptive);
+        assert_eq!(manual.regrouping, regrouping);
     }
 }

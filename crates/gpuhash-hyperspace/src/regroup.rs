@@ -235,6 +235,12 @@ impl RegroupPolicy {
         }
     }
 
+    /// Whether [`RegroupOptions::check_every`] searches (at least one) were recorded in
+    /// `history` since its mark: [`RegroupPolicy::advise`] looks at it then.
+    pub fn due(&self, history: &QueryHistory) -> bool {
+        history.recorded_since_mark() >= self.options.check_every.max(1)
+    }
+
     /// Every [`RegroupOptions::check_every`] searches recorded in `history` (marking it):
     /// the best grouping when the current one, `subspaces` beside `key_index`, costs more
     /// than [`RegroupOptions::shift_factor`] times as much under the history; `None`
@@ -248,7 +254,7 @@ impl RegroupPolicy {
         subspaces: &[SpaceShape],
         population: &Population,
     ) -> Result<Option<Vec<SpaceShape>>, PolicyError> {
-        if history.recorded_since_mark() < self.options.check_every.max(1) {
+        if !self.due(history) {
             return Ok(None);
         }
         history.mark();

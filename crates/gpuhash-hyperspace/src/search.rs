@@ -1,10 +1,13 @@
 //! Searches (the GHSH paper, sections 4.1.1 and 4.2.2). The queries of a batch that name
-//! the same fields form a group, which runs in the space that touches the fewest buckets
-//! for those fields ([`SpaceShape::buckets_touched`]). A group's subtasks, one per query
-//! and bucket it touches, are made on the device and, for the grouped strategy, sorted by
-//! bucket there (a counting sort on the bucket's low bits; equal buckets end up together).
-//! Then two passes over every group, as the slab hash multimap's `get_all`: a count pass,
-//! and a write pass that puts each query's matches at its place in a layout with room for
+//! the same fields form a group, which runs in its cheapest space by the cost model
+//! ([`cost::best_space`]: expected node reads, from the buckets it touches and the
+//! population the index estimates; a group naming the key in the key index). Each
+//! batch's fields go into the query history first, and under adaptive regrouping a batch
+//! that brings a look at the history due ends with it (`adaptive.rs`). A group's
+//! subtasks, one per query and bucket it touches, are made on the device and, for the
+//! grouped strategy, sorted by bucket there (a counting sort on the bucket's low bits;
+//! equal buckets end up together). Then two passes over every group, as the slab hash
+//! multimap's `get_all`: a count pass, and a write pass that puts each query's matches at its place in a layout with room for
 //! a quarter more than counted (and 8). A batch on another thread may add or remove
 //! copies between the passes (a modify in flight adds one): if a query finds more than
 //! its room, the write pass runs again with the counts it found; otherwise every match the
@@ -18,7 +21,8 @@ use gpuhash_core::{DeviceBuffer, Stream};
 
 use crate::Result;
 use crate::build::{counting_sort, prefix_offsets};
-use crate::index::HyperspaceIndex;
+use crate::cost::{self, Population};
+use crate::index::{HyperspaceIndex, Spaces};
 use crate::launch::{self, SearchAnswers, SearchPass, Subtasks};
 use crate::layouts::GH_HS_MAX_FIELDS;
 use crate::options::SearchStrategy;
@@ -165,10 +169,13 @@ impl Plan<'_> {
 }
 
 impl HyperspaceIndex {
-    /// The space a search naming `fields` runs in: the one that touches the fewest
-    /// buckets, the earliest on a tie (0 the key index).
+    /// The space a search naming `fields` runs in (0 the key index, then the attribute
+    /// subspaces as [`HyperspaceIndex::space_shapes`] lists them): the key index for a
+    /// search naming the key, else the one of fewest expected node reads by the cost model
+    /// ([`cost::search_cost`]) for the population the index estimates
+    /// ([`HyperspaceIndex::population`]), the earliest on a tie.
     pub fn best_space(&self, fields: FieldSet) -> usize {
-        best_space(&self.spaces().all(), fields)
+        best_space(&self.spaces(), fields, &self.population())
     }
 
     /// Every tuple each query matches, as compressed rows on the host.
@@ -183,12 +190,34 @@ impl HyperspaceIndex {
 
     /// Every tuple each query matches, as compressed rows on the device, after the work
     /// queued on `stream`; waits to size them.
+    ///
+    /// The batch's fields go into the query history. Under adaptive regrouping, the batch
+    /// that brings a look at the history due asks the policy after its search, and
+    /// regroups on this thread before returning when the policy proposes new subspaces
+    /// (a failed regroup leaves the subspaces and this answer as they are;
+    /// [`HyperspaceIndex::adaptive_report`] tells it).
     pub fn search_on(&self, stream: &Stream, queries: &[Query]) -> Result<DeviceMatches> {
         check_queries(self.attribute_count(), queries)?;
+        let (population, advice) = self.observe_searches(queries)?;
+        let matches = self.search_routed(stream, queries, &population)?;
+        if let Some(advice) = advice {
+            // After the search has ended: a modify waiting for it may hold writes back
+            // from the regroup.
+            self.adapt(advice);
+        }
+        Ok(matches)
+    }
+
+    /// The search of checked queries, each group in its best space for `population`.
+    fn search_routed(
+        &self,
+        stream: &Stream,
+        queries: &[Query],
+        population: &Population,
+    ) -> Result<DeviceMatches> {
         let _search = self.grace.begin_search();
         let spaces = self.spaces();
-        let spaces = spaces.all();
-        let plans = self.plans(&spaces, stream, queries)?;
+        let plans = self.plans(&spaces, stream, queries, population)?;
         let mut limits = vec![0u64; queries.len()];
         for plan in &plans {
             for (&q, count) in plan.members.iter().zip(plan.count(stream)?) {
@@ -248,15 +277,17 @@ impl HyperspaceIndex {
     /// best space.
     fn plans<'a>(
         &self,
-        spaces: &[&'a Space],
+        spaces: &'a Spaces<'a>,
         stream: &Stream,
         queries: &[Query],
+        population: &Population,
     ) -> Result<Vec<Plan<'a>>> {
         let mut groups: BTreeMap<FieldSet, Vec<usize>> = BTreeMap::new();
         for (q, query) in queries.iter().enumerate() {
             groups.entry(query.fields()).or_default().push(q);
         }
-        let grouped = self.options().search == SearchStrategy::Grouped;
+        let grouped = self.options.read().search == SearchStrategy::Grouped;
+        let all = spaces.all();
         groups
             .into_iter()
             .map(|(named, members)| {
@@ -267,19 +298,18 @@ impl HyperspaceIndex {
                         words[k * stride + field.index() as usize] = value;
                     }
                 }
-                let space = spaces[best_space(spaces, named)];
+                let space = all[best_space(spaces, named, population)];
                 space.plan(stream, members, &words, named, grouped)
             })
             .collect()
     }
 }
 
-/// Of `spaces`, the one that touches the fewest buckets for `fields`, the earliest on a
-/// tie.
-fn best_space(spaces: &[&Space], fields: FieldSet) -> usize {
-    (0..spaces.len())
-        .min_by_key(|&s| spaces[s].shape().buckets_touched(fields))
-        .unwrap_or(0)
+/// Of `spaces`, the one a search naming `fields` runs in: [`cost::best_space`], the key
+/// index (space 0) for a search naming the key.
+fn best_space(spaces: &Spaces<'_>, fields: FieldSet, population: &Population) -> usize {
+    let shapes: Vec<SpaceShape> = spaces.all().iter().map(|s| s.shape().clone()).collect();
+    cost::best_space(&shapes, fields, population).map_or(0, |(space, _)| space)
 }
 
 #[cfg(test)]

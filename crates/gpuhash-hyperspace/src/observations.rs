@@ -1,0 +1,237 @@
+//! What an index has seen, for its cost model and its regrouping: the query history of its
+//! searches, and the population of its tuples (how many, and the distinct values of each
+//! attribute). Pure host state, held by the index behind one lock and tested on the CPU.
+//!
+//! The population is an estimate, good enough to tell spaces apart, not a count:
+//! - the tuple count adds the tuples each insert or build put in and takes away those each
+//!   delete took out (its keys found, each once); a regroup, which reads the key index
+//!   whole, sets it exactly, and a clear to 0;
+//! - the distinct values of an attribute are a [`DistinctSketch`] of every value of the
+//!   batches a build, an insert or a modify carried since the index was made or cleared
+//!   (tuples an insert left alone as present and modifies of missing keys included: a
+//!   batch is sketched beside its device work, before its answers are known). Sketches
+//!   cannot forget: values since deleted or replaced still count, so the estimate is an
+//!   upper bound of the values held (within the sketch's error: exact below
+//!   [`SKETCH_HASHES`] distinct values, about 3% above). A skewed attribute counts its
+//!   rare values like its frequent ones, so the cost model, which takes the tuples to
+//!   spread evenly over the values, underestimates the chains of its frequent values;
+//! - a failed batch adds nothing; a regroup's count is exact only while no write runs,
+//!   which the regroup ensures.
+
+use std::collections::HashSet;
+
+use crate::cost::{DistinctSketch, PolicyError, Population};
+use crate::history::QueryHistory;
+use crate::regroup::RegroupPolicy;
+use crate::shape::FieldSet;
+
+/// Hashes each attribute's sketch keeps: exact below this many distinct values, about
+/// `1 / sqrt(1024)` = 3% relative error above.
+pub(crate) const SKETCH_HASHES: usize = 1024;
+
+/// The query history and the population of an index.
+#[derive(Clone, Debug)]
+pub(crate) struct Observations {
+    history: QueryHistory,
+    sketches: Vec<DistinctSketch>,
+    /// The tuple count and the sketches' estimates, kept up to date with them so that each
+    /// search reads them at once.
+    population: Population,
+}
+
+/// What a look at the history needs, taken when one is due.
+#[derive(Clone, Debug)]
+pub(crate) struct Advice {
+    /// The history as it was when the look fell due, before the mark.
+    pub(crate) history: QueryHistory,
+    pub(crate) population: Population,
+}
+
+impl Observations {
+    /// Nothing seen yet, of tuples of `attributes` attributes, the history's weights
+    /// halving every `half_life` searches.
+    pub(crate) fn new(attributes: usize, half_life: f64) -> Result<Self, PolicyError> {
+        Ok(Self {
+            history: QueryHistory::new(attributes, half_life)?,
+            sketches: vec![DistinctSketch::new(SKETCH_HASHES); attributes],
+            population: Population::uniform(0),
+        })
+    }
+
+    pub(crate) fn history(&self) -> &QueryHistory {
+        &self.history
+    }
+
+    pub(crate) fn population(&self) -> &Population {
+        &self.population
+    }
+
+    /// Records one search for the fields each query of a batch names.
+    pub(crate) fn record_searches(
+        &mut self,
+        named: impl IntoIterator<Item = FieldSet>,
+    ) -> Result<(), PolicyError> {
+        self.history.record_each(named)
+    }
+
+    /// When `policy` is due for a look at the history: the history and population to
+    /// advise from, the history marked so that the next look falls due
+    /// `check_every` searches later.
+    pub(crate) fn advice_due(&mut self, policy: &RegroupPolicy) -> Option<Advice> {
+        if !policy.due(&self.history) {
+            return None;
+        }
+        let advice = Advice {
+            history: self.history.clone(),
+            population: self.population.clone(),
+        };
+        self.history.mark();
+        Some(advice)
+    }
+
+    /// Counts `tuples` tuples put in and merges the sketches of the attribute values a
+    /// write carried (one per attribute, or none).
+    pub(crate) fn added(&mut self, tuples: u64, sketches: &[DistinctSketch]) {
+        for (held, new) in self.sketches.iter_mut().zip(sketches) {
+            held.merge(new);
+        }
+        self.population.tuples = self.population.tuples.saturating_add(tuples);
+        self.refresh_distinct();
+    }
+
+    /// Counts `tuples` tuples taken out.
+    pub(crate) fn removed(&mut self, tuples: u64) {
+        self.population.tuples = self.population.tuples.saturating_sub(tuples);
+    }
+
+    /// Sets the tuple count to one known exactly.
+    pub(crate) fn set_tuples(&mut self, tuples: u64) {
+        self.population.tuples = tuples;
+    }
+
+    /// Forgets the tuples (not the searches).
+    pub(crate) fn cleared(&mut self) {
+        self.sketches
+            .iter_mut()
+            .for_each(|s| *s = DistinctSketch::new(SKETCH_HASHES));
+        self.population = Population::uniform(0);
+    }
+
+    fn refresh_distinct(&mut self) {
+        for (distinct, sketch) in self.population.distinct.iter_mut().zip(&self.sketches) {
+            *distinct = (!sketch.is_empty()).then(|| sketch.estimate());
+        }
+    }
+}
+
+/// A sketch of each attribute column of `n` tuples (`attributes` column-major, as
+/// [`crate::TupleBatch`] holds them).
+pub(crate) fn sketch_columns(attributes: &[u32], n: usize) -> Vec<DistinctSketch> {
+    if n == 0 {
+        return Vec::new();
+    }
+    attributes.chunks(n).map(sketch_column).collect()
+}
+
+/// A sketch of one column's values.
+pub(crate) fn sketch_column(column: &[u32]) -> DistinctSketch {
+    let mut sketch = DistinctSketch::new(SKETCH_HASHES);
+    sketch.extend(column.iter().copied());
+    sketch
+}
+
+/// Distinct keys of a batch that were found (`found[i]` for `keys[i]`): what a delete
+/// took out when a key may repeat in its batch.
+pub(crate) fn distinct_found(keys: &[u32], found: &[bool]) -> u64 {
+    let found: HashSet<u32> = keys
+        .iter()
+        .zip(found)
+        .filter(|&(_, &f)| f)
+        .map(|(&k, _)| k)
+        .collect();
+    found.len() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::regroup::RegroupOptions;
+    use crate::shape::Field;
+
+    fn attrs(list: &[u8]) -> FieldSet {
+        FieldSet::of(list.iter().map(|&i| Field::Attribute(i)))
+    }
+
+    #[test]
+    fn tuples_count_up_and_down_and_distinct_values_follow_the_sketches() {
+        let mut seen = Observations::new(2, f64::INFINITY).unwrap();
+        assert_eq!(seen.population(), &Population::uniform(0));
+        // 3000 tuples: attribute 0 takes 40 values, attribute 1 one value.
+        let n = 3000;
+        let mut attributes: Vec<u32> = (0..n as u32).map(|i| i % 40).collect();
+        attributes.extend(std::iter::repeat_n(7, n));
+        seen.added(n as u64, &sketch_columns(&attributes, n));
+        assert_eq!(seen.population().tuples, 3000);
+        assert_eq!(seen.population().distinct[..3], [Some(40), Some(1), None]);
+        seen.removed(1000);
+        // A modify's values: no tuple more, values seen before count once.
+        seen.added(0, &sketch_columns(&[39, 40, 7, 8], 2));
+        assert_eq!(seen.population().tuples, 2000);
+        assert_eq!(seen.population().distinct[..2], [Some(41), Some(2)]);
+        seen.removed(5000);
+        assert_eq!(seen.population().tuples, 0);
+        seen.set_tuples(12);
+        assert_eq!(seen.population().tuples, 12);
+        seen.cleared();
+        assert_eq!(seen.population(), &Population::uniform(0));
+        assert_eq!(sketch_columns(&[], 0), Vec::new());
+    }
+
+    #[test]
+    fn many_distinct_values_are_estimated_within_a_few_percent() {
+        let mut seen = Observations::new(1, 1.0).unwrap();
+        let column: Vec<u32> = (0..400_000u32)
+            .map(|i| i.wrapping_mul(2_654_435_761))
+            .collect();
+        for half in column.chunks(200_000) {
+            seen.added(half.len() as u64, &[sketch_column(half)]);
+        }
+        let estimate = seen.population().distinct[0].unwrap() as f64;
+        assert!((estimate / 400_000.0 - 1.0).abs() < 0.1, "{estimate}");
+    }
+
+    #[test]
+    fn searches_are_recorded_and_a_look_falls_due_every_check() {
+        let mut seen = Observations::new(3, f64::INFINITY).unwrap();
+        let policy = RegroupPolicy::new(
+            3,
+            RegroupOptions {
+                check_every: 10,
+                ..RegroupOptions::default()
+            },
+        )
+        .unwrap();
+        seen.record_searches([attrs(&[0, 2]); 6]).unwrap();
+        assert!(seen.advice_due(&policy).is_none());
+        seen.record_searches([attrs(&[1]), attrs(&[0, 2]), attrs(&[0, 2]), attrs(&[1])])
+            .unwrap();
+        let advice = seen.advice_due(&policy).expect("10 searches recorded");
+        assert_eq!(advice.history.frequency(attrs(&[0, 2])), 8.0);
+        assert_eq!(advice.history.recorded_since_mark(), 10);
+        assert!(policy.due(&advice.history));
+        // Marked: the next look is 10 searches away.
+        assert!(seen.advice_due(&policy).is_none());
+        assert_eq!(seen.history().recorded(), 10);
+        // A set the tuples do not have records nothing.
+        assert!(seen.record_searches([attrs(&[0]), attrs(&[3])]).is_err());
+        assert_eq!(seen.history().recorded(), 10);
+    }
+
+    #[test]
+    fn a_delete_takes_out_each_found_key_once() {
+        let keys = [5, 9, 5, 7, 9, 9];
+        let found = [true, true, true, false, true, true];
+        assert_eq!(distinct_found(&keys, &found), 2);
+        assert_eq!(distinct_found(&[], &[]), 0);
+    }
+}
