@@ -3,6 +3,7 @@
 //! that the GPU test bundle stays small. Run on a GPU machine with `--include-ignored`
 //! (see docs/gpu-testing.md).
 
+mod column_scan;
 mod common;
 mod concurrency;
 mod operations;
