@@ -59,12 +59,13 @@
 //! ```
 
 use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
 
 use gpuhash_core::scan::{exclusive_scan, scanned_total};
 use gpuhash_core::{Device, DeviceBuffer, Stream};
 
 use crate::launch::{self, ScanAnswers, ScanChunk, ScanRows};
-use crate::layouts::GH_HS_SCAN_CHUNK;
+use crate::layouts::{GH_HS_MAX_FIELDS, GH_HS_SCAN_CHUNK};
 use crate::query::{DeviceMatches, Matches, Query, check_queries};
 use crate::shape::{FieldSet, MAX_ATTRIBUTES};
 use crate::tuples::{DeviceTuples, TupleBatch, check_shape};
@@ -238,6 +239,37 @@ impl ColumnScan {
     }
 }
 
+/// A query's values in its group's field order, the rest zero.
+type ValueList = [u32; MAX_FIELDS];
+
+const MAX_FIELDS: usize = GH_HS_MAX_FIELDS as usize;
+
+/// A multiply-rotate hasher for the plan's value lists, with a final avalanche (the
+/// MurmurHash3 finalizer) so that lists differing in high bits alone land apart: planning
+/// a batch hashes each query once, and SipHash would cost more than the rest of it.
+#[derive(Debug, Default)]
+struct WordHasher(u64);
+
+impl Hasher for WordHasher {
+    fn finish(&self) -> u64 {
+        let mut h = self.0;
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+        h ^ (h >> 33)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(word))
+                .wrapping_mul(0x517c_c1b7_2722_0a95);
+        }
+    }
+}
+
 /// The queries of one batch that name the same fields.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Group {
@@ -277,44 +309,50 @@ impl ScanPlan {
             query_entry: vec![0; queries.len()],
             ..ScanPlan::default()
         };
-        let mut entry_queries: Vec<Vec<u32>> = Vec::new();
+        let mut entries = 0;
         for (named, members) in by_fields {
             let fields: Vec<_> = named.fields().collect();
-            let first_entry = entry_queries.len();
+            let first_entry = entries;
             let values_from = plan.entry_values.len();
-            let mut entry_of: HashMap<Vec<u32>, usize> = HashMap::new();
+            let mut entry_of: HashMap<ValueList, u32, BuildHasherDefault<WordHasher>> =
+                HashMap::with_capacity_and_hasher(members.len(), Default::default());
             for q in members {
-                let predicates = queries[q].predicates();
-                let values: Vec<u32> = fields
-                    .iter()
-                    .map(|&field| {
-                        predicates
-                            .iter()
-                            .find_map(|&(f, v)| (f == field).then_some(v))
-                            .expect("a query names each field of its group")
-                    })
-                    .collect();
-                let entry = *entry_of.entry(values).or_insert_with_key(|values| {
-                    plan.entry_values.extend_from_slice(values);
-                    entry_queries.push(Vec::new());
-                    entry_queries.len() - 1
+                let mut values: ValueList = [0; MAX_FIELDS];
+                for (value, &field) in values.iter_mut().zip(&fields) {
+                    *value = queries[q]
+                        .predicates()
+                        .iter()
+                        .find_map(|&(f, v)| (f == field).then_some(v))
+                        .expect("a query names each field of its group");
+                }
+                plan.query_entry[q] = *entry_of.entry(values).or_insert_with(|| {
+                    plan.entry_values.extend_from_slice(&values[..fields.len()]);
+                    entries += 1;
+                    entries as u32 - 1
                 });
-                entry_queries[entry].push(q as u32);
-                plan.query_entry[q] = entry as u32;
             }
             plan.groups.push(Group {
                 fields: fields.iter().map(|f| f.index()).collect(),
                 first_entry,
-                entries: entry_queries.len() - first_entry,
+                entries: entries - first_entry,
                 values_from,
             });
         }
-        plan.entry_query_offsets.push(0);
-        for queries_of_entry in entry_queries {
-            let end = plan.entry_queries.len() + queries_of_entry.len();
-            plan.entry_query_offsets.push(end as u32);
-            plan.entry_queries.extend(queries_of_entry);
+        // Each entry's queries, in batch order: a counting sort of the queries by entry.
+        let mut offsets = vec![0u32; entries + 1];
+        for &e in &plan.query_entry {
+            offsets[e as usize + 1] += 1;
         }
+        for e in 0..entries {
+            offsets[e + 1] += offsets[e];
+        }
+        let mut cursors = offsets.clone();
+        plan.entry_queries = vec![0; queries.len()];
+        for (q, &e) in plan.query_entry.iter().enumerate() {
+            plan.entry_queries[cursors[e as usize] as usize] = q as u32;
+            cursors[e as usize] += 1;
+        }
+        plan.entry_query_offsets = offsets;
         plan
     }
 
@@ -342,6 +380,63 @@ impl ScanPlan {
 mod tests {
     use super::*;
     use crate::shape::Field;
+    use quickcheck::quickcheck;
+
+    /// A query of the fields in `mask` (key and three attributes), small values so that
+    /// batches repeat them; fields given last to first.
+    fn query(mask: u8, values: [u8; 4]) -> Query {
+        let mask = (mask % 15) + 1;
+        let fields = [
+            Field::Key,
+            Field::Attribute(0),
+            Field::Attribute(1),
+            Field::Attribute(2),
+        ];
+        let mut named = (0..4).rev().filter(|f| mask >> f & 1 == 1);
+        let first = named.next().expect("a field");
+        named.fold(
+            Query::new(fields[first], u32::from(values[first] % 3)),
+            |q, f| q.and(fields[f], u32::from(values[f] % 3)),
+        )
+    }
+
+    quickcheck! {
+        fn every_query_lands_in_one_entry_that_holds_its_values(batch: Vec<(u8, [u8; 4])>) -> bool {
+            let queries: Vec<Query> = batch.iter().map(|&(m, v)| query(m, v)).collect();
+            let plan = ScanPlan::of(&queries);
+            let mut seen = vec![false; queries.len()];
+            let mut lists = std::collections::HashSet::new();
+            let entries_ok = plan.groups.iter().all(|group| {
+                (group.first_entry..group.first_entry + group.entries).all(|e| {
+                    let k = group.fields.len();
+                    let at = group.values_from + (e - group.first_entry) * k;
+                    let values = &plan.entry_values[at..at + k];
+                    let from = plan.entry_query_offsets[e] as usize;
+                    let to = plan.entry_query_offsets[e + 1] as usize;
+                    let distinct = lists.insert((group.fields.clone(), values.to_vec()));
+                    distinct && from < to && plan.entry_queries[from..to].iter().all(|&q| {
+                        let q = q as usize;
+                        let query = &queries[q];
+                        let fields: Vec<u32> = query.fields().fields().map(Field::index).collect();
+                        let wanted: Vec<u32> = query.fields().fields().map(|f| {
+                            query.predicates().iter().find(|p| p.0 == f).expect("named").1
+                        }).collect();
+                        let first_sight = !std::mem::replace(&mut seen[q], true);
+                        first_sight
+                            && plan.query_entry[q] as usize == e
+                            && fields == group.fields
+                            && wanted == values
+                    })
+                })
+            });
+            let chunked: usize = plan.chunks().map(|c| c.count).sum();
+            entries_ok
+                && seen.iter().all(|&s| s)
+                && chunked == plan.entry_count()
+                && plan.entry_values.len()
+                    == plan.groups.iter().map(|g| g.entries * g.fields.len()).sum::<usize>()
+        }
+    }
 
     #[test]
     fn repeated_queries_share_an_entry_whatever_the_order_of_their_fields() {
