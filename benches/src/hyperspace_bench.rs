@@ -343,6 +343,7 @@ fn compare(
             scan_rate,
         );
     }
+    // The columns leave the device before the updates, which the scan would not see.
     drop(scan);
 
     // Modifies move every attribute to another value, so each tuple changes bucket in
