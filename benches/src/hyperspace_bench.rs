@@ -1,22 +1,27 @@
 //! `gpuhash-bench hyperspace`: W6, the hyperspace index (gpuhash-hyperspace, GHSH) beside
-//! a CPU hyperspace index on every core and stand-alone secondary indexes.
+//! a CPU hyperspace index on every core, stand-alone secondary indexes and a GPU column
+//! scan.
 //!
 //! For n = 2^N tuples, p = 2, 4, 8 attributes and attribute cardinalities 100, 10^4 and
 //! 10^5 (uniform values; see [`workload`]): bulk build, key search, single-attribute
 //! search, conjunctive search (A1 and A2), modify with a bucket change, delete, on the GPU
 //! index (each attribute in a subspace of its own) and on the CPU index of the same
 //! spaces, with the GPU over CPU ratio. Searches report queries and matching tuples a
-//! second. Then, for each p and cardinality, one `SlabHashMultiMap` per attribute (value to
-//! key) as the stand-alone alternative: its build rate, its memory against the index's, and
-//! its single-attribute search (keys only, no tuples). Last, at p = 4 and cardinality
-//! 10^4: the search strategies (grouped by bucket, GHSH's warp pre-combination, against one
-//! subtask at a time) and adaptive regrouping under a query mix that shifts halfway.
+//! second. The single-attribute and conjunctive searches also run as a GPU column scan
+//! (`gpuhash_hyperspace::scan::ColumnScan`: every tuple read, a batch's distinct values in
+//! a hash table in shared memory, what a dataframe library does), over columns uploaded
+//! once before the timing, with the index over scan ratio. Then, for each p and
+//! cardinality, one `SlabHashMultiMap` per attribute (value to key) as the stand-alone
+//! alternative: its build rate, its memory against the index's, and its single-attribute
+//! search (keys only, no tuples). Last, at p = 4 and cardinality 10^4: the search
+//! strategies (grouped by bucket, GHSH's warp pre-combination, against one subtask at a
+//! time) and adaptive regrouping under a query mix that shifts halfway.
 //!
 //! Every operation is called through its host form (key searches through the device form
 //! with the keys uploaded and the answers brought back as columns, as the CPU index gives
 //! them) and timed by the wall clock around the call, which waits for its work: uploads of
-//! the batch and downloads of the answers included. Medians of the timed runs after
-//! warm-up.
+//! the batch and downloads of the answers included, for the index and the column scan
+//! alike. Medians of the timed runs after warm-up.
 
 use std::error::Error;
 use std::time::Instant;
@@ -26,6 +31,7 @@ use gpuhash_core::{Device, DeviceBuffer};
 use gpuhash_hyperspace::cost::Population;
 use gpuhash_hyperspace::history::QueryHistory;
 use gpuhash_hyperspace::regroup::{RegroupOptions, RegroupPolicy};
+use gpuhash_hyperspace::scan::ColumnScan;
 use gpuhash_hyperspace::shape::{Field, FieldSet};
 use gpuhash_hyperspace::{
     DeviceTuples, HyperspaceIndex, HyperspaceOptions, Query, SearchStrategy, Subspaces, TupleBatch,
@@ -69,9 +75,9 @@ pub fn run(
         "## hyperspace W6: n = 2^{log2_n} tuples, u32 keys, attributes and values, uniform attribute values (the last rows Zipf, exponent 1); host forms, wall clock, median of {runs}; CPU index on {threads} threads"
     );
     println!(
-        "| p | cardinality | operation | batch | GPU M ops/s | GPU M matches/s | CPU M ops/s | CPU M matches/s | GPU / CPU |"
+        "| p | cardinality | operation | batch | GPU M ops/s | GPU M matches/s | CPU M ops/s | CPU M matches/s | GPU / CPU | scan M ops/s | index / scan |"
     );
-    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     let mut secondary = Vec::new();
     let steps = attributes.len() * CARDINALITIES.len() + 1;
     for (i, &p) in attributes.iter().enumerate() {
@@ -166,9 +172,13 @@ fn skew_note(spec: &Spec) -> &'static str {
     }
 }
 
-fn print_row(spec: &Spec, operation: &str, batch: usize, gpu: Rate, cpu: Rate) {
+/// One operation's row: the GPU index, the CPU index, and the column scan where it runs.
+fn print_row(spec: &Spec, operation: &str, batch: usize, gpu: Rate, cpu: Rate, scan: Option<Rate>) {
+    let scan_cells = scan.map_or("- | -".into(), |scan| {
+        format!("{:.2} | {:.2}x", scan.ops, gpu.ops / scan.ops)
+    });
     println!(
-        "| {} | {}{} | {operation} | {batch} | {:.1} | {} | {:.2} | {} | {:.1}x |",
+        "| {} | {}{} | {operation} | {batch} | {:.1} | {} | {:.2} | {} | {:.1}x | {scan_cells} |",
         spec.attributes,
         spec.cardinality,
         skew_note(spec),
@@ -267,6 +277,7 @@ fn compare(
         n,
         Rate::of(n, None, gpu_build),
         Rate::of(n, None, cpu_build),
+        None,
     );
 
     let searches: [(&str, Vec<Field>, usize); 3] = [
@@ -282,6 +293,8 @@ fn compare(
             UPDATE_BATCH,
         ),
     ];
+    // The column scan's columns, uploaded once, outside the timings.
+    let scan = ColumnScan::new(device, p, batch(data))?;
     for (name, fields, count) in searches {
         let queries = workload::queries(data, &fields, count, 0x5ea7c4);
         let gpu_form = gpu_queries(&queries);
@@ -305,14 +318,33 @@ fn compare(
             )
             .into());
         }
+        let scan_rate = if fields == [Field::Key] {
+            None
+        } else {
+            let mut scan_matches = 0;
+            let scan_time = median_s(runs, |_| {
+                scan_matches = *scan.search(&gpu_form)?.offsets.last().unwrap_or(&0);
+                Ok(())
+            })?;
+            if scan_matches != gpu_matches {
+                return Err(format!(
+                    "{name}: the GPU index found {gpu_matches} matches, the column scan {scan_matches}"
+                )
+                .into());
+            }
+            Some(Rate::of(count, Some(scan_matches), scan_time))
+        };
         print_row(
             spec,
             name,
             count,
             Rate::of(count, Some(gpu_matches), gpu),
             Rate::of(count, Some(cpu_matches), cpu_time),
+            scan_rate,
         );
     }
+    // The columns leave the device before the updates, which the scan would not see.
+    drop(scan);
 
     // Modifies move every attribute to another value, so each tuple changes bucket in
     // every subspace; each run modifies other keys (drawn from its own seed).
@@ -340,6 +372,7 @@ fn compare(
         count,
         Rate::of(count, None, gpu),
         Rate::of(count, None, cpu_time),
+        None,
     );
 
     let deletes: Vec<Vec<u32>> = (0..=runs)
@@ -366,6 +399,7 @@ fn compare(
         UPDATE_BATCH,
         Rate::of(UPDATE_BATCH, None, gpu),
         Rate::of(UPDATE_BATCH, None, cpu_time),
+        None,
     );
     Ok(memory)
 }

@@ -585,3 +585,170 @@ pub(crate) fn build(
         )
     }
 }
+
+// The column scan (`src/scan.rs`, `cuda-src/hyperspace/column_scan.cu`).
+
+// SAFETY: bindgen's repr(C) copy of the C struct the kernels take.
+unsafe impl KernelParams for crate::layouts::GhHsScanParams {}
+
+static SCAN_IMAGE: KernelImage = gpuhash_core::kernel_image!("column_scan");
+static SCAN_COUNT: Kernel<crate::layouts::GhHsScanParams> =
+    Kernel::new(&SCAN_IMAGE, "gh_hs_scan_count");
+static SCAN_WRITE: Kernel<crate::layouts::GhHsScanParams> =
+    Kernel::new(&SCAN_IMAGE, "gh_hs_scan_write");
+
+/// One launch's entries: `count` (at most `GH_HS_SCAN_CHUNK`) distinct value lists of
+/// `fields` (field 0 the key, 1 + a attribute a), entries `first..first + count` of the
+/// batch, whose values lie from word `values_from` of the batch's entry values,
+/// `fields.len()` an entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ScanChunk<'a> {
+    pub fields: &'a [u32],
+    pub values_from: usize,
+    pub first: usize,
+    pub count: usize,
+}
+
+/// Where the queries of each entry go in a write pass: entry e's are
+/// `queries[query_offsets[e]..query_offsets[e + 1]]`, query q's row from `offsets[q]`.
+pub(crate) struct ScanRows<'a> {
+    pub query_offsets: &'a DeviceBuffer<u32>,
+    pub queries: &'a DeviceBuffer<u32>,
+    pub offsets: &'a DeviceBuffer<u64>,
+}
+
+/// A column scan pass's outputs, indexed by the batch's entries.
+pub(crate) enum ScanAnswers<'a> {
+    /// `counts[e] +=` the tuples meeting entry e.
+    Count { counts: &'a mut DeviceBuffer<u32> },
+    /// Tuples meeting entry e into each of its queries' rows, at most `counts[e]` (the
+    /// count pass's), `cursors[e]` (zeroed) counting them.
+    Write {
+        counts: &'a DeviceBuffer<u32>,
+        cursors: &'a mut DeviceBuffer<u32>,
+        rows: ScanRows<'a>,
+        out: &'a mut DeviceTuples,
+    },
+}
+
+/// Fails unless the columns hold `p` attributes a tuple, fewer than 2^32 tuples, and the
+/// chunk's fields, entries and values lie inside `entries` slots and `values`.
+fn check_scan(
+    tuples: &DeviceTuples,
+    p: usize,
+    values: &DeviceBuffer<u32>,
+    chunk: &ScanChunk<'_>,
+    entries: usize,
+) -> gpuhash_core::Result<()> {
+    let n = tuples.len();
+    let fits = |end: Option<usize>, len: usize| end.is_some_and(|end| end <= len);
+    let fields_ok = (1..=crate::layouts::GH_HS_MAX_FIELDS as usize).contains(&chunk.fields.len())
+        && chunk.fields.iter().all(|&f| f as usize <= p);
+    let ok = fields_ok
+        && p <= crate::layouts::GH_HS_MAX_ATTRIBUTES as usize
+        && u32::try_from(n).is_ok()
+        && Some(tuples.attributes.len()) == p.checked_mul(n)
+        && tuples.values.len() == n
+        && chunk.count <= crate::layouts::GH_HS_SCAN_CHUNK as usize
+        && fits(chunk.first.checked_add(chunk.count), entries)
+        && fits(
+            chunk
+                .count
+                .checked_mul(chunk.fields.len())
+                .and_then(|words| words.checked_add(chunk.values_from)),
+            values.len(),
+        );
+    if ok {
+        Ok(())
+    } else {
+        Err(gpuhash_core::Error::InvalidInput(
+            "column scan: columns or entries of the wrong shape".into(),
+        ))
+    }
+}
+
+/// One column scan pass over the tuples (`p` attributes each) for a chunk of the entries
+/// whose values are `values`.
+pub(crate) fn column_scan(
+    stream: &Stream,
+    tuples: &DeviceTuples,
+    p: usize,
+    values: &DeviceBuffer<u32>,
+    chunk: ScanChunk<'_>,
+    answers: ScanAnswers<'_>,
+) -> gpuhash_core::Result<()> {
+    let entries = match &answers {
+        ScanAnswers::Count { counts } => counts.len(),
+        ScanAnswers::Write {
+            counts,
+            cursors,
+            rows,
+            ..
+        } => counts
+            .len()
+            .min(cursors.len())
+            .min(rows.query_offsets.len().saturating_sub(1)),
+    };
+    check_scan(tuples, p, values, &chunk, entries)?;
+    let n = tuples.len() as u64;
+    if n == 0 || chunk.count == 0 {
+        return Ok(());
+    }
+    let input = tuples_on(stream, tuples);
+    let v = values.address(stream);
+    let mut fields = [0u32; crate::layouts::GH_HS_MAX_FIELDS as usize];
+    fields[..chunk.fields.len()].copy_from_slice(chunk.fields);
+    let word = |address: u64, index: usize| address + index as u64 * 4;
+    let mut params = crate::layouts::GhHsScanParams {
+        tuples: input.params,
+        attribute_count: p as u32,
+        field_count: chunk.fields.len() as u32,
+        fields,
+        entry_values: word(v.address, chunk.values_from) as *const u32,
+        entry_count: chunk.count as u32,
+        ..Default::default()
+    };
+    let shape = LaunchShape::grid_stride(
+        stream.device(),
+        n.div_ceil(u64::from(crate::layouts::GH_HS_SCAN_UNROLL)),
+        crate::layouts::GH_HS_SCAN_THREADS,
+    );
+    match answers {
+        ScanAnswers::Count { counts } => {
+            let c = counts.address_mut(stream);
+            params.entry_counts = word(c.address, chunk.first) as *mut u32;
+            // SAFETY: checked above: the columns hold p attributes of n < 2^32 tuples, the
+            // fields are below p + 1, the chunk's values lie in their buffer and its
+            // entries' counts in `counts`; the kernel reads the columns and values and
+            // adds only to those counts.
+            unsafe { SCAN_COUNT.launch(stream, shape, params) }
+        }
+        ScanAnswers::Write {
+            counts,
+            cursors,
+            rows,
+            out,
+        } => {
+            let c = counts.address(stream);
+            let k = cursors.address_mut(stream);
+            let qo = rows.query_offsets.address(stream);
+            let q = rows.queries.address(stream);
+            let o = rows.offsets.address(stream);
+            let w = tuples_out(stream, out);
+            params.entry_counts = word(c.address, chunk.first) as *mut u32;
+            params.entry_cursors = word(k.address, chunk.first) as *mut u32;
+            params.entry_query_offsets = word(qo.address, chunk.first) as *const u32;
+            params.entry_queries = q.address as *const u32;
+            params.offsets = o.address as *const u64;
+            params.out = w.params;
+            // SAFETY: the shapes as for the count pass, and the chunk's counts, cursors
+            // and query offsets (one more) lie in their buffers (checked above). The
+            // caller lays the rows out from the same count pass over the same columns:
+            // the query offsets rise within `queries`, which name queries below
+            // offsets.len() - 1, and each query's row, from offsets[q], holds its entry's
+            // count, inside out's capacity; the kernel writes match k of an entry only
+            // where k < its count, and reads `counts` only.
+            unsafe { SCAN_WRITE.launch(stream, shape, params) }
+        }
+    }
+}

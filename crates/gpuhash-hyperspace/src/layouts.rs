@@ -24,6 +24,10 @@ pub const GH_HS_SLAB_SLOT: u64 = 4611686018427387904;
 pub const GH_HS_PENDING: u32 = 0;
 pub const GH_HS_INSERTED: u32 = 1;
 pub const GH_HS_PRESENT: u32 = 2;
+pub const GH_HS_SCAN_CHUNK: u32 = 2048;
+pub const GH_HS_SCAN_SLOTS: u32 = 4096;
+pub const GH_HS_SCAN_THREADS: u32 = 512;
+pub const GH_HS_SCAN_UNROLL: u32 = 4;
 #[repr(C)]
 #[derive(Debug, Copy, Clone, PartialEq, Eq)]
 pub struct GhHsSpace {
@@ -570,6 +574,60 @@ const _: () = {
         [::core::mem::offset_of!(GhHsFillParams, value) - 16usize];
 };
 impl Default for GhHsFillParams {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone, PartialEq, Eq)]
+pub struct GhHsScanParams {
+    pub tuples: GhHsTuples,
+    pub attribute_count: u32,
+    pub field_count: u32,
+    pub fields: [u32; 9usize],
+    pub entry_values: *const u32,
+    pub entry_count: u32,
+    pub entry_counts: *mut u32,
+    pub entry_cursors: *mut u32,
+    pub entry_query_offsets: *const u32,
+    pub entry_queries: *const u32,
+    pub offsets: *const u64,
+    pub out: GhHsTuplesOut,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of GhHsScanParams"][::core::mem::size_of::<GhHsScanParams>() - 168usize];
+    ["Alignment of GhHsScanParams"][::core::mem::align_of::<GhHsScanParams>() - 8usize];
+    ["Offset of field: GhHsScanParams::tuples"]
+        [::core::mem::offset_of!(GhHsScanParams, tuples) - 0usize];
+    ["Offset of field: GhHsScanParams::attribute_count"]
+        [::core::mem::offset_of!(GhHsScanParams, attribute_count) - 32usize];
+    ["Offset of field: GhHsScanParams::field_count"]
+        [::core::mem::offset_of!(GhHsScanParams, field_count) - 36usize];
+    ["Offset of field: GhHsScanParams::fields"]
+        [::core::mem::offset_of!(GhHsScanParams, fields) - 40usize];
+    ["Offset of field: GhHsScanParams::entry_values"]
+        [::core::mem::offset_of!(GhHsScanParams, entry_values) - 80usize];
+    ["Offset of field: GhHsScanParams::entry_count"]
+        [::core::mem::offset_of!(GhHsScanParams, entry_count) - 88usize];
+    ["Offset of field: GhHsScanParams::entry_counts"]
+        [::core::mem::offset_of!(GhHsScanParams, entry_counts) - 96usize];
+    ["Offset of field: GhHsScanParams::entry_cursors"]
+        [::core::mem::offset_of!(GhHsScanParams, entry_cursors) - 104usize];
+    ["Offset of field: GhHsScanParams::entry_query_offsets"]
+        [::core::mem::offset_of!(GhHsScanParams, entry_query_offsets) - 112usize];
+    ["Offset of field: GhHsScanParams::entry_queries"]
+        [::core::mem::offset_of!(GhHsScanParams, entry_queries) - 120usize];
+    ["Offset of field: GhHsScanParams::offsets"]
+        [::core::mem::offset_of!(GhHsScanParams, offsets) - 128usize];
+    ["Offset of field: GhHsScanParams::out"]
+        [::core::mem::offset_of!(GhHsScanParams, out) - 136usize];
+};
+impl Default for GhHsScanParams {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
         unsafe {

@@ -136,6 +136,9 @@
 //! - **Bulk build** (`src/build.rs`): tuples sorted by bucket with a counting sort
 //!   (histogram kernel, prefix sum, scatter kernel), then one warp per bucket writes whole
 //!   super nodes of 31 tuples.
+//! - **Column scan** ([`scan::ColumnScan`]): the same searches answered without an index,
+//!   by scanning device columns of the tuples as a dataframe library would; the baseline
+//!   the index is measured against and an oracle on the GPU for its tests.
 //! - `src/launch.rs` is the only place raw device pointers reach the kernels;
 //!   `src/layouts.rs` holds their parameter structs, made by bindgen from
 //!   `cuda-src/include/gpuhash/hyperspace_layouts.h`.
@@ -201,6 +204,7 @@ mod observations;
 mod options;
 mod query;
 pub mod regroup;
+pub mod scan;
 mod search;
 pub mod shape;
 mod space;

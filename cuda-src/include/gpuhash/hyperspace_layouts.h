@@ -218,4 +218,39 @@ typedef struct GhHsFillParams {
     uint32_t value;
 } GhHsFillParams;
 
+/* A column scan (cuda-src/hyperspace/column_scan.cu): the baseline that answers searches
+ * by reading every tuple's columns, as a dataframe library would. The distinct value
+ * lists of a batch's queries that name the same fields are its entries; a launch serves
+ * up to GH_HS_SCAN_CHUNK of them from a hash table of GH_HS_SCAN_SLOTS slots in each
+ * block's shared memory (half full at most, so every probe ends at an empty slot). A
+ * block has GH_HS_SCAN_THREADS threads; a warp reads GH_HS_SCAN_UNROLL tuples a lane at
+ * a time, so that several loads of a column are in flight. */
+#define GH_HS_SCAN_CHUNK 2048u
+#define GH_HS_SCAN_SLOTS 4096u
+#define GH_HS_SCAN_THREADS 512u
+#define GH_HS_SCAN_UNROLL 4u
+
+/* One pass of a column scan over the tuples (tuples.count below 2^32) for entry_count
+ * entries (at most GH_HS_SCAN_CHUNK, all distinct): entry e asks that field fields[j] of
+ * a tuple hold entry_values[e * field_count + j] for every j < field_count (distinct
+ * fields below GH_HS_MAX_FIELDS, field 0 the key). Count pass (out.keys null):
+ * entry_counts[e] += the tuples meeting entry e. Write pass: the k-th tuple meeting entry
+ * e (in no particular order), k = entry_cursors[e]++, goes to out at offsets[q] + k for
+ * every query q of entry_queries[entry_query_offsets[e] .. entry_query_offsets[e + 1]],
+ * while k < entry_counts[e] (the count pass's). */
+typedef struct GhHsScanParams {
+    GhHsTuples tuples;
+    uint32_t attribute_count;
+    uint32_t field_count;
+    uint32_t fields[GH_HS_MAX_FIELDS];
+    const uint32_t *entry_values;
+    uint32_t entry_count;
+    uint32_t *entry_counts;
+    uint32_t *entry_cursors;
+    const uint32_t *entry_query_offsets;
+    const uint32_t *entry_queries;
+    const uint64_t *offsets;
+    GhHsTuplesOut out;
+} GhHsScanParams;
+
 #endif

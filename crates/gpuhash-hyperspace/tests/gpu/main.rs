@@ -4,6 +4,7 @@
 //! (see docs/gpu-testing.md).
 
 mod adaptive;
+mod column_scan;
 mod common;
 mod concurrency;
 mod operations;
