@@ -28,13 +28,10 @@ use std::time::Instant;
 
 use gpuhash_core::table::{MultiMap, Table};
 use gpuhash_core::{Device, DeviceBuffer};
-use gpuhash_hyperspace::cost::Population;
-use gpuhash_hyperspace::history::QueryHistory;
-use gpuhash_hyperspace::regroup::{RegroupOptions, RegroupPolicy};
 use gpuhash_hyperspace::scan::ColumnScan;
-use gpuhash_hyperspace::shape::{Field, FieldSet};
+use gpuhash_hyperspace::shape::{Field, FieldSet, SpaceShape};
 use gpuhash_hyperspace::{
-    DeviceTuples, HyperspaceIndex, HyperspaceOptions, Query, SearchStrategy, Subspaces, TupleBatch,
+    DeviceTuples, HyperspaceIndex, HyperspaceOptions, Query, SearchStrategy, TupleBatch,
 };
 use gpuhash_slab_hash::SlabHashMultiMap;
 
@@ -499,9 +496,10 @@ fn strategies(device: &Device, spec: &Spec, data: &Tuples, runs: usize) -> Resul
 }
 
 /// A query mix that shifts halfway, from searches of A1 and of A2 to conjunctions of A1 and
-/// A3: the conjunctions' rate in the grouping made for the first half, the regroup the
-/// policy chooses from the history of the whole mix and its time, and the rate after; on
-/// the GPU index and on the CPU index (regrouped to the same shapes).
+/// A3, run through the GPU index, which records it: the conjunctions' rate in the grouping
+/// made for the first half, then `regroup_from_history` (the policy's choice from what the
+/// index recorded) and its time, and the rate after; the CPU index regrouped to the same
+/// shapes beside it.
 fn regrouping(
     device: &Device,
     spec: &Spec,
@@ -516,23 +514,20 @@ fn regrouping(
     );
     let index = HyperspaceIndex::build(device, p, batch(data), HyperspaceOptions::default())?;
     let shapes = index.space_shapes();
-    let population: Population = spec.population();
     let mut cpu = CpuHyperspace::build(
         p,
         data,
         shapes[0].clone(),
         shapes[1..].to_vec(),
-        population.clone(),
+        spec.population(),
         threads,
     )?;
-    let policy = RegroupPolicy::new(p, RegroupOptions::default())?;
-    let mut history = QueryHistory::new(p, 64.0)?;
     let mix = workload::shifting_mix(data, p, 8, UPDATE_BATCH, 0x5417);
     let half = mix.len() / 2;
-    let gpu_mix: Vec<Vec<Query>> = mix[half..].iter().map(gpu_queries).collect();
-    let time_gpu = || {
+    let gpu_mix: Vec<Vec<Query>> = mix.iter().map(gpu_queries).collect();
+    let time_gpu = |batches: &[Vec<Query>]| {
         median_s(runs, |_| {
-            for batch in &gpu_mix {
+            for batch in batches {
                 index.search(batch)?;
             }
             Ok(())
@@ -546,44 +541,39 @@ fn regrouping(
             Ok(())
         })
     };
-    for batch in &mix {
-        history.record(batch.named(), batch.len() as u64)?;
-    }
-    let before = (time_gpu()?, time_cpu(&cpu)?);
-    let chosen = policy.choose(&history, &shapes[0], &population)?;
-    let groups: Vec<Vec<u8>> = chosen
-        .iter()
-        .map(|shape| {
-            shape
-                .fields()
-                .fields()
-                .filter_map(|f| match f {
-                    Field::Attribute(a) => Some(a),
-                    Field::Key => None,
-                })
-                .collect()
-        })
-        .collect();
+    time_gpu(&gpu_mix[..half])?;
+    let before = (time_gpu(&gpu_mix[half..])?, time_cpu(&cpu)?);
     let started = Instant::now();
-    index.regroup(Subspaces::Groups(groups.clone()))?;
+    let chosen = index.regroup_from_history()?;
     let gpu_regroup = started.elapsed().as_secs_f64();
     let started = Instant::now();
     cpu.regroup(index.space_shapes()[1..].to_vec())?;
     let cpu_regroup = started.elapsed().as_secs_f64();
-    let after = (time_gpu()?, time_cpu(&cpu)?);
+    let after = (time_gpu(&gpu_mix[half..])?, time_cpu(&cpu)?);
     let searches = ((mix.len() - half) * UPDATE_BATCH) as f64;
     let conjunction = FieldSet::of(mix[half].fields.iter().copied());
+    let grouping = |shapes: &[SpaceShape]| -> Vec<Vec<(Field, u8)>> {
+        shapes
+            .iter()
+            .map(|shape| shape.dimensions().to_vec())
+            .collect()
+    };
     println!(
-        "| phase | subspaces (attributes, 0-based) | {conjunction:?} GPU M queries/s | CPU M queries/s | regroup s (GPU, CPU) |"
+        "| phase | subspaces (dimensions, coordinate bits) | {conjunction:?} GPU M queries/s | CPU M queries/s | regroup s (GPU, CPU) |"
     );
     println!("| --- | --- | --- | --- | --- |");
     println!(
-        "| before regroup | each alone | {:.2} | {:.3} | - |",
+        "| before regroup | {:?} | {:.2} | {:.3} | - |",
+        grouping(&shapes[1..]),
         searches / before.0 / 1e6,
         searches / before.1 / 1e6
     );
+    let outcome = match chosen {
+        Some(shapes) => format!("{:?}", grouping(&shapes)),
+        None => "kept (the policy found nothing cheaper)".into(),
+    };
     println!(
-        "| after regroup | {groups:?} | {:.2} | {:.3} | {gpu_regroup:.3}, {cpu_regroup:.3} |",
+        "| after regroup_from_history | {outcome} | {:.2} | {:.3} | {gpu_regroup:.3}, {cpu_regroup:.3} |",
         searches / after.0 / 1e6,
         searches / after.1 / 1e6
     );
