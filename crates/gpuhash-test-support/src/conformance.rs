@@ -202,11 +202,11 @@ const SEQUENCE_CAPACITY: usize = 64;
 
 /// Sequences [`random_sequences`] runs on a table of host lookup chunks of `chunk` keys:
 /// 40, or 16 for a table whose lookups run whole (past the staging's [`CHUNK`]). Such a
-/// table pages its parts in for every batch (a swap table of eight children, two resident,
-/// pages six to eight of them in and out a step, each page-out exporting the child to
-/// rebuild its miss filter), so a step costs it tens of device round trips where another
-/// table takes one; 16 sequences of up to 120 steps still hold it to the model over
-/// thousands of steps, through every verb.
+/// table pages its parts in for every batch (a swap table of eight children, two
+/// resident, pages six of them in and out a step, each page-out of a changed child
+/// exporting it to rebuild its miss filter), so a step costs it tens of device round
+/// trips where another table takes one; 16 sequences of up to 120 steps still hold it to
+/// the model over a thousand steps, through every verb.
 fn sequence_cases(chunk: usize) -> usize {
     if chunk > CHUNK { 16 } else { 40 }
 }
