@@ -16,7 +16,7 @@ use gpuhash_core::{Device, DeviceBuffer, Stream};
 use crate::filter::Survivors;
 use crate::launch;
 use crate::partition::Partition;
-use crate::policy::{Access, segments};
+use crate::policy::{Access, resident_first, segments};
 use crate::residency::Residency;
 use crate::table::SwapTable;
 
@@ -99,7 +99,9 @@ impl<T: ProbeInPlace> SwapTable<T> {
             .map(|child| !verb.changes() && !residency.is_resident(child))
             .collect();
         let survivors = residency.filters().check(stream, &partition, &on_host)?;
-        for (child, range) in partition.children() {
+        // Resident children first: an earlier child paging in evicts none of them.
+        let order = resident_first(partition.children(), |child| residency.is_resident(child));
+        for (child, range) in order {
             if on_host[child] {
                 residency.count_filtered(range.len() - survivors.ranges[child].len());
                 self.look_up_on_host(residency, stream, child, &survivors, verb, &mut answers)?;
@@ -172,11 +174,15 @@ impl<T: ProbeInPlace> SwapTable<T> {
         Ok(())
     }
 
-    /// Each child's pairs, the children paged in in turn (least recently used out).
+    /// Each child's pairs, the children paged in in turn (least recently used out), the
+    /// resident ones first.
     fn export_children(&self, stream: &Stream) -> Result<Vec<ChildPairs<T>>, T::Error> {
         let mut residency = self.residency.lock();
         let mut parts = Vec::with_capacity(residency.count());
-        for child in 0..residency.count() {
+        let order = resident_first((0..residency.count()).map(|child| (child, ())), |child| {
+            residency.is_resident(child)
+        });
+        for (child, ()) in order {
             let table = residency.table(&self.device, stream, child, false)?;
             parts.push(table.export_on(stream)?);
         }

@@ -86,6 +86,20 @@ pub fn segments(len: usize, segment: usize) -> impl Iterator<Item = Range<usize>
         .map(move |start| start..len.min(start + segment))
 }
 
+/// The order a batch visits its children in: the resident ones first, then the others,
+/// each group in the order given. A batch that visits every child in child order under an
+/// LRU that holds fewer than all of them misses on every child (the children it evicts
+/// first are the ones the batch reaches last, or the resident ones it has yet to reach);
+/// visiting the resident ones first pages only the others in.
+pub fn resident_first<T>(
+    children: impl IntoIterator<Item = (usize, T)>,
+    is_resident: impl Fn(usize) -> bool,
+) -> Vec<(usize, T)> {
+    let mut order: Vec<(usize, T)> = children.into_iter().collect();
+    order.sort_by_key(|(child, _)| !is_resident(*child));
+    order
+}
+
 /// Each child's range of a partitioned batch, from its count: the exclusive scan.
 pub fn child_ranges(counts: &[u32]) -> Vec<Range<usize>> {
     let mut start = 0;
@@ -346,7 +360,68 @@ mod tests {
         assert_eq!(lru.victim(), None);
     }
 
+    /// Page-ins of `batches` batches that each visit all of `children` children, under an
+    /// LRU of `limit`, in child order or resident first.
+    fn page_ins(
+        children: usize,
+        limit: usize,
+        batches: usize,
+        resident_first_order: bool,
+    ) -> usize {
+        let mut lru = Lru::new(limit);
+        let mut page_ins = 0;
+        for _ in 0..batches {
+            let all = (0..children).map(|child| (child, ()));
+            let order: Vec<usize> = if resident_first_order {
+                resident_first(all, |child| lru.is_resident(child))
+                    .into_iter()
+                    .map(|(child, ())| child)
+                    .collect()
+            } else {
+                (0..children).collect()
+            };
+            for child in order {
+                if !lru.is_resident(child) {
+                    if let Some(victim) = lru.victim() {
+                        lru.evict(victim);
+                    }
+                    page_ins += 1;
+                }
+                lru.touch(child);
+            }
+        }
+        page_ins
+    }
+
+    #[test]
+    fn batches_visiting_resident_children_first_page_in_only_the_others() {
+        // Eight children, two resident: child order misses all eight every batch.
+        assert_eq!(page_ins(8, 2, 10, false), 80);
+        assert_eq!(page_ins(8, 2, 10, true), 8 + 9 * 6);
+        // All resident: only the first batch pages.
+        assert_eq!(page_ins(4, 4, 10, true), 4);
+        let order = resident_first([(3, 'a'), (1, 'b'), (5, 'c'), (0, 'd')], |c| {
+            c == 5 || c == 0
+        });
+        assert_eq!(order, vec![(5, 'c'), (0, 'd'), (3, 'a'), (1, 'b')]);
+    }
+
     quickcheck! {
+        fn resident_first_keeps_every_child_once(children: Vec<u8>, resident: Vec<u8>) -> bool {
+            let items: Vec<(usize, usize)> =
+                children.iter().enumerate().map(|(i, &c)| (usize::from(c), i)).collect();
+            let is_resident = |c: usize| resident.iter().any(|&r| usize::from(r) == c);
+            let order = resident_first(items.clone(), is_resident);
+            let boundary = order.iter().take_while(|(c, _)| is_resident(*c)).count();
+            let mut sorted = order.clone();
+            sorted.sort_unstable();
+            let mut expected = items;
+            expected.sort_unstable();
+            sorted == expected
+                && order[boundary..].iter().all(|(c, _)| !is_resident(*c))
+                && order.windows(2).all(|w| is_resident(w[0].0) != is_resident(w[1].0) || w[0].1 < w[1].1)
+        }
+
         fn child_is_in_range(key: u64, children: u32) -> bool {
             let children = children.max(1);
             child_of(key, children) < children

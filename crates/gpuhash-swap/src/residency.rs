@@ -180,8 +180,10 @@ impl<T: ProbeInPlace> Residency<T> {
         let child = &mut self.children[index];
         let resident = child.resident.as_ref().expect("a resident victim");
         if resident.dirty {
-            let len = resident.table.len_on(stream)?;
+            // The export holds one pair a key: its length is the child's, with no count
+            // and no wait of its own.
             let pairs = resident.table.export_on(stream)?;
+            let len = pairs.keys.len();
             self.filters.rebuild(stream, index, &pairs.keys)?;
             drop(pairs);
             // The image the child came in with is stale: its memory goes back to the pool
