@@ -163,7 +163,10 @@ mod tests {
         // The super nodes past the heads are those the allocator serves.
         let buckets = offsets.len() - 1;
         let non_empty = offsets.windows(2).filter(|w| w[1] > w[0]).count() as u64;
-        assert_eq!(starts[buckets] - non_empty, super_nodes_beyond_heads(&offsets));
+        assert_eq!(
+            starts[buckets] - non_empty,
+            super_nodes_beyond_heads(&offsets)
+        );
         assert_eq!(node_starts(&[0]), vec![0]);
     }
 
@@ -182,7 +185,12 @@ mod tests {
         }
         let j = t - starts[low];
         let next = (t + 1 < starts[low + 1]).then_some(t + 1);
-        (low, j, offsets[low] + j * u64::from(GH_SLAB_DATA_LANES), next)
+        (
+            low,
+            j,
+            offsets[low] + j * u64::from(GH_SLAB_DATA_LANES),
+            next,
+        )
     }
 
     #[test]
@@ -196,7 +204,10 @@ mod tests {
         let mut heads = 0;
         for t in 0..nodes {
             let (bucket, j, first, next) = node_on_host(&offsets, &starts, t);
-            assert!(counts[bucket] > 0, "super node {t} in empty bucket {bucket}");
+            assert!(
+                counts[bucket] > 0,
+                "super node {t} in empty bucket {bucket}"
+            );
             heads += u64::from(j == 0);
             let end = offsets[bucket + 1];
             assert!(first < end, "super node {t} holds no tuple");
