@@ -117,9 +117,9 @@ impl Space {
         };
         loop {
             let mut exhaustion = Exhaustion::new(stream)?;
-            run(&*slabs, &mut exhaustion, BuildPass::Links)?;
+            run(&slabs, &mut exhaustion, BuildPass::Links)?;
             if !exhaustion.happened(stream)? {
-                run(&*slabs, &mut exhaustion, BuildPass::Nodes)?;
+                run(&slabs, &mut exhaustion, BuildPass::Nodes)?;
                 return Ok(());
             }
             Space::clear_locked(&mut slabs, stream)?;

@@ -137,8 +137,8 @@ pub(crate) fn sketch_columns(attributes: &[u32], n: usize) -> Vec<DistinctSketch
 
 /// A sketch of one column's values. A value the sketch took already changes nothing, so a
 /// small direct-mapped cache of the values added skips most repeats before the sketch's
-/// ordered set sees them: a column of few distinct values (2^24 values of 100 took half a
-/// second through the set alone) then costs a hash and a compare a value.
+/// ordered set sees them: a column of few distinct values, whose every value the set would
+/// search (its ceiling never set), then costs a hash and a compare a value.
 pub(crate) fn sketch_column(column: &[u32]) -> DistinctSketch {
     let mut sketch = DistinctSketch::new(SKETCH_HASHES);
     // u64 so that the empty mark lies outside the values.
@@ -230,7 +230,7 @@ mod tests {
         let many: Vec<u32> = (0..50_000u32).map(|i| fmix32(i) % 20_000).collect();
         let mut colliding = Vec::new();
         for round in 0..20u32 {
-            colliding.extend((0..5000u32).map(|i| i.wrapping_mul(7919) ^ round % 3));
+            colliding.extend((0..5000u32).map(|i| i.wrapping_mul(7919) ^ (round % 3)));
         }
         let edges = vec![u32::MAX, 0, u32::MAX, 1, 0, u32::MAX];
         for column in [few, many, colliding, edges] {
