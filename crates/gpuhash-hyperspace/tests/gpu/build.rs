@@ -5,7 +5,7 @@
 use crate::common::{
     Model, batch, check_contents, check_searches, index, random_tuples, some_queries,
 };
-use gpuhash_hyperspace::{HyperspaceIndex, HyperspaceOptions, Tuple, Tuples};
+use gpuhash_hyperspace::{HyperspaceIndex, HyperspaceOptions, Query, Tuple, Tuples};
 use gpuhash_test_support::{SeededRng, device, shared_memory};
 
 /// Every tuple of an index, sorted.
@@ -32,7 +32,13 @@ fn check_build(
         HyperspaceIndex::build(device(), p, batch(tuples), options.clone()).expect("a bulk build");
     let inserted = index(p, tuples.keys.len() as u64, options);
     inserted.insert(batch(tuples)).expect("an insert");
-    let queries = some_queries(rng, p, cardinality, &model);
+    let mut queries = some_queries(rng, p, cardinality, &model);
+    // Every tuple of the first one's buckets, whose chains the search walks to their ends.
+    for a in 0..p {
+        if let Some(&value) = tuples.attributes.get(a * tuples.keys.len()) {
+            queries.push(Query::attribute(a as u8, value));
+        }
+    }
     check_contents(&built, &model, &[], &format!("{what}: built"));
     check_searches(&built, &model, &queries, &format!("{what}: built"));
     check_searches(&inserted, &model, &queries, &format!("{what}: inserted"));
