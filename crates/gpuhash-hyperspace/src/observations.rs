@@ -136,26 +136,45 @@ pub(crate) fn sketch_columns(attributes: &[u32], n: usize) -> Vec<DistinctSketch
 }
 
 /// A sketch of one column's values. A value the sketch took already changes nothing, so a
-/// small direct-mapped cache of the values added skips most repeats before the sketch's
-/// ordered set sees them: a column of few distinct values, whose every value the set would
-/// search (its ceiling never set), then costs a hash and a compare a value.
+/// direct-mapped cache of the values added skips repeats before the sketch's ordered set
+/// sees them: a column of few distinct values, whose every value the set would search (its
+/// ceiling never set), then costs a hash and a compare a value. Where most values miss the
+/// cache (many distinct values, most of which the sketch's ceiling turns away at once), the
+/// cache only costs, so a chunk that misses more than a quarter of the time sends the next
+/// ones straight to the sketch, the cache tried again every [`SEEN_RETRY`] chunks. On 2^24
+/// values, 100 distinct took 0.5 s through the set alone and 15 ms so; 10^4, 130 and 45
+/// ms; 10^5, about the same either way.
 pub(crate) fn sketch_column(column: &[u32]) -> DistinctSketch {
     let mut sketch = DistinctSketch::new(SKETCH_HASHES);
     // u64 so that the empty mark lies outside the values.
     let mut added = vec![SEEN_EMPTY; 1 << SEEN_BITS];
-    for &value in column {
-        let slot = (fmix32(value) >> (32 - SEEN_BITS)) as usize;
-        if added[slot] != u64::from(value) {
-            added[slot] = u64::from(value);
-            sketch.insert(value);
+    let mut cached = true;
+    for (c, chunk) in column.chunks(SEEN_CHUNK).enumerate() {
+        if !cached && c % SEEN_RETRY != 0 {
+            sketch.extend(chunk.iter().copied());
+            continue;
         }
+        let mut missed = 0;
+        for &value in chunk {
+            let slot = (fmix32(value) >> (32 - SEEN_BITS)) as usize;
+            if added[slot] != u64::from(value) {
+                added[slot] = u64::from(value);
+                sketch.insert(value);
+                missed += 1;
+            }
+        }
+        cached = missed <= chunk.len() / 4;
     }
     sketch
 }
 
-/// Slots of [`sketch_column`]'s cache of values added: 2^12 (32 KiB, in a core's L1).
-const SEEN_BITS: u32 = 12;
+/// Slots of [`sketch_column`]'s cache of values added: 2^16 (512 KiB).
+const SEEN_BITS: u32 = 16;
 const SEEN_EMPTY: u64 = u64::MAX;
+/// Values of a chunk, after which [`sketch_column`] decides whether the cache pays.
+const SEEN_CHUNK: usize = 1 << 16;
+/// Chunks between tries of the cache once it stopped paying.
+const SEEN_RETRY: usize = 16;
 
 /// Distinct keys of a batch that were found (`found[i]` for `keys[i]`): what a delete
 /// took out when a key may repeat in its batch.
@@ -233,7 +252,11 @@ mod tests {
             colliding.extend((0..5000u32).map(|i| i.wrapping_mul(7919) ^ (round % 3)));
         }
         let edges = vec![u32::MAX, 0, u32::MAX, 1, 0, u32::MAX];
-        for column in [few, many, colliding, edges] {
+        // Chunks that miss the cache, then chunks of few values: the cache stops, then
+        // comes back.
+        let mut shifting: Vec<u32> = (0..SEEN_CHUNK as u32 * 3).map(fmix32).collect();
+        shifting.extend((0..SEEN_CHUNK as u32 * 40).map(|i| i % 50));
+        for column in [few, many, colliding, edges, shifting] {
             assert_eq!(sketch_column(&column), plain(&column));
         }
     }
