@@ -1,14 +1,15 @@
 //! Bulk build (the GHSH paper, section 4.2.1) and the counting sort it shares with
 //! searches: items sorted by a part number with a histogram kernel, a prefix sum on the
-//! host, and a scatter kernel; then one warp per bucket writes whole super nodes.
+//! host, and a scatter kernel; then the super nodes, numbered bucket after bucket from the
+//! prefix sums, are allocated and written whole, any warp taking any super node.
 
 use gpuhash_core::{DeviceBuffer, Stream};
 use gpuhash_slab_alloc::Exhaustion;
 use gpuhash_slab_list::layouts::GH_SLAB_DATA_LANES;
 
 use crate::Result;
-use crate::launch::{self, Partition};
-use crate::space::Space;
+use crate::launch::{self, BuildPass, BuildPlan, Partition};
+use crate::space::{Slabs, Space};
 use crate::tuples::DeviceTuples;
 
 /// The order that sorts `keys` by `key & (parts - 1)` (`parts` a power of two), and the
@@ -85,8 +86,10 @@ fn permuted(
 
 impl Space {
     /// Fills this space, which must be empty, with `tuples` (whose keys are unique):
-    /// sorted by bucket, then written whole node by node. If a warp finds no super node
-    /// the space is cleared, grown and built again; a growth error leaves it empty.
+    /// sorted by bucket, a run of slabs taken for every super node past a head, then every
+    /// super node written whole. When some super node finds no run, every run is given
+    /// back, the allocator grows and the runs are taken again, before anything is written;
+    /// a growth error leaves the space empty.
     pub(crate) fn build(&self, stream: &Stream, tuples: &DeviceTuples) -> Result<()> {
         let buckets = self.buckets(stream, tuples)?;
         let (order, offsets) = counting_sort(stream, &buckets, self.shape().bucket_count())?;
@@ -96,20 +99,44 @@ impl Space {
             values: permuted(stream, &tuples.values, 1, &order)?,
         };
         let needed = super_nodes_beyond_heads(&offsets) * (self.attribute_count() as u64 + 2);
+        let node_starts = node_starts(&offsets);
+        let nodes = node_starts.last().copied().unwrap_or(0) as usize;
+        let node_starts = DeviceBuffer::from_host(stream, &node_starts)?;
         let offsets = DeviceBuffer::from_host(stream, &offsets)?;
+        let mut links = DeviceBuffer::<u32>::unfilled(stream, nodes)?;
         let mut slabs = self.write_with_room(stream, needed)?;
+        let mut run = |slabs: &Slabs, exhaustion: &mut Exhaustion, pass: BuildPass| {
+            self.with_space(slabs, stream, exhaustion.address(stream), |space| {
+                let plan = BuildPlan {
+                    offsets: &offsets,
+                    node_starts: &node_starts,
+                    links: &mut links,
+                };
+                launch::build(stream, space, &sorted, plan, pass)
+            })
+        };
         loop {
             let mut exhaustion = Exhaustion::new(stream)?;
-            self.with_space(&slabs, stream, exhaustion.address(stream), |space| {
-                launch::build(stream, space, &sorted, &offsets)
-            })?;
+            run(&slabs, &mut exhaustion, BuildPass::Links)?;
             if !exhaustion.happened(stream)? {
+                run(&slabs, &mut exhaustion, BuildPass::Nodes)?;
                 return Ok(());
             }
             Space::clear_locked(&mut slabs, stream)?;
             Space::grow_locked(&mut slabs, stream)?;
         }
     }
+}
+
+/// Where each bucket's super nodes start when they are numbered bucket after bucket (and
+/// the total last): a bucket of `c` tuples (between `offsets` that lie end to end) takes
+/// ceil(c / 31) super nodes, its head among them, an empty bucket none.
+pub(crate) fn node_starts(offsets: &[u64]) -> Vec<u64> {
+    let nodes: Vec<u64> = offsets
+        .windows(2)
+        .map(|w| (w[1] - w[0]).div_ceil(u64::from(GH_SLAB_DATA_LANES)))
+        .collect();
+    prefix_offsets(&nodes)
 }
 
 #[cfg(test)]
@@ -125,5 +152,78 @@ mod tests {
     #[test]
     fn buckets_past_one_node_take_more_super_nodes() {
         assert_eq!(super_nodes_beyond_heads(&[0, 0, 31, 63, 156]), 3);
+    }
+
+    #[test]
+    fn super_nodes_are_numbered_bucket_after_bucket() {
+        // Buckets of 0, 31, 32, 93 and 1 tuples: 0, 1, 2, 3 and 1 super nodes.
+        let offsets = [0, 0, 31, 63, 156, 157];
+        let starts = node_starts(&offsets);
+        assert_eq!(starts, vec![0, 0, 1, 3, 6, 7]);
+        // The super nodes past the heads are those the allocator serves.
+        let buckets = offsets.len() - 1;
+        let non_empty = offsets.windows(2).filter(|w| w[1] > w[0]).count() as u64;
+        assert_eq!(
+            starts[buckets] - non_empty,
+            super_nodes_beyond_heads(&offsets)
+        );
+        assert_eq!(node_starts(&[0]), vec![0]);
+    }
+
+    /// What the kernels compute for super node `t`, on the host: its bucket, its place in
+    /// the bucket, and its first tuple; with the next super node of the bucket, if any.
+    fn node_on_host(offsets: &[u64], starts: &[u64], t: u64) -> (usize, u64, u64, Option<u64>) {
+        // The build kernels' search: the last bucket starting at or before t.
+        let (mut low, mut high) = (0usize, offsets.len() - 2);
+        while low < high {
+            let middle = low + (high - low).div_ceil(2);
+            if starts[middle] <= t {
+                low = middle;
+            } else {
+                high = middle - 1;
+            }
+        }
+        let j = t - starts[low];
+        let next = (t + 1 < starts[low + 1]).then_some(t + 1);
+        (
+            low,
+            j,
+            offsets[low] + j * u64::from(GH_SLAB_DATA_LANES),
+            next,
+        )
+    }
+
+    #[test]
+    fn every_tuple_lands_in_one_super_node_of_its_bucket_linked_in_order() {
+        // Empty buckets first, between and last; one huge bucket; single-node buckets.
+        let counts = [0u64, 0, 5, 0, 31, 32, 0, 0, 5000, 1, 62, 0];
+        let offsets = prefix_offsets(&counts);
+        let starts = node_starts(&offsets);
+        let nodes = *starts.last().unwrap();
+        let mut holder = vec![None; *offsets.last().unwrap() as usize];
+        let mut heads = 0;
+        for t in 0..nodes {
+            let (bucket, j, first, next) = node_on_host(&offsets, &starts, t);
+            assert!(
+                counts[bucket] > 0,
+                "super node {t} in empty bucket {bucket}"
+            );
+            heads += u64::from(j == 0);
+            let end = offsets[bucket + 1];
+            assert!(first < end, "super node {t} holds no tuple");
+            for i in first..(first + u64::from(GH_SLAB_DATA_LANES)).min(end) {
+                assert_eq!(holder[i as usize].replace(t), None, "tuple {i} twice");
+            }
+            // The link: the bucket's next super node, which starts where this one ends.
+            if let Some(next) = next {
+                let (next_bucket, next_j, next_first, _) = node_on_host(&offsets, &starts, next);
+                assert_eq!((next_bucket, next_j), (bucket, j + 1));
+                assert_eq!(next_first, first + u64::from(GH_SLAB_DATA_LANES));
+            } else {
+                assert!(first + u64::from(GH_SLAB_DATA_LANES) >= end);
+            }
+        }
+        assert!(holder.iter().all(Option::is_some));
+        assert_eq!(nodes - heads, super_nodes_beyond_heads(&offsets));
     }
 }

@@ -122,7 +122,27 @@ impl HyperspaceIndex {
         batch: TupleBatch<'_>,
         options: HyperspaceOptions,
     ) -> Result<Self> {
-        tuples::check_batch(p, batch)?;
+        tuples::check_shape(p, batch)?;
+        // The keys are checked on host threads while the device builds: a batch they
+        // reject loses only the new index, and their error comes first, as if checked
+        // before.
+        std::thread::scope(|scope| {
+            let keys = scope.spawn(|| tuples::check_keys(batch.keys));
+            let built = Self::build_unchecked(device, p, batch, options);
+            keys.join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+            built
+        })
+    }
+
+    /// [`HyperspaceIndex::build`] of a batch whose shape is checked and whose keys are
+    /// taken to be unique and not reserved.
+    fn build_unchecked(
+        device: &Device,
+        p: usize,
+        batch: TupleBatch<'_>,
+        options: HyperspaceOptions,
+    ) -> Result<Self> {
         let index = Self::new(device, p, batch.len() as u64, options)?;
         let build = || -> Result<()> {
             let stream = device.lend_stream()?;

@@ -59,6 +59,7 @@ static COMPACT: Kernel<GhHsCompactParams> = Kernel::new(&SEARCH_IMAGE, "gh_hs_co
 static PARTITION: Kernel<GhHsPartitionParams> = Kernel::new(&BUILD_IMAGE, "gh_hs_partition");
 static PERMUTE: Kernel<GhHsPermuteParams> = Kernel::new(&BUILD_IMAGE, "gh_hs_permute");
 static BUILD: Kernel<GhHsBuildParams> = Kernel::new(&BUILD_IMAGE, "gh_hs_build");
+static BUILD_LINKS: Kernel<GhHsBuildParams> = Kernel::new(&BUILD_IMAGE, "gh_hs_build_links");
 
 const THREADS: u32 = 128;
 
@@ -560,30 +561,60 @@ pub(crate) fn permute(
     unsafe { PERMUTE.launch(stream, grid(stream, n as u64), params) }
 }
 
-/// Bulk build of an empty space from tuples sorted by bucket.
+/// A bulk build's plan on the device: bucket b's tuples are `offsets[b]..offsets[b + 1]` of
+/// the tuples sorted by bucket, its super nodes `node_starts[b]..node_starts[b + 1]` (both
+/// `bucket_count + 1` rising words, the last the totals), and `links` (one word a super
+/// node) the allocator addresses of the super nodes past the heads.
+pub(crate) struct BuildPlan<'a> {
+    pub(crate) offsets: &'a DeviceBuffer<u64>,
+    pub(crate) node_starts: &'a DeviceBuffer<u64>,
+    pub(crate) links: &'a mut DeviceBuffer<u32>,
+}
+
+/// Which pass of a bulk build runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum BuildPass {
+    /// Allocates a run of slabs for every super node past a head, into the links.
+    Links,
+    /// Writes every super node whole, linked through the links.
+    Nodes,
+}
+
+/// One pass of a bulk build of an empty space from tuples sorted by bucket.
 pub(crate) fn build(
     stream: &Stream,
     space: GhHsSpace,
     tuples: &DeviceTuples,
-    offsets: &DeviceBuffer<u64>,
+    plan: BuildPlan<'_>,
+    pass: BuildPass,
 ) -> gpuhash_core::Result<()> {
+    let node_count = plan.links.len() as u64;
+    if node_count == 0 {
+        return Ok(());
+    }
     let input = tuples_on(stream, tuples);
-    let o = offsets.address(stream);
+    let o = plan.offsets.address(stream);
+    let starts = plan.node_starts.address(stream);
+    let links = plan.links.address_mut(stream);
     let params = GhHsBuildParams {
         space,
         tuples: input.params,
         offsets: o.address as *const u64,
+        node_starts: starts.address as *const u64,
+        links: links.address as *mut u32,
+        node_count,
     };
-    // SAFETY: offsets hold bucket_count + 1 rising words ending at the tuple count (the
-    // prefix sums of the tuples' bucket histogram); the caller holds the space for writing
-    // and it is empty, so no other kernel touches its slabs.
-    unsafe {
-        BUILD.launch(
-            stream,
-            grid(stream, u64::from(space.bucket_count) * 32),
-            params,
-        )
-    }
+    let kernel = match pass {
+        BuildPass::Links => &BUILD_LINKS,
+        BuildPass::Nodes => &BUILD,
+    };
+    // SAFETY: offsets and node_starts hold bucket_count + 1 rising words ending at the
+    // tuple count and at node_count (links' length), the prefix sums of the tuples'
+    // bucket histogram and of ceil(tuples / 31) a bucket, so every node maps to a bucket
+    // and every tuple index read is below the count; the Nodes pass runs after a Links
+    // pass that found a run for every node past a head. The caller holds the space for
+    // writing and it is empty, so no other kernel touches its slabs.
+    unsafe { kernel.launch(stream, grid(stream, node_count * 32), params) }
 }
 
 // The column scan (`src/scan.rs`, `cuda-src/hyperspace/column_scan.cu`).

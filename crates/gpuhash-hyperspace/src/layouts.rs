@@ -534,10 +534,13 @@ pub struct GhHsBuildParams {
     pub space: GhHsSpace,
     pub tuples: GhHsTuples,
     pub offsets: *const u64,
+    pub node_starts: *const u64,
+    pub links: *mut u32,
+    pub node_count: u64,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of GhHsBuildParams"][::core::mem::size_of::<GhHsBuildParams>() - 216usize];
+    ["Size of GhHsBuildParams"][::core::mem::size_of::<GhHsBuildParams>() - 240usize];
     ["Alignment of GhHsBuildParams"][::core::mem::align_of::<GhHsBuildParams>() - 8usize];
     ["Offset of field: GhHsBuildParams::space"]
         [::core::mem::offset_of!(GhHsBuildParams, space) - 0usize];
@@ -545,6 +548,12 @@ const _: () = {
         [::core::mem::offset_of!(GhHsBuildParams, tuples) - 176usize];
     ["Offset of field: GhHsBuildParams::offsets"]
         [::core::mem::offset_of!(GhHsBuildParams, offsets) - 208usize];
+    ["Offset of field: GhHsBuildParams::node_starts"]
+        [::core::mem::offset_of!(GhHsBuildParams, node_starts) - 216usize];
+    ["Offset of field: GhHsBuildParams::links"]
+        [::core::mem::offset_of!(GhHsBuildParams, links) - 224usize];
+    ["Offset of field: GhHsBuildParams::node_count"]
+        [::core::mem::offset_of!(GhHsBuildParams, node_count) - 232usize];
 };
 impl Default for GhHsBuildParams {
     fn default() -> Self {

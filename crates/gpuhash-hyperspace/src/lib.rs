@@ -134,8 +134,12 @@
 //!   policy's spaces go in as [`Subspaces::Shapes`], with the bits it chose for the
 //!   tuples held and the attributes' distinct values, not the index's own bits rule.
 //! - **Bulk build** (`src/build.rs`): tuples sorted by bucket with a counting sort
-//!   (histogram kernel, prefix sum, scatter kernel), then one warp per bucket writes whole
-//!   super nodes of 31 tuples.
+//!   (histogram kernel, prefix sum, scatter kernel), then whole super nodes of 31 tuples,
+//!   numbered bucket after bucket from the prefix sums: one kernel takes a run of slabs
+//!   for every super node past a head, another writes every super node with its links,
+//!   one warp a super node whatever its bucket (the paper's one warp a bucket leaves an
+//!   attribute of few values, hence few long buckets, to a few warps). The keys are
+//!   checked on host threads meanwhile.
 //! - **Column scan** ([`scan::ColumnScan`]): the same searches answered without an index,
 //!   by scanning device columns of the tuples as a dataframe library would; the baseline
 //!   the index is measured against and an oracle on the GPU for its tests.

@@ -20,6 +20,8 @@
 
 use std::collections::HashSet;
 
+use gpuhash_core::hash::fmix32;
+
 use crate::cost::{DistinctSketch, PolicyError, Population};
 use crate::history::QueryHistory;
 use crate::regroup::RegroupPolicy;
@@ -133,12 +135,46 @@ pub(crate) fn sketch_columns(attributes: &[u32], n: usize) -> Vec<DistinctSketch
     attributes.chunks(n).map(sketch_column).collect()
 }
 
-/// A sketch of one column's values.
+/// A sketch of one column's values. A value the sketch took already changes nothing, so a
+/// direct-mapped cache of the values added skips repeats before the sketch's ordered set
+/// sees them: a column of few distinct values, whose every value the set would search (its
+/// ceiling never set), then costs a hash and a compare a value. Where most values miss the
+/// cache (many distinct values, most of which the sketch's ceiling turns away at once), the
+/// cache only costs, so a chunk that misses more than a quarter of the time sends the next
+/// ones straight to the sketch, the cache tried again every [`SEEN_RETRY`] chunks. On 2^24
+/// values, 100 distinct took 0.5 s through the set alone and 15 ms so; 10^4, 130 and 45
+/// ms; 10^5, about the same either way.
 pub(crate) fn sketch_column(column: &[u32]) -> DistinctSketch {
     let mut sketch = DistinctSketch::new(SKETCH_HASHES);
-    sketch.extend(column.iter().copied());
+    // u64 so that the empty mark lies outside the values.
+    let mut added = vec![SEEN_EMPTY; 1 << SEEN_BITS];
+    let mut cached = true;
+    for (c, chunk) in column.chunks(SEEN_CHUNK).enumerate() {
+        if !cached && c % SEEN_RETRY != 0 {
+            sketch.extend(chunk.iter().copied());
+            continue;
+        }
+        let mut missed = 0;
+        for &value in chunk {
+            let slot = (fmix32(value) >> (32 - SEEN_BITS)) as usize;
+            if added[slot] != u64::from(value) {
+                added[slot] = u64::from(value);
+                sketch.insert(value);
+                missed += 1;
+            }
+        }
+        cached = missed <= chunk.len() / 4;
+    }
     sketch
 }
+
+/// Slots of [`sketch_column`]'s cache of values added: 2^16 (512 KiB).
+const SEEN_BITS: u32 = 16;
+const SEEN_EMPTY: u64 = u64::MAX;
+/// Values of a chunk, after which [`sketch_column`] decides whether the cache pays.
+const SEEN_CHUNK: usize = 1 << 16;
+/// Chunks between tries of the cache once it stopped paying.
+const SEEN_RETRY: usize = 16;
 
 /// Distinct keys of a batch that were found (`found[i]` for `keys[i]`): what a delete
 /// took out when a key may repeat in its batch.
@@ -198,6 +234,31 @@ mod tests {
         }
         let estimate = seen.population().distinct[0].unwrap() as f64;
         assert!((estimate / 400_000.0 - 1.0).abs() < 0.1, "{estimate}");
+    }
+
+    #[test]
+    fn the_cache_of_values_added_changes_no_sketch() {
+        let plain = |column: &[u32]| {
+            let mut sketch = DistinctSketch::new(SKETCH_HASHES);
+            sketch.extend(column.iter().copied());
+            sketch
+        };
+        // Few values, many values, values colliding in the cache, and the empty mark's
+        // low word (u32::MAX is a value like any other).
+        let few: Vec<u32> = (0..50_000u32).map(|i| fmix32(i) % 100).collect();
+        let many: Vec<u32> = (0..50_000u32).map(|i| fmix32(i) % 20_000).collect();
+        let mut colliding = Vec::new();
+        for round in 0..20u32 {
+            colliding.extend((0..5000u32).map(|i| i.wrapping_mul(7919) ^ (round % 3)));
+        }
+        let edges = vec![u32::MAX, 0, u32::MAX, 1, 0, u32::MAX];
+        // Chunks that miss the cache, then chunks of few values: the cache stops, then
+        // comes back.
+        let mut shifting: Vec<u32> = (0..SEEN_CHUNK as u32 * 3).map(fmix32).collect();
+        shifting.extend((0..SEEN_CHUNK as u32 * 40).map(|i| i % 50));
+        for column in [few, many, colliding, edges, shifting] {
+            assert_eq!(sketch_column(&column), plain(&column));
+        }
     }
 
     #[test]

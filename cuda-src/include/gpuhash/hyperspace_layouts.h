@@ -204,11 +204,17 @@ typedef struct GhHsPermuteParams {
 } GhHsPermuteParams;
 
 /* Bulk build into an empty space: bucket b's tuples are tuples[offsets[b]..offsets[b + 1]]
- * (sorted by bucket); one warp fills whole nodes of each bucket. */
+ * (sorted by bucket), its super nodes node_starts[b]..node_starts[b + 1] of node_count in
+ * all (ceil(tuples / 31) a bucket). links[t] is the allocator address of super node t,
+ * past a bucket's head (the head's entry is unused): gh_hs_build_links fills it, then
+ * gh_hs_build writes super node t whole, one warp a node, linking it to links[t + 1]. */
 typedef struct GhHsBuildParams {
     GhHsSpace space;
     GhHsTuples tuples;
     const uint64_t *offsets;
+    const uint64_t *node_starts;
+    uint32_t *links;
+    uint64_t node_count;
 } GhHsBuildParams;
 
 /* words[i] = value for i < count. */

@@ -4,6 +4,7 @@
 //! (see docs/gpu-testing.md).
 
 mod adaptive;
+mod build;
 mod column_scan;
 mod common;
 mod concurrency;
