@@ -234,6 +234,55 @@ pub trait Table: Send + Sync {
     }
 }
 
+/// The export verbs of a table of pairs, which [`Map`] and [`MultiMap`] declare in the same
+/// words: `export_on` (each table's own) and, provided on top of it, `export_into_on`,
+/// `export` and `export_into`.
+macro_rules! pair_exports {
+    () => {
+        /// Every pair, in no particular order, into new device buffers; waits to size them.
+        fn export_on(
+            &self,
+            stream: &Stream,
+        ) -> Result<DevicePairs<Self::Key, Self::Value>, Self::Error>;
+
+        /// Every pair, in no particular order, into the front of the caller's device buffers,
+        /// queued on `stream`; returns how many (waiting to count them). Buffers with room for
+        /// fewer (the shorter of the two counts) are [`ErrorKind::InvalidInput`]: nothing is
+        /// written and the table is unchanged. Buffers kept from export to export spare the
+        /// allocation of new ones.
+        ///
+        /// The default copies an [`export_on`](Self::export_on) into them; a table that can
+        /// write the caller's buffers straight does so.
+        fn export_into_on(
+            &self,
+            stream: &Stream,
+            keys: &mut DeviceBuffer<Self::Key>,
+            values: &mut DeviceBuffer<Self::Value>,
+        ) -> Result<usize, Self::Error> {
+            Ok(self.export_on(stream)?.copy_into(stream, keys, values)?)
+        }
+
+        /// Every pair, in no particular order.
+        fn export(&self) -> Result<Pairs<Self::Key, Self::Value>, Self::Error> {
+            with_stream(self.device(), |s| Ok(self.export_on(s)?.to_host(s)?))
+        }
+
+        /// Every pair, in no particular order, into the front of the caller's slices; returns
+        /// how many. Slices with room for fewer (the shorter of the two counts) are
+        /// [`ErrorKind::InvalidInput`]: nothing is written and the table is unchanged. Slices
+        /// registered with [`Device::register`] are copied straight, with no staging.
+        fn export_into(
+            &self,
+            keys: &mut [Self::Key],
+            values: &mut [Self::Value],
+        ) -> Result<usize, Self::Error> {
+            with_stream(self.device(), |s| {
+                Ok(self.export_on(s)?.download_into(s, keys, values)?)
+            })
+        }
+    };
+}
+
 /// A map: unique keys, one value each; an insert of a key it holds replaces the value.
 pub trait Map: Table {
     /// The value type.
@@ -273,28 +322,7 @@ pub trait Map: Table {
         removed: &mut DeviceBuffer<u8>,
     ) -> Result<(), Self::Error>;
 
-    /// Every pair, in no particular order, into new device buffers; waits to size them.
-    fn export_on(
-        &self,
-        stream: &Stream,
-    ) -> Result<DevicePairs<Self::Key, Self::Value>, Self::Error>;
-
-    /// Every pair, in no particular order, into the front of the caller's device buffers,
-    /// queued on `stream`; returns how many (waiting to count them). Buffers with room for
-    /// fewer (the shorter of the two counts) are [`ErrorKind::InvalidInput`]: nothing is
-    /// written and the table is unchanged. Buffers kept from export to export spare the
-    /// allocation of new ones.
-    ///
-    /// The default copies an [`export_on`](Self::export_on) into them; a table that can
-    /// write the caller's buffers straight does so.
-    fn export_into_on(
-        &self,
-        stream: &Stream,
-        keys: &mut DeviceBuffer<Self::Key>,
-        values: &mut DeviceBuffer<Self::Value>,
-    ) -> Result<usize, Self::Error> {
-        Ok(self.export_on(stream)?.copy_into(stream, keys, values)?)
-    }
+    pair_exports!();
 
     /// Inserts each pair (see the table's docs for which value a key repeated in the batch
     /// keeps).
@@ -392,25 +420,6 @@ pub trait Map: Table {
             self.remove_async(s, k, f)
         })?;
         Ok(parallel_collect(flags.len(), |i| flags[i] != 0))
-    }
-
-    /// Every pair, in no particular order.
-    fn export(&self) -> Result<Pairs<Self::Key, Self::Value>, Self::Error> {
-        with_stream(self.device(), |s| Ok(self.export_on(s)?.to_host(s)?))
-    }
-
-    /// Every pair, in no particular order, into the front of the caller's slices; returns
-    /// how many. Slices with room for fewer (the shorter of the two counts) are
-    /// [`ErrorKind::InvalidInput`]: nothing is written and the table is unchanged. Slices
-    /// registered with [`Device::register`] are copied straight, with no staging.
-    fn export_into(
-        &self,
-        keys: &mut [Self::Key],
-        values: &mut [Self::Value],
-    ) -> Result<usize, Self::Error> {
-        with_stream(self.device(), |s| {
-            Ok(self.export_on(s)?.download_into(s, keys, values)?)
-        })
     }
 }
 
@@ -545,28 +554,7 @@ pub trait MultiMap: Table {
         keys: &DeviceBuffer<Self::Key>,
     ) -> Result<DeviceRows<Self::Value>, Self::Error>;
 
-    /// Every pair, in no particular order, into new device buffers; waits to size them.
-    fn export_on(
-        &self,
-        stream: &Stream,
-    ) -> Result<DevicePairs<Self::Key, Self::Value>, Self::Error>;
-
-    /// Every pair, in no particular order, into the front of the caller's device buffers,
-    /// queued on `stream`; returns how many (waiting to count them). Buffers with room for
-    /// fewer (the shorter of the two counts) are [`ErrorKind::InvalidInput`]: nothing is
-    /// written and the table is unchanged. Buffers kept from export to export spare the
-    /// allocation of new ones.
-    ///
-    /// The default copies an [`export_on`](Self::export_on) into them; a table that can
-    /// write the caller's buffers straight does so.
-    fn export_into_on(
-        &self,
-        stream: &Stream,
-        keys: &mut DeviceBuffer<Self::Key>,
-        values: &mut DeviceBuffer<Self::Value>,
-    ) -> Result<usize, Self::Error> {
-        Ok(self.export_on(stream)?.copy_into(stream, keys, values)?)
-    }
+    pair_exports!();
 
     /// Inserts each pair.
     fn insert(&self, keys: &[Self::Key], values: &[Self::Value]) -> Result<(), Self::Error> {
@@ -613,25 +601,6 @@ pub trait MultiMap: Table {
     fn remove_all(&self, keys: &[Self::Key]) -> Result<Vec<u32>, Self::Error> {
         answers_of(self.device(), keys, WHOLE, |s, k, c| {
             self.remove_all_async(s, k, c)
-        })
-    }
-
-    /// Every pair, in no particular order.
-    fn export(&self) -> Result<Pairs<Self::Key, Self::Value>, Self::Error> {
-        with_stream(self.device(), |s| Ok(self.export_on(s)?.to_host(s)?))
-    }
-
-    /// Every pair, in no particular order, into the front of the caller's slices; returns
-    /// how many. Slices with room for fewer (the shorter of the two counts) are
-    /// [`ErrorKind::InvalidInput`]: nothing is written and the table is unchanged. Slices
-    /// registered with [`Device::register`] are copied straight, with no staging.
-    fn export_into(
-        &self,
-        keys: &mut [Self::Key],
-        values: &mut [Self::Value],
-    ) -> Result<usize, Self::Error> {
-        with_stream(self.device(), |s| {
-            Ok(self.export_on(s)?.download_into(s, keys, values)?)
         })
     }
 }

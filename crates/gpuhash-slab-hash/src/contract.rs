@@ -1,6 +1,7 @@
 //! What the three tables share in the same words: construction, `flush`, and the
 //! contract's [`gpuhash_core::table::Table`] and [`gpuhash_core::image::Image`], for a
-//! struct whose `table` field is its [`crate::table::SlabTable`].
+//! struct whose `table` field is its [`crate::table::SlabTable`]; and the pair export the
+//! map and the multimap share.
 
 use crate::shape::Shape;
 use crate::table::SlabTable;
@@ -111,3 +112,34 @@ macro_rules! table_contract {
     };
 }
 pub(crate) use table_contract;
+
+/// The pair export of a table over slabs holding values: `export_on` and `export_into_on`,
+/// to stand inside its [`gpuhash_core::table::Map`] or [`gpuhash_core::table::MultiMap`]
+/// impl (both traits ask for them in the same words), whose key and value types are `K`
+/// and `V`.
+macro_rules! pair_export {
+    () => {
+        fn export_on(
+            &self,
+            stream: &gpuhash_core::Stream,
+        ) -> crate::Result<gpuhash_core::table::DevicePairs<K, V>> {
+            let (keys, values) = self.table.export(stream)?;
+            Ok(gpuhash_core::table::DevicePairs { keys, values })
+        }
+
+        /// Writes the caller's buffers straight: the export pass places the pairs there.
+        fn export_into_on(
+            &self,
+            stream: &gpuhash_core::Stream,
+            keys: &mut gpuhash_core::DeviceBuffer<K>,
+            values: &mut gpuhash_core::DeviceBuffer<V>,
+        ) -> crate::Result<usize> {
+            let outputs = crate::scan::ExportOutputs {
+                keys,
+                values: Some(values),
+            };
+            self.table.export_into(stream, outputs)
+        }
+    };
+}
+pub(crate) use pair_export;

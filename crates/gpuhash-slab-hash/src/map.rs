@@ -2,17 +2,14 @@
 
 use std::marker::PhantomData;
 
-use gpuhash_core::table::{
-    Combine, CombiningMap, DevicePairs, Key, Map, check_pairs, check_values_out,
-};
+use gpuhash_core::table::{Combine, CombiningMap, Key, Map, check_pairs, check_values_out};
 use gpuhash_core::{DeviceBuffer, Stream};
 
-use crate::contract::table_contract;
+use crate::contract::{pair_export, table_contract};
 use crate::layouts::{
     GH_OP_GET, GH_OP_INSERT, GH_OP_INSERT_OR_FIND, GH_OP_REMOVE, GH_OP_UPSERT_ADD,
     GH_OP_UPSERT_MAX, GH_OP_UPSERT_MIN,
 };
-use crate::scan::ExportOutputs;
 use crate::shape::{Kind, Shape};
 use crate::table::{Batch, SlabTable};
 use crate::{Op, OpCode, Outcome, Result};
@@ -124,24 +121,7 @@ impl<K: Key, V: Key> Map for SlabHashMap<K, V> {
         self.table.queue(stream, &batch, None, Some(removed))
     }
 
-    fn export_on(&self, stream: &Stream) -> Result<DevicePairs<K, V>> {
-        let (keys, values) = self.table.export(stream)?;
-        Ok(DevicePairs { keys, values })
-    }
-
-    /// Writes the caller's buffers straight: the export pass places the pairs there.
-    fn export_into_on(
-        &self,
-        stream: &Stream,
-        keys: &mut DeviceBuffer<K>,
-        values: &mut DeviceBuffer<V>,
-    ) -> Result<usize> {
-        let outputs = ExportOutputs {
-            keys,
-            values: Some(values),
-        };
-        self.table.export_into(stream, outputs)
-    }
+    pair_export!();
 
     /// Inserts each pair; inserts that find no free slab run again once the table has made
     /// room, and if it cannot, [`crate::SlabHashError::NotInserted`] names them (every

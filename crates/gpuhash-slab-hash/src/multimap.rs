@@ -2,13 +2,12 @@
 
 use std::marker::PhantomData;
 
-use gpuhash_core::table::{DevicePairs, DeviceRows, Key, MultiMap, check_pairs};
+use gpuhash_core::table::{DeviceRows, Key, MultiMap, check_pairs};
 use gpuhash_core::{DeviceBuffer, Stream};
 
 use crate::Result;
-use crate::contract::table_contract;
+use crate::contract::{pair_export, table_contract};
 use crate::layouts::{GH_OP_COUNT, GH_OP_INSERT, GH_OP_REMOVE};
-use crate::scan::ExportOutputs;
 use crate::shape::{Kind, Shape};
 use crate::table::{Batch, SlabTable};
 
@@ -81,24 +80,7 @@ impl<K: Key, V: Key> MultiMap for SlabHashMultiMap<K, V> {
         self.table.gather(stream, keys, &counts)
     }
 
-    fn export_on(&self, stream: &Stream) -> Result<DevicePairs<K, V>> {
-        let (keys, values) = self.table.export(stream)?;
-        Ok(DevicePairs { keys, values })
-    }
-
-    /// Writes the caller's buffers straight: the export pass places the pairs there.
-    fn export_into_on(
-        &self,
-        stream: &Stream,
-        keys: &mut DeviceBuffer<K>,
-        values: &mut DeviceBuffer<V>,
-    ) -> Result<usize> {
-        let outputs = ExportOutputs {
-            keys,
-            values: Some(values),
-        };
-        self.table.export_into(stream, outputs)
-    }
+    pair_export!();
 
     /// Adds every pair; inserts that find no free slab run again once the table has made
     /// room, and if it cannot, [`crate::SlabHashError::NotInserted`] names them.

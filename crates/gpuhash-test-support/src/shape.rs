@@ -266,6 +266,39 @@ fn flags_via<K: Key, E: From<Error>>(
     Ok(flags.into_iter().map(u32::from).collect())
 }
 
+/// `export_via` and `export_into_via` for a table of type `$table` whose trait
+/// ([`Map`] or [`MultiMap`]) names its exports in the same words, so both shapes read a
+/// [`Via`] in one place.
+macro_rules! pair_exports_via {
+    ($table:ident) => {
+        fn export_via(
+            &self,
+            via: Via<'_>,
+        ) -> Result<Pairs<$table::Key, $table::Value>, $table::Error> {
+            match via {
+                Via::Host => self.export(),
+                Via::Device(s) => Ok(self.export_on(s)?.to_host(s)?),
+            }
+        }
+
+        fn export_into_via(
+            &self,
+            via: Via<'_>,
+            rooms: (usize, usize),
+            registered: bool,
+        ) -> ExportedInto<$table::Key, $table::Value, $table::Error> {
+            exported_pairs(export_into_buffers(
+                via,
+                self.device(),
+                rooms,
+                registered,
+                |k, v| self.export_into(k, v),
+                |s, k, v| self.export_into_on(s, k, v),
+            ))
+        }
+    };
+}
+
 impl<M: Map> Shape<MapShape> for M {
     type Value = M::Value;
     const RULE: Rule = Rule::Replace;
@@ -327,28 +360,7 @@ impl<M: Map> Shape<MapShape> for M {
         )
     }
 
-    fn export_via(&self, via: Via<'_>) -> Result<Pairs<M::Key, M::Value>, M::Error> {
-        match via {
-            Via::Host => self.export(),
-            Via::Device(s) => Ok(self.export_on(s)?.to_host(s)?),
-        }
-    }
-
-    fn export_into_via(
-        &self,
-        via: Via<'_>,
-        rooms: (usize, usize),
-        registered: bool,
-    ) -> ExportedInto<M::Key, M::Value, M::Error> {
-        exported_pairs(export_into_buffers(
-            via,
-            self.device(),
-            rooms,
-            registered,
-            |k, v| self.export_into(k, v),
-            |s, k, v| self.export_into_on(s, k, v),
-        ))
-    }
+    pair_exports_via!(M);
 }
 
 impl<S: Set> Shape<SetShape> for S {
@@ -468,28 +480,7 @@ impl<M: MultiMap> Shape<MultiMapShape> for M {
         )
     }
 
-    fn export_via(&self, via: Via<'_>) -> Result<Pairs<M::Key, M::Value>, M::Error> {
-        match via {
-            Via::Host => self.export(),
-            Via::Device(s) => Ok(self.export_on(s)?.to_host(s)?),
-        }
-    }
-
-    fn export_into_via(
-        &self,
-        via: Via<'_>,
-        rooms: (usize, usize),
-        registered: bool,
-    ) -> ExportedInto<M::Key, M::Value, M::Error> {
-        exported_pairs(export_into_buffers(
-            via,
-            self.device(),
-            rooms,
-            registered,
-            |k, v| self.export_into(k, v),
-            |s, k, v| self.export_into_on(s, k, v),
-        ))
-    }
+    pair_exports_via!(M);
 }
 
 /// Compressed rows as one list a key. Offsets that do not describe `keys` rows of
