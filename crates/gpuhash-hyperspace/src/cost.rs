@@ -332,13 +332,26 @@ fn bits_cap(population: &Population, field: Field) -> u32 {
 }
 
 /// The space over `fields` (in this order) for `population` and a target chain length:
-/// [`total_bits`] dealt one at a time to the dimensions in order, a dimension skipped once
-/// its bits cover its distinct values (see the module docs). Fails on an empty or repeated
-/// field list or a bad target.
+/// [`total_bits`] dealt by [`deal_bits`]. Fails on an empty or repeated field list or a
+/// bad target.
 pub fn space_for(
     fields: &[Field],
     population: &Population,
     target_chain_nodes: f64,
+) -> Result<SpaceShape, PolicyError> {
+    deal_bits(fields, total_bits(population, target_chain_nodes)?, population)
+}
+
+/// The space over `fields` (in this order) with at most `total` coordinate bits (capped at
+/// [`MAX_SPACE_BITS`]), dealt one at a time to the dimensions in order, a dimension skipped
+/// once its bits cover its distinct values (see the module docs); bits no dimension can
+/// use are left out. With no distinct count known this is an even split, the first
+/// dimensions taking one more when the bits do not divide. Fails on an empty or repeated
+/// field list.
+pub fn deal_bits(
+    fields: &[Field],
+    total: u32,
+    population: &Population,
 ) -> Result<SpaceShape, PolicyError> {
     let named = FieldSet::of(fields.iter().copied());
     if fields.is_empty() || named.len() as usize != fields.len() {
@@ -349,7 +362,7 @@ pub fn space_for(
     }
     let caps: Vec<u32> = fields.iter().map(|&f| bits_cap(population, f)).collect();
     let mut bits = vec![0u32; fields.len()];
-    let mut left = total_bits(population, target_chain_nodes)?;
+    let mut left = total.min(MAX_SPACE_BITS);
     while left > 0 {
         let before = left;
         for (b, &cap) in bits.iter_mut().zip(&caps) {
@@ -368,6 +381,21 @@ pub fn space_for(
         .map(|(&field, b)| (field, b as u8))
         .collect();
     Ok(SpaceShape::new(dimensions).expect("distinct fields and at most MAX_SPACE_BITS bits"))
+}
+
+/// `shape` with the key as one more, last, dimension taking the bits of `total` (capped
+/// at [`MAX_SPACE_BITS`]) that `shape`'s dimensions leave (the key spread of
+/// [`crate::HyperspaceOptions::key_spread`]); `shape` itself when none are left or it has
+/// the key already. Keys are unique, so they fill every coordinate: tuples that a
+/// low-cardinality attribute piles into few buckets spread over `2^k` times as many.
+pub fn spread_key(shape: SpaceShape, total: u32) -> SpaceShape {
+    let left = total.min(MAX_SPACE_BITS).saturating_sub(shape.total_bits());
+    if left == 0 || shape.fields().contains(Field::Key) {
+        return shape;
+    }
+    let mut dimensions = shape.dimensions().to_vec();
+    dimensions.push((Field::Key, left as u8));
+    SpaceShape::new(dimensions).expect("a new field and at most MAX_SPACE_BITS bits")
 }
 
 #[cfg(test)]
