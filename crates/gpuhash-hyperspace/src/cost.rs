@@ -543,6 +543,60 @@ mod tests {
         assert_eq!(DistinctSketch::new(0).estimate(), 0);
     }
 
+    #[test]
+    fn the_key_takes_the_bits_low_cardinality_attributes_leave() {
+        // 2^24 tuples, chains of one node: 20 bits. 100 values use 7, the key the other 13.
+        let population = Population::with_distinct(1 << 24, &[100, 1_000_000]);
+        let total = total_bits(&population, 1.0).unwrap();
+        assert_eq!(total, 20);
+        let a0 = deal_bits(&[attr(0)], total, &population).unwrap();
+        assert_eq!(a0.dimensions(), &[(attr(0), 7)]);
+        let spread = spread_key(a0, total);
+        assert_eq!(spread.dimensions(), &[(attr(0), 7), (Field::Key, 13)]);
+        // An attribute that can use every bit leaves the key none: no key dimension.
+        let a1 = deal_bits(&[attr(1)], total, &population).unwrap();
+        assert_eq!(spread_key(a1.clone(), total), a1);
+        // Two attributes share the bits up to their caps before the key gets any.
+        let both = deal_bits(&[attr(0), attr(1)], total, &population).unwrap();
+        assert_eq!(both.dimensions(), &[(attr(0), 7), (attr(1), 13)]);
+        assert_eq!(spread_key(both.clone(), total), both);
+        // Unknown distinct values: an even split, nothing left to the key.
+        let unknown = Population::uniform(1 << 24);
+        let even = deal_bits(&[attr(0), attr(1), attr(2)], 20, &unknown).unwrap();
+        assert_eq!(even.dimensions(), &[(attr(0), 7), (attr(1), 7), (attr(2), 6)]);
+        assert_eq!(spread_key(even.clone(), 20), even);
+        // A constant attribute gets no bit at all; the key every one.
+        let constant = Population::with_distinct(1000, &[1]);
+        let shape = spread_key(deal_bits(&[attr(0)], 9, &constant).unwrap(), 9);
+        assert_eq!(shape.dimensions(), &[(attr(0), 0), (Field::Key, 9)]);
+        assert!(deal_bits(&[], 9, &constant).is_err());
+        assert!(deal_bits(&[attr(0), attr(0)], 9, &constant).is_err());
+    }
+
+    #[test]
+    fn searches_not_naming_the_key_touch_every_key_coordinate() {
+        let key_index = shape(&[(Field::Key, 20)]);
+        let plain = shape(&[(attr(0), 20)]);
+        let spread = shape(&[(attr(0), 7), (Field::Key, 13)]);
+        let population = Population::with_distinct(1 << 24, &[100]);
+        let a0 = FieldSet::of([attr(0)]);
+        assert_eq!(spread.buckets_touched(a0), 1 << 13);
+        // 100 values over 2^20 coordinates: one bucket of 2^24 / 100 tuples, ~5400 nodes.
+        let plain_cost = search_cost(&plain, a0, &population);
+        assert!(plain_cost > 5000.0, "{plain_cost}");
+        // Over 2^7 coordinates ~ 70 fill, each a slice of 2^13 buckets of ~29 tuples: 1
+        // node each, 8192 in all.
+        let spread_cost = search_cost(&spread, a0, &population);
+        assert!(spread_cost >= 8192.0 && spread_cost < 8192.0 * 2.0, "{spread_cost}");
+        // Key searches still go to the key index, attribute ones to the subspace.
+        let spaces = [key_index, spread];
+        let key = FieldSet::of([Field::Key]);
+        assert_eq!(best_space(&spaces, key, &population).map(|b| b.0), Some(0));
+        let key_a0 = FieldSet::of([Field::Key, attr(0)]);
+        assert_eq!(best_space(&spaces, key_a0, &population).map(|b| b.0), Some(0));
+        assert_eq!(best_space(&spaces, a0, &population).map(|b| b.0), Some(1));
+    }
+
     quickcheck! {
         fn cost_is_monotone_in_touched_buckets(bits: Vec<u8>, a: u16, b: u16, n: u32) -> TestResult {
             let dims: Vec<(Field, u8)> = bits
@@ -590,6 +644,31 @@ mod tests {
             let small = Population::uniform(u64::from(n));
             let large = Population::uniform(u64::from(n) + u64::from(more));
             search_cost(&space, named, &small) <= search_cost(&space, named, &large)
+        }
+
+        fn spread_spaces_use_every_bit_and_cap_attributes(
+            total: u8,
+            dims: u8,
+            distinct: Vec<u32>,
+            tuples: u32
+        ) -> bool {
+            let total = u32::from(total % 34);
+            let fields: Vec<Field> = (0..dims % 8 + 1).map(attr).collect();
+            let distinct: Vec<u64> = distinct.iter().map(|&d| u64::from(d % 5000)).collect();
+            let population = Population::with_distinct(u64::from(tuples), &distinct);
+            let dealt = deal_bits(&fields, total, &population).unwrap();
+            let spread = spread_key(dealt.clone(), total);
+            let capped = dealt.dimensions().iter().all(|&(f, b)| {
+                population
+                    .distinct_of(f)
+                    .is_none_or(|d| (1u64 << b) < d.max(1) * 2)
+            });
+            let key_bits = u32::from(spread.total_bits() > dealt.total_bits()) ;
+            spread.total_bits() == total.min(MAX_SPACE_BITS)
+                && spread.dimensions()[..fields.len()] == dealt.dimensions()[..]
+                && spread.dimensions().len() == fields.len() + key_bits as usize
+                && spread.dimensions().last().is_some_and(|&(f, _)| (f == Field::Key) == (key_bits == 1))
+                && capped
         }
 
         fn spaces_meet_their_target(n: u32, dims: u8, target: u8) -> bool {

@@ -390,6 +390,61 @@ mod tests {
     }
 
     #[test]
+    fn the_key_spread_gives_the_key_the_bits_attributes_cannot_use() {
+        let options = HyperspaceOptions::default().space_bits(19);
+        assert!(options.key_spread);
+        // A0 of 100 values uses 7 bits, A1 unknown all 19, A2 of a million values all 19.
+        let mut population = Population::with_distinct(1 << 24, &[100, 0, 1_000_000]);
+        population.distinct[1] = None;
+        let shapes = options.shapes_for(3, 1 << 24, &population).unwrap();
+        assert_eq!(shapes[0].dimensions(), &[(Field::Key, 19)]);
+        assert_eq!(
+            shapes[1].dimensions(),
+            &[(Field::Attribute(0), 7), (Field::Key, 12)]
+        );
+        assert_eq!(shapes[2].dimensions(), &[(Field::Attribute(1), 19)]);
+        assert_eq!(shapes[3].dimensions(), &[(Field::Attribute(2), 19)]);
+        // Pairs share the bits up to their caps; the key takes what is left.
+        let pairs = options.clone().subspaces(Subspaces::Pairs);
+        let small = Population::with_distinct(1 << 24, &[100, 50]);
+        let shapes = pairs.shapes_for(2, 1 << 24, &small).unwrap();
+        assert_eq!(
+            shapes[1].dimensions(),
+            &[(Field::Attribute(0), 7), (Field::Attribute(1), 6), (Field::Key, 6)]
+        );
+        // Off: the GHSH paper's even split, whatever the population.
+        let paper = pairs.key_spread(false).shapes_for(2, 1 << 24, &small).unwrap();
+        assert_eq!(
+            paper[1].dimensions(),
+            &[(Field::Attribute(0), 10), (Field::Attribute(1), 9)]
+        );
+        // Nothing known (a new index): as the paper, on or off.
+        assert_eq!(
+            options.shapes(3, 1 << 24).unwrap(),
+            options.clone().key_spread(false).shapes(3, 1 << 24).unwrap()
+        );
+    }
+
+    #[test]
+    fn given_shapes_may_end_with_the_key() {
+        let given = |dimensions| Subspaces::Shapes(vec![SpaceShape::new(dimensions).unwrap()]);
+        let options = HyperspaceOptions::default().space_bits(12);
+        let spread = given(vec![(Field::Attribute(1), 4), (Field::Key, 8)]);
+        let shapes = options.clone().subspaces(spread).shapes(2, 0).unwrap();
+        assert_eq!(
+            shapes[1].dimensions(),
+            &[(Field::Attribute(1), 4), (Field::Key, 8)]
+        );
+        for bad in [
+            given(vec![(Field::Key, 8), (Field::Attribute(1), 4)]),
+            given(vec![(Field::Key, 8)]),
+            given(vec![(Field::Attribute(2), 4), (Field::Key, 8)]),
+        ] {
+            assert!(options.clone().subspaces(bad).shapes(2, 0).is_err());
+        }
+    }
+
+    #[test]
     fn the_history_halves_every_check_unless_told() {
         let regrouping = RegroupOptions {
             check_every: 500,
