@@ -154,7 +154,9 @@ fn check_searches(index: &CpuHyperspace, model: &[Vec<u32>], data: &Tuples) {
 fn searches_match_a_scan_on_random_and_skewed_data() {
     let layouts: [&[&[Field]]; 3] = [&[&[A0]], &[&[A0], &[A1], &[A2]], &[&[A0, A2], &[A1]]];
     for (layout, p) in layouts.into_iter().zip([1, 3, 3]) {
-        let cases = [Skew::Uniform, Skew::Zipf].into_iter().flat_map(|skew| [(skew, false), (skew, true)]);
+        let cases = [Skew::Uniform, Skew::Zipf]
+            .into_iter()
+            .flat_map(|skew| [(skew, false), (skew, true)]);
         for (skew, spread) in cases {
             for cardinality in [3, 1000] {
                 let spec = spec(4000, p, cardinality, skew);
@@ -192,7 +194,9 @@ fn answers_do_not_depend_on_the_thread_count() {
 
 #[test]
 fn modifies_and_deletes_match_the_model() {
-    let cases = [Skew::Uniform, Skew::Zipf].into_iter().flat_map(|skew| [(skew, false), (skew, true)]);
+    let cases = [Skew::Uniform, Skew::Zipf]
+        .into_iter()
+        .flat_map(|skew| [(skew, false), (skew, true)]);
     for (skew, spread) in cases {
         let p = 3;
         let spec = spec(5000, p, 20, skew);
@@ -200,8 +204,15 @@ fn modifies_and_deletes_match_the_model() {
         let (key, subspaces) = spread_spaces(data.len(), &[&[A0], &[A1, A2]], 20, spread);
         // 20 values fill 5 bits of the 6 a space of 5000 tuples gets: 1 left to the key
         // beside A0 alone, 0 beside A1 and A2.
-        let expected_keys = if spread { vec![true, false] } else { vec![false, false] };
-        let keyed: Vec<bool> = subspaces.iter().map(|s| s.fields().contains(Field::Key)).collect();
+        let expected_keys = if spread {
+            vec![true, false]
+        } else {
+            vec![false, false]
+        };
+        let keyed: Vec<bool> = subspaces
+            .iter()
+            .map(|s| s.fields().contains(Field::Key))
+            .collect();
         assert_eq!(keyed, expected_keys, "{subspaces:?}");
         let mut index =
             CpuHyperspace::build(p, &data, key, subspaces, Population::uniform(0), 4).unwrap();

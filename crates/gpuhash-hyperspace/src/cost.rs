@@ -339,7 +339,11 @@ pub fn space_for(
     population: &Population,
     target_chain_nodes: f64,
 ) -> Result<SpaceShape, PolicyError> {
-    deal_bits(fields, total_bits(population, target_chain_nodes)?, population)
+    deal_bits(
+        fields,
+        total_bits(population, target_chain_nodes)?,
+        population,
+    )
 }
 
 /// The space over `fields` (in this order) with at most `total` coordinate bits (capped at
@@ -563,7 +567,10 @@ mod tests {
         // Unknown distinct values: an even split, nothing left to the key.
         let unknown = Population::uniform(1 << 24);
         let even = deal_bits(&[attr(0), attr(1), attr(2)], 20, &unknown).unwrap();
-        assert_eq!(even.dimensions(), &[(attr(0), 7), (attr(1), 7), (attr(2), 6)]);
+        assert_eq!(
+            even.dimensions(),
+            &[(attr(0), 7), (attr(1), 7), (attr(2), 6)]
+        );
         assert_eq!(spread_key(even.clone(), 20), even);
         // A constant attribute gets no bit at all; the key every one.
         let constant = Population::with_distinct(1000, &[1]);
@@ -587,13 +594,19 @@ mod tests {
         // Over 2^7 coordinates ~ 70 fill, each a slice of 2^13 buckets of ~29 tuples: 1
         // node each, 8192 in all.
         let spread_cost = search_cost(&spread, a0, &population);
-        assert!(spread_cost >= 8192.0 && spread_cost < 8192.0 * 2.0, "{spread_cost}");
+        assert!(
+            spread_cost >= 8192.0 && spread_cost < 8192.0 * 2.0,
+            "{spread_cost}"
+        );
         // Key searches still go to the key index, attribute ones to the subspace.
         let spaces = [key_index, spread];
         let key = FieldSet::of([Field::Key]);
         assert_eq!(best_space(&spaces, key, &population).map(|b| b.0), Some(0));
         let key_a0 = FieldSet::of([Field::Key, attr(0)]);
-        assert_eq!(best_space(&spaces, key_a0, &population).map(|b| b.0), Some(0));
+        assert_eq!(
+            best_space(&spaces, key_a0, &population).map(|b| b.0),
+            Some(0)
+        );
         assert_eq!(best_space(&spaces, a0, &population).map(|b| b.0), Some(1));
     }
 

@@ -16,10 +16,10 @@ use gpuhash_core::{Device, DeviceBuffer, Stream};
 
 use crate::Result;
 use crate::adaptive::AdaptiveReport;
+use crate::adaptive::sketched_beside;
 use crate::grace::GracePeriod;
 use crate::launch::Lookup;
 use crate::layouts::{GH_HS_INSERTED, GH_HS_PENDING, GH_HS_PRESENT};
-use crate::adaptive::sketched_beside;
 use crate::observations::{Observations, distinct_found, population_of};
 use crate::options::HyperspaceOptions;
 use crate::regroup::RegroupPolicy;

@@ -270,7 +270,11 @@ impl HyperspaceOptions {
     /// or, with the key spread, as the module docs say.
     fn subspace(&self, fields: &[Field], bits: u32, population: &Population) -> Result<SpaceShape> {
         let unknown = Population::uniform(population.tuples);
-        let known = if self.key_spread { population } else { &unknown };
+        let known = if self.key_spread {
+            population
+        } else {
+            &unknown
+        };
         let shape = deal_bits(fields, bits, known).map_err(|_| {
             HyperspaceError::Options(format!("an empty subspace or a repeated field: {fields:?}"))
         })?;
@@ -410,10 +414,17 @@ mod tests {
         let shapes = pairs.shapes_for(2, 1 << 24, &small).unwrap();
         assert_eq!(
             shapes[1].dimensions(),
-            &[(Field::Attribute(0), 7), (Field::Attribute(1), 6), (Field::Key, 6)]
+            &[
+                (Field::Attribute(0), 7),
+                (Field::Attribute(1), 6),
+                (Field::Key, 6)
+            ]
         );
         // Off: the GHSH paper's even split, whatever the population.
-        let paper = pairs.key_spread(false).shapes_for(2, 1 << 24, &small).unwrap();
+        let paper = pairs
+            .key_spread(false)
+            .shapes_for(2, 1 << 24, &small)
+            .unwrap();
         assert_eq!(
             paper[1].dimensions(),
             &[(Field::Attribute(0), 10), (Field::Attribute(1), 9)]
@@ -421,7 +432,11 @@ mod tests {
         // Nothing known (a new index): as the paper, on or off.
         assert_eq!(
             options.shapes(3, 1 << 24).unwrap(),
-            options.clone().key_spread(false).shapes(3, 1 << 24).unwrap()
+            options
+                .clone()
+                .key_spread(false)
+                .shapes(3, 1 << 24)
+                .unwrap()
         );
     }
 

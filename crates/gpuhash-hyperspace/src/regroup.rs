@@ -314,10 +314,14 @@ impl CostTable {
         let cost_in = |space: &SpaceShape, key_index: bool| -> Vec<f64> {
             searches
                 .iter()
-                .map(|&(named, _)| match named.contains(Field::Key) && !key_index {
-                    true => f64::INFINITY,
-                    false => grouping_cost([(named, 1.0)], std::slice::from_ref(space), population),
-                })
+                .map(
+                    |&(named, _)| match named.contains(Field::Key) && !key_index {
+                        true => f64::INFINITY,
+                        false => {
+                            grouping_cost([(named, 1.0)], std::slice::from_ref(space), population)
+                        }
+                    },
+                )
                 .collect()
         };
         let group_costs = (0..1usize << policy.attributes)

@@ -227,7 +227,10 @@ fn spread_subspaces_end_with_the_key_beside_few_values() {
     let plain_cost = paper.cost(&searches, &key, &plain, &population);
     // About the same node reads (the model counts reads, not how many warps share them):
     // 2^13 short chains a search instead of one of ~5400 nodes.
-    assert!(spread_cost < plain_cost * 1.25, "{spread_cost} {plain_cost}");
+    assert!(
+        spread_cost < plain_cost * 1.25,
+        "{spread_cost} {plain_cost}"
+    );
     // Key searches cost what the key index costs them, subspaces with the key or not.
     let by_key = history(2, &[(FieldSet::of([Field::Key]), 5)]);
     assert_eq!(

@@ -33,7 +33,11 @@ fn device_buckets_equal_host_buckets() {
     // Subspaces with the key as their last dimension, as the key spread makes them.
     let spread = Subspaces::Shapes(vec![
         shape(vec![(Field::Attribute(1), 5), (Field::Key, 8)]),
-        shape(vec![(Field::Attribute(0), 3), (Field::Attribute(2), 4), (Field::Key, 6)]),
+        shape(vec![
+            (Field::Attribute(0), 3),
+            (Field::Attribute(2), 4),
+            (Field::Key, 6),
+        ]),
     ]);
     for subspaces in [Subspaces::EachAttribute, Subspaces::Pairs, spread] {
         let options = HyperspaceOptions::default()
@@ -594,7 +598,14 @@ fn low_cardinality_modifies_deletes_and_searches_match_the_model_with_and_withou
                 "{what}: modify"
             );
             // Delete held keys and absent ones.
-            let mut gone: Vec<u32> = model.tuples.keys().copied().skip(round).step_by(11).take(2000).collect();
+            let mut gone: Vec<u32> = model
+                .tuples
+                .keys()
+                .copied()
+                .skip(round)
+                .step_by(11)
+                .take(2000)
+                .collect();
             gone.push(1 << 26);
             let expected = model.delete(&gone);
             assert_eq!(idx.delete(&gone).expect(&what), expected, "{what}: delete");
@@ -607,8 +618,17 @@ fn low_cardinality_modifies_deletes_and_searches_match_the_model_with_and_withou
         check_contents(&idx, &model, &[7], &what);
         check_searches(&idx, &model, &queries, &what);
         // Keys past every one held.
-        let fresh = with_keys(&mut rng, p, ((1 << 27)..(1 << 27) + 2000).collect(), cardinality);
-        assert_eq!(idx.insert(batch(&fresh)).expect(&what), model.insert(&fresh), "{what}");
+        let fresh = with_keys(
+            &mut rng,
+            p,
+            ((1 << 27)..(1 << 27) + 2000).collect(),
+            cardinality,
+        );
+        assert_eq!(
+            idx.insert(batch(&fresh)).expect(&what),
+            model.insert(&fresh),
+            "{what}"
+        );
         check_searches(&idx, &model, &queries, &what);
     }
 }
