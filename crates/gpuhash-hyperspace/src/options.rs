@@ -74,7 +74,7 @@ pub struct HyperspaceOptions {
     pub subspaces: Subspaces,
     /// Tuples a bucket is sized for at the capacity the index is made with (32 by default,
     /// about one super node): each space gets `ceil(log2(capacity / bucket_tuples))`
-    /// coordinate bits, split evenly over its dimensions.
+    /// coordinate bits, dealt over its dimensions as the module docs say.
     pub bucket_tuples: u32,
     /// Coordinate bits of every space, overriding `bucket_tuples`.
     pub space_bits: Option<u32>,
