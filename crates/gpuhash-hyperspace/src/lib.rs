@@ -60,7 +60,7 @@
 //! field of a tuple, still go to one bucket. Distinct counts are known at
 //! [`HyperspaceIndex::build`] (sketched from the batch) and at a regroup (the index's
 //! estimates), not at [`HyperspaceIndex::new`], whose subspaces are the paper's until a
-//! regroup; the rule is in the `options` module's docs.
+//! regroup; [`HyperspaceOptions`] gives the rule.
 //!
 //! Regrouping: `regrouping` ([`regroup::RegroupOptions`]: most attributes a subspace,
 //! most subspaces, target chain length, shift factor, searches between looks) bounds what

@@ -1,28 +1,5 @@
 //! [`HyperspaceOptions`], and the shapes of the spaces they give: pure host functions,
 //! tested on the CPU.
-//!
-//! # Coordinate bits
-//!
-//! Every space has [`HyperspaceOptions::bits_for`] coordinate bits in all, from the
-//! capacity (or the tuples held, at a regroup). The key index gives them all to the key.
-//! An attribute subspace deals them one at a time to its attributes in order
-//! ([`crate::cost::deal_bits`]); with [`HyperspaceOptions::key_spread`] on (the default),
-//! an attribute whose distinct values `d` are known takes at most `ceil(log2(d))` (one
-//! coordinate per value: more would only leave coordinates empty), and the key, one more
-//! dimension after the attributes, takes the rest ([`crate::cost::spread_key`]). Keys
-//! are unique, so the key dimension spreads a bucket that a low-cardinality attribute
-//! fills (100 values: 100 buckets of `n / 100` tuples) over `2^k` buckets of short
-//! chains; a search naming attributes only touches all `2^k` key coordinates (`2^k`
-//! subtasks, in parallel warps), and an insert, modify or delete, which knows every field
-//! of the tuple, still finds its bucket, and a tuple's old copy, in one short chain.
-//!
-//! Where the distinct values come from: an index made by [`crate::HyperspaceIndex::new`]
-//! knows none, so its attributes split the bits evenly as in the GHSH paper and no key
-//! dimension is added (its subspaces are the paper's until a regroup);
-//! [`crate::HyperspaceIndex::build`] sketches the batch's columns before it sizes the
-//! spaces, and a regroup uses the index's estimates ([`crate::cost::Population`]), so
-//! those give the key the bits past what the attributes can use. Subspaces given whole
-//! ([`Subspaces::Shapes`]) keep their dimensions, a key dimension included.
 
 use gpuhash_slab_alloc::Variant;
 
@@ -50,7 +27,7 @@ pub enum Subspaces {
     /// at least one, and the key only as the last dimension): what
     /// [`crate::regroup::RegroupPolicy`] chooses, which sizes each space from the tuples
     /// held and the distinct values of its attributes. The other variants take their bits
-    /// from [`HyperspaceOptions::bits_for`] (see the module docs).
+    /// from [`HyperspaceOptions::bits_for`] (see [`HyperspaceOptions`]).
     Shapes(Vec<SpaceShape>),
 }
 
@@ -68,20 +45,43 @@ pub enum SearchStrategy {
 }
 
 /// Options of a [`crate::HyperspaceIndex`], by setters on the default.
+///
+/// # Coordinate bits
+///
+/// Every space has [`HyperspaceOptions::bits_for`] coordinate bits in all, from the
+/// capacity (or the tuples held, at a regroup). The key index gives them all to the key.
+/// An attribute subspace deals them one at a time to its attributes in order
+/// ([`crate::cost::deal_bits`]); with [`HyperspaceOptions::key_spread`] on (the default),
+/// an attribute whose distinct values `d` are known takes at most `ceil(log2(d))` (one
+/// coordinate per value: more would only leave coordinates empty), and the key, one more
+/// dimension after the attributes, takes the rest ([`crate::cost::spread_key`]). Keys
+/// are unique, so the key dimension spreads a bucket that a low-cardinality attribute
+/// fills (100 values: 100 buckets of `n / 100` tuples) over `2^k` buckets of short
+/// chains; a search naming attributes only touches all `2^k` key coordinates (`2^k`
+/// subtasks, in parallel warps), and an insert, modify or delete, which knows every field
+/// of the tuple, still finds its bucket, and a tuple's old copy, in one short chain.
+///
+/// Where the distinct values come from: an index made by [`crate::HyperspaceIndex::new`]
+/// knows none, so its attributes split the bits evenly as in the GHSH paper and no key
+/// dimension is added (its subspaces are the paper's until a regroup);
+/// [`crate::HyperspaceIndex::build`] sketches the batch's columns before it sizes the
+/// spaces, and a regroup uses the index's estimates ([`crate::cost::Population`]), so
+/// those give the key the bits past what the attributes can use. Subspaces given whole
+/// ([`Subspaces::Shapes`]) keep their dimensions, a key dimension included.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HyperspaceOptions {
     /// The attribute subspaces.
     pub subspaces: Subspaces,
     /// Tuples a bucket is sized for at the capacity the index is made with (32 by default,
     /// about one super node): each space gets `ceil(log2(capacity / bucket_tuples))`
-    /// coordinate bits, dealt over its dimensions as the module docs say.
+    /// coordinate bits, dealt over its dimensions as [`HyperspaceOptions`] says.
     pub bucket_tuples: u32,
     /// Coordinate bits of every space, overriding `bucket_tuples`.
     pub space_bits: Option<u32>,
     /// How searches are served.
     pub search: SearchStrategy,
     /// Whether attribute subspaces take the key as a last dimension, with the coordinate
-    /// bits their attributes cannot use (see the module docs); on by default, off for the
+    /// bits their attributes cannot use (see [`HyperspaceOptions`]); on by default, off for the
     /// GHSH paper's subspaces.
     pub key_spread: bool,
     /// The slab allocators' addressing.
@@ -142,7 +142,7 @@ impl HyperspaceOptions {
         self
     }
 
-    /// These options with the key spread on or off (see the module docs): `false` gives
+    /// These options with the key spread on or off (see [`HyperspaceOptions`]): `false` gives
     /// the GHSH paper's subspaces, attributes alone.
     pub fn key_spread(mut self, key_spread: bool) -> Self {
         self.key_spread = key_spread;
@@ -223,7 +223,7 @@ impl HyperspaceOptions {
     }
 
     /// The shapes of the spaces of an index of `p` attributes made for `capacity` tuples
-    /// whose attributes take the distinct values `population` knows (see the module docs
+    /// whose attributes take the distinct values `population` knows (see [`HyperspaceOptions`]
     /// for the bits rule): the key index first, then the attribute subspaces.
     pub fn shapes_for(
         &self,
@@ -267,7 +267,7 @@ impl HyperspaceOptions {
     }
 
     /// The subspace over the attributes `fields` with `bits` coordinate bits: dealt evenly,
-    /// or, with the key spread, as the module docs say.
+    /// or, with the key spread, as [`HyperspaceOptions`] says.
     fn subspace(&self, fields: &[Field], bits: u32, population: &Population) -> Result<SpaceShape> {
         let unknown = Population::uniform(population.tuples);
         let known = if self.key_spread {
