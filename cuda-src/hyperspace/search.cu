@@ -5,9 +5,10 @@
 // fields, and the key slot's validity, on those lanes only.
 //
 // Grouped (warp pre-combination data sharing): subtasks come sorted by bucket, a warp
-// takes 32 at a time and serves all those of one bucket together, reading each node once
-// and comparing it with every query of the group. Ungrouped (warp-cooperative work
-// sharing): the warp serves its subtasks one at a time, each walking its bucket.
+// takes the subtasks of one bucket, up to 32 at a time, and serves them together, reading
+// each node once and comparing it with every query of the group. Ungrouped
+// (warp-cooperative work sharing): a warp takes 32 subtasks and serves them one at a
+// time, each walking its bucket.
 #include "hyperspace/slots.cuh"
 
 using gh::kFullWarp;
@@ -102,79 +103,116 @@ extern "C" __global__ void gh_hs_subtasks(GhHsSubtaskParams p) {
     }
 }
 
-extern "C" __global__ void gh_hs_search(GhHsSearchParams p) {
+namespace {
+
+// Serves the subtasks of this warp's lanes that are `active` (lane i subtask s of lane i):
+// the grouped way, all those of the leader's bucket together, then the next bucket's; the
+// other way, one at a time. Counts (count pass) or writes (write pass) the matches.
+__device__ void serve_subtasks(const GhHsSearchParams &p, uint64_t s, bool active) {
     const bool write = p.out.keys != nullptr;
     // Chains a matching slot needs: the key (validity) and the named fields; a write
     // pass needs every chain.
     const uint32_t chains = write ? 0xffffffffu : (p.field_mask | 1u);
     const uint32_t lanes_below = (1u << lane_id()) - 1u;
-    const uint64_t chunks = (p.subtask_count + 31u) / 32u;
-    for_each_warp_item(chunks, [&](uint64_t chunk) {
-        const uint64_t s = chunk * 32u + lane_id();
-        bool active = s < p.subtask_count;
-        const uint32_t query = active ? p.subtask_query[s] : 0u;
-        const uint32_t bucket = active ? p.subtask_bucket[s] : 0u;
-        uint32_t want[GH_HS_MAX_FIELDS];
+    const bool mine = active;
+    const uint32_t query = active ? p.subtask_query[s] : 0u;
+    const uint32_t bucket = active ? p.subtask_bucket[s] : 0u;
+    uint32_t want[GH_HS_MAX_FIELDS];
 #pragma unroll
-        for (uint32_t f = 0; f < GH_HS_MAX_FIELDS; ++f) {
-            want[f] = active && named(p.field_mask, f) ? p.queries[(uint64_t)query * GH_HS_MAX_FIELDS + f] : 0u;
+    for (uint32_t f = 0; f < GH_HS_MAX_FIELDS; ++f) {
+        want[f] = active && named(p.field_mask, f) ? p.queries[(uint64_t)query * GH_HS_MAX_FIELDS + f] : 0u;
+    }
+    const uint32_t scan_value = pick(want, p.scan_field);
+    uint64_t found = 0;
+    while (true) {
+        const uint32_t pending = __ballot_sync(kFullWarp, active);
+        if (pending == 0) {
+            break;
         }
-        const uint32_t scan_value = pick(want, p.scan_field);
-        uint64_t found = 0;
-        while (true) {
-            const uint32_t pending = __ballot_sync(kFullWarp, active);
-            if (pending == 0) {
-                break;
-            }
-            const uint32_t leader = __ffs(pending) - 1;
-            const uint32_t shared_bucket = __shfl_sync(kFullWarp, bucket, leader);
-            const uint32_t group =
-                p.grouped ? __ballot_sync(kFullWarp, active && bucket == shared_bucket) : (1u << leader);
-            walk_bucket(p.space, shared_bucket, [&](SuperNode at, uint32_t key_word) {
-                const uint32_t scanned =
-                    p.scan_field == GH_HS_KEY_FIELD ? key_word : __ldcg(node(at.key_node, p.scan_field) + lane_id());
-                uint32_t words[GH_HS_MAX_CHAINS];
-                bool loaded = false;
-                for (uint32_t members = group; members != 0; members &= members - 1) {
-                    const uint32_t j = __ffs(members) - 1;
-                    const uint32_t target = __shfl_sync(kFullWarp, scan_value, j);
-                    if (__ballot_sync(kFullWarp, is_data_lane() && scanned == target) == 0) {
-                        continue;
-                    }
-                    if (!loaded) {
-                        load_slot(p.space, at.key_node, chains, words);
-                        loaded = true;
-                    }
-                    const bool ok = meets(p.field_mask, want, j, words);
-                    const uint32_t matches = __ballot_sync(kFullWarp, ok);
-                    if (matches == 0) {
-                        continue;
-                    }
-                    if (!write) {
-                        found += lane_id() == j ? __popc(matches) : 0u;
-                        continue;
-                    }
-                    const uint32_t q = __shfl_sync(kFullWarp, query, j);
-                    unsigned long long base = 0;
-                    if (lane_id() == 0) {
-                        base = atomicAdd(p.cursors + q, (unsigned long long)__popc(matches));
-                    }
-                    base = __shfl_sync(kFullWarp, base, 0);
-                    const uint64_t k = base + __popc(matches & lanes_below);
-                    if (ok && k < p.limits[q]) {
-                        write_match(p.space, p.out, p.offsets[q] + k, words);
-                    }
+        const uint32_t leader = __ffs(pending) - 1;
+        const uint32_t shared_bucket = __shfl_sync(kFullWarp, bucket, leader);
+        const uint32_t group =
+            p.grouped ? __ballot_sync(kFullWarp, active && bucket == shared_bucket) : (1u << leader);
+        walk_bucket(p.space, shared_bucket, [&](SuperNode at, uint32_t key_word) {
+            const uint32_t scanned =
+                p.scan_field == GH_HS_KEY_FIELD ? key_word : __ldcg(node(at.key_node, p.scan_field) + lane_id());
+            uint32_t words[GH_HS_MAX_CHAINS];
+            bool loaded = false;
+            for (uint32_t members = group; members != 0; members &= members - 1) {
+                const uint32_t j = __ffs(members) - 1;
+                const uint32_t target = __shfl_sync(kFullWarp, scan_value, j);
+                if (__ballot_sync(kFullWarp, is_data_lane() && scanned == target) == 0) {
+                    continue;
                 }
-                return true;
-            });
-            if ((group >> lane_id()) & 1u) {
-                active = false;
+                if (!loaded) {
+                    load_slot(p.space, at.key_node, chains, words);
+                    loaded = true;
+                }
+                const bool ok = meets(p.field_mask, want, j, words);
+                const uint32_t matches = __ballot_sync(kFullWarp, ok);
+                if (matches == 0) {
+                    continue;
+                }
+                if (!write) {
+                    found += lane_id() == j ? __popc(matches) : 0u;
+                    continue;
+                }
+                const uint32_t q = __shfl_sync(kFullWarp, query, j);
+                unsigned long long base = 0;
+                if (lane_id() == 0) {
+                    base = atomicAdd(p.cursors + q, (unsigned long long)__popc(matches));
+                }
+                base = __shfl_sync(kFullWarp, base, 0);
+                const uint64_t k = base + __popc(matches & lanes_below);
+                if (ok && k < p.limits[q]) {
+                    write_match(p.space, p.out, p.offsets[q] + k, words);
+                }
             }
+            return true;
+        });
+        if ((group >> lane_id()) & 1u) {
+            active = false;
         }
-        if (!write && s < p.subtask_count && found != 0) {
-            atomicAdd((unsigned long long *)p.counts + query, (unsigned long long)found);
-        }
-    });
+    }
+    if (!write && mine && found != 0) {
+        atomicAdd((unsigned long long *)p.counts + query, (unsigned long long)found);
+    }
+}
+
+}  // namespace
+
+// Grouped: one warp per bucket, so that no warp walks one chain after another while
+// others idle (a search naming attributes only touches every key coordinate of a
+// key-spread subspace: many buckets, few subtasks each). A warp item is a subtask; the
+// subtask that opens a run of one bucket (subtasks come sorted by bucket, or by its low
+// bits) leads, its warp serves the run 32 subtasks at a time, the others return at once. Ungrouped: a warp
+// serves 32 consecutive subtasks, one at a time.
+extern "C" __global__ void gh_hs_search(GhHsSearchParams p) {
+    if (p.grouped) {
+        for_each_warp_item(p.subtask_count, [&](uint64_t first) {
+            const uint32_t bucket = p.subtask_bucket[first];
+            if (first != 0 && p.subtask_bucket[first - 1u] == bucket) {
+                return;
+            }
+            for (uint64_t base = first;; base += 32u) {
+                const uint64_t s = base + lane_id();
+                const uint32_t same = __ballot_sync(kFullWarp, s < p.subtask_count && p.subtask_bucket[s] == bucket);
+                // The run is the lanes up to the first of another bucket: a later subtask of
+                // this bucket past one of another (a sort by the bucket's low bits only
+                // leaves them so) leads a run of its own.
+                const uint32_t run = same == kFullWarp ? kFullWarp : (1u << (__ffs(~same) - 1u)) - 1u;
+                serve_subtasks(p, s, (run >> lane_id()) & 1u);
+                if (run != kFullWarp) {
+                    break;
+                }
+            }
+        });
+    } else {
+        for_each_warp_item((p.subtask_count + 31u) / 32u, [&](uint64_t chunk) {
+            const uint64_t s = chunk * 32u + lane_id();
+            serve_subtasks(p, s, s < p.subtask_count);
+        });
+    }
 }
 
 // One warp per query: its lanes copy the query's matches, one tuple a lane at a time.

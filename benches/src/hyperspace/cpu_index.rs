@@ -93,7 +93,8 @@ impl fmt::Display for CpuIndexError {
             CpuIndexError::BadFields(fields) => write!(f, "a query cannot name {fields:?}"),
             CpuIndexError::BadSpaces => write!(
                 f,
-                "spaces must be a key index over the key alone and subspaces over attributes"
+                "spaces must be a key index over the key alone and subspaces over attributes, \
+                 the key only as a subspace's last dimension"
             ),
         }
     }
@@ -435,7 +436,7 @@ impl CpuHyperspace {
 }
 
 /// Checks that `key_index` is over the key alone and every subspace over attributes below
-/// `p`.
+/// `p` (at least one), and the key only as its last dimension (a key-spread subspace).
 fn check_spaces(
     key_index: &SpaceShape,
     subspaces: &[SpaceShape],
@@ -443,9 +444,17 @@ fn check_spaces(
 ) -> Result<(), CpuIndexError> {
     let attributes = FieldSet::of((0..p as u8).map(Field::Attribute));
     let key_ok = key_index.fields() == FieldSet::of([Field::Key]);
-    let subspaces_ok = subspaces
-        .iter()
-        .all(|s| !s.fields().is_empty() && s.fields().union(attributes) == attributes);
+    let subspace_ok = |s: &SpaceShape| {
+        let dimensions = s.dimensions();
+        let key_last = dimensions
+            .iter()
+            .position(|&(f, _)| f == Field::Key)
+            .is_none_or(|d| d + 1 == dimensions.len());
+        let allowed = attributes.union(FieldSet::of([Field::Key]));
+        let within = s.fields().union(allowed) == allowed;
+        key_last && within && !s.fields().intersection(attributes).is_empty()
+    };
+    let subspaces_ok = subspaces.iter().all(subspace_ok);
     if key_ok && subspaces_ok {
         Ok(())
     } else {

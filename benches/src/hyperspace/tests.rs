@@ -2,7 +2,7 @@
 
 use std::collections::HashSet;
 
-use gpuhash_hyperspace::cost::{Population, space_for};
+use gpuhash_hyperspace::cost::{Population, space_for, spread_key, total_bits};
 use gpuhash_hyperspace::history::QueryHistory;
 use gpuhash_hyperspace::regroup::{RegroupOptions, RegroupPolicy};
 use gpuhash_hyperspace::shape::{Field, FieldSet, SpaceShape};
@@ -71,6 +71,27 @@ fn spaces(n: usize, groups: &[&[Field]]) -> (SpaceShape, Vec<SpaceShape>) {
     (key, subspaces)
 }
 
+/// As [`spaces`], or with `spread`, subspaces whose attributes of `cardinality` values
+/// take the bits those can use and the key the rest, as a last dimension.
+fn spread_spaces(
+    n: usize,
+    groups: &[&[Field]],
+    cardinality: u32,
+    spread: bool,
+) -> (SpaceShape, Vec<SpaceShape>) {
+    let (key, subspaces) = spaces(n, groups);
+    if !spread {
+        return (key, subspaces);
+    }
+    let population = Population::with_distinct(n as u64, &[u64::from(cardinality); 8]);
+    let total = total_bits(&population, 3.0).unwrap();
+    let spread = groups
+        .iter()
+        .map(|g| spread_key(space_for(g, &population, 3.0).unwrap(), total))
+        .collect();
+    (key, spread)
+}
+
 fn spec(tuples: usize, attributes: usize, cardinality: u32, skew: Skew) -> Spec {
     Spec {
         tuples,
@@ -133,11 +154,16 @@ fn check_searches(index: &CpuHyperspace, model: &[Vec<u32>], data: &Tuples) {
 fn searches_match_a_scan_on_random_and_skewed_data() {
     let layouts: [&[&[Field]]; 3] = [&[&[A0]], &[&[A0], &[A1], &[A2]], &[&[A0, A2], &[A1]]];
     for (layout, p) in layouts.into_iter().zip([1, 3, 3]) {
-        for skew in [Skew::Uniform, Skew::Zipf] {
+        let cases = [Skew::Uniform, Skew::Zipf]
+            .into_iter()
+            .flat_map(|skew| [(skew, false), (skew, true)]);
+        for (skew, spread) in cases {
             for cardinality in [3, 1000] {
                 let spec = spec(4000, p, cardinality, skew);
                 let data = workload::tuples(&spec, 3);
-                let (key, subspaces) = spaces(data.len(), layout);
+                let (key, subspaces) = spread_spaces(data.len(), layout, cardinality, spread);
+                let spread_keys = subspaces.iter().any(|s| s.fields().contains(Field::Key));
+                assert_eq!(spread_keys, spread && cardinality == 3, "{subspaces:?}");
                 let population = Population::with_distinct(0, &[u64::from(cardinality); 8]);
                 let index = CpuHyperspace::build(p, &data, key, subspaces, population, 3).unwrap();
                 assert_eq!(index.len(), 4000);
@@ -168,11 +194,26 @@ fn answers_do_not_depend_on_the_thread_count() {
 
 #[test]
 fn modifies_and_deletes_match_the_model() {
-    for skew in [Skew::Uniform, Skew::Zipf] {
+    let cases = [Skew::Uniform, Skew::Zipf]
+        .into_iter()
+        .flat_map(|skew| [(skew, false), (skew, true)]);
+    for (skew, spread) in cases {
         let p = 3;
         let spec = spec(5000, p, 20, skew);
         let data = workload::tuples(&spec, 2);
-        let (key, subspaces) = spaces(data.len(), &[&[A0], &[A1, A2]]);
+        let (key, subspaces) = spread_spaces(data.len(), &[&[A0], &[A1, A2]], 20, spread);
+        // 20 values fill 5 bits of the 6 a space of 5000 tuples gets: 1 left to the key
+        // beside A0 alone, 0 beside A1 and A2.
+        let expected_keys = if spread {
+            vec![true, false]
+        } else {
+            vec![false, false]
+        };
+        let keyed: Vec<bool> = subspaces
+            .iter()
+            .map(|s| s.fields().contains(Field::Key))
+            .collect();
+        assert_eq!(keyed, expected_keys, "{subspaces:?}");
         let mut index =
             CpuHyperspace::build(p, &data, key, subspaces, Population::uniform(0), 4).unwrap();
         let mut model = rows(&data, p);

@@ -69,7 +69,9 @@ impl HyperspaceIndex {
     /// modifies and deletes wait for the regroup, so that none lands in subspaces about to
     /// be replaced: the new subspaces hold exactly what the key index holds. Groups take
     /// their coordinate bits from [`crate::HyperspaceOptions::bits_for`] at the larger of
-    /// the capacity and the tuples held; [`Subspaces::Shapes`] keep theirs. On an error
+    /// the capacity and the tuples held, dealt by the attributes' distinct values as the
+    /// index estimates them when the key spread is on
+    /// ([`crate::HyperspaceOptions::key_spread`]); [`Subspaces::Shapes`] keep theirs. On an error
     /// (out of device memory, options the index cannot take) the old subspaces stay.
     pub fn regroup(&self, subspaces: Subspaces) -> Result<()> {
         let _one_at_a_time = self.regrouping.lock();
@@ -185,9 +187,11 @@ impl HyperspaceIndex {
         let stream = self.device().lend_stream()?;
         let tuples = self.key_index.export(&stream)?;
         let capacity = self.capacity.max(tuples.len() as u64);
+        let mut population = self.population();
+        population.tuples = tuples.len() as u64;
         let mut fresh = Vec::new();
         for shape in options
-            .shapes(self.attribute_count(), capacity)?
+            .shapes_for(self.attribute_count(), capacity, &population)?
             .into_iter()
             .skip(1)
         {
@@ -213,7 +217,7 @@ impl HyperspaceIndex {
 
 /// `write()`, with a sketch of each of the `n`-long columns of `attributes` made on a
 /// thread of its own meanwhile.
-fn sketched_beside<T>(
+pub(crate) fn sketched_beside<T>(
     attributes: &[u32],
     n: usize,
     write: impl FnOnce() -> T,

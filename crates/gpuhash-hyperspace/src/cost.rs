@@ -34,7 +34,10 @@
 //! nodes of tuples on average, dealt one at a time to the dimensions in order, skipping a
 //! dimension once its bits cover its distinct values, so the bits spread evenly (the first
 //! dimensions get one more when they do not divide) and none is wasted on coordinates no
-//! value reaches.
+//! value reaches. With the key spread ([`spread_key`]), the bits no attribute can use go
+//! to the key, a last dimension: a search not naming the key touches all of its
+//! coordinates ([`SpaceShape::buckets_touched`] counts them like any free dimension), and
+//! the key itself has as many distinct values as tuples, so they all fill.
 
 use std::collections::BTreeSet;
 
@@ -332,13 +335,30 @@ fn bits_cap(population: &Population, field: Field) -> u32 {
 }
 
 /// The space over `fields` (in this order) for `population` and a target chain length:
-/// [`total_bits`] dealt one at a time to the dimensions in order, a dimension skipped once
-/// its bits cover its distinct values (see the module docs). Fails on an empty or repeated
-/// field list or a bad target.
+/// [`total_bits`] dealt by [`deal_bits`]. Fails on an empty or repeated field list or a
+/// bad target.
 pub fn space_for(
     fields: &[Field],
     population: &Population,
     target_chain_nodes: f64,
+) -> Result<SpaceShape, PolicyError> {
+    deal_bits(
+        fields,
+        total_bits(population, target_chain_nodes)?,
+        population,
+    )
+}
+
+/// The space over `fields` (in this order) with at most `total` coordinate bits (capped at
+/// [`MAX_SPACE_BITS`]), dealt one at a time to the dimensions in order, a dimension skipped
+/// once its bits cover its distinct values (see the module docs); bits no dimension can
+/// use are left out. With no distinct count known this is an even split, the first
+/// dimensions taking one more when the bits do not divide. Fails on an empty or repeated
+/// field list.
+pub fn deal_bits(
+    fields: &[Field],
+    total: u32,
+    population: &Population,
 ) -> Result<SpaceShape, PolicyError> {
     let named = FieldSet::of(fields.iter().copied());
     if fields.is_empty() || named.len() as usize != fields.len() {
@@ -349,7 +369,7 @@ pub fn space_for(
     }
     let caps: Vec<u32> = fields.iter().map(|&f| bits_cap(population, f)).collect();
     let mut bits = vec![0u32; fields.len()];
-    let mut left = total_bits(population, target_chain_nodes)?;
+    let mut left = total.min(MAX_SPACE_BITS);
     while left > 0 {
         let before = left;
         for (b, &cap) in bits.iter_mut().zip(&caps) {
@@ -368,6 +388,21 @@ pub fn space_for(
         .map(|(&field, b)| (field, b as u8))
         .collect();
     Ok(SpaceShape::new(dimensions).expect("distinct fields and at most MAX_SPACE_BITS bits"))
+}
+
+/// `shape` with the key as one more, last, dimension taking the bits of `total` (capped
+/// at [`MAX_SPACE_BITS`]) that `shape`'s dimensions leave (the key spread of
+/// [`crate::HyperspaceOptions::key_spread`]); `shape` itself when none are left or it has
+/// the key already. Keys are unique, so they fill every coordinate: tuples that a
+/// low-cardinality attribute piles into few buckets spread over `2^k` times as many.
+pub fn spread_key(shape: SpaceShape, total: u32) -> SpaceShape {
+    let left = total.min(MAX_SPACE_BITS).saturating_sub(shape.total_bits());
+    if left == 0 || shape.fields().contains(Field::Key) {
+        return shape;
+    }
+    let mut dimensions = shape.dimensions().to_vec();
+    dimensions.push((Field::Key, left as u8));
+    SpaceShape::new(dimensions).expect("a new field and at most MAX_SPACE_BITS bits")
 }
 
 #[cfg(test)]
@@ -515,6 +550,69 @@ mod tests {
         assert_eq!(DistinctSketch::new(0).estimate(), 0);
     }
 
+    #[test]
+    fn the_key_takes_the_bits_low_cardinality_attributes_leave() {
+        // 2^24 tuples, chains of one node: 20 bits. 100 values use 7, the key the other 13.
+        let population = Population::with_distinct(1 << 24, &[100, 1_000_000]);
+        let total = total_bits(&population, 1.0).unwrap();
+        assert_eq!(total, 20);
+        let a0 = deal_bits(&[attr(0)], total, &population).unwrap();
+        assert_eq!(a0.dimensions(), &[(attr(0), 7)]);
+        let spread = spread_key(a0, total);
+        assert_eq!(spread.dimensions(), &[(attr(0), 7), (Field::Key, 13)]);
+        // An attribute that can use every bit leaves the key none: no key dimension.
+        let a1 = deal_bits(&[attr(1)], total, &population).unwrap();
+        assert_eq!(spread_key(a1.clone(), total), a1);
+        // Two attributes share the bits up to their caps before the key gets any.
+        let both = deal_bits(&[attr(0), attr(1)], total, &population).unwrap();
+        assert_eq!(both.dimensions(), &[(attr(0), 7), (attr(1), 13)]);
+        assert_eq!(spread_key(both.clone(), total), both);
+        // Unknown distinct values: an even split, nothing left to the key.
+        let unknown = Population::uniform(1 << 24);
+        let even = deal_bits(&[attr(0), attr(1), attr(2)], 20, &unknown).unwrap();
+        assert_eq!(
+            even.dimensions(),
+            &[(attr(0), 7), (attr(1), 7), (attr(2), 6)]
+        );
+        assert_eq!(spread_key(even.clone(), 20), even);
+        // A constant attribute gets no bit at all; the key every one.
+        let constant = Population::with_distinct(1000, &[1]);
+        let shape = spread_key(deal_bits(&[attr(0)], 9, &constant).unwrap(), 9);
+        assert_eq!(shape.dimensions(), &[(attr(0), 0), (Field::Key, 9)]);
+        assert!(deal_bits(&[], 9, &constant).is_err());
+        assert!(deal_bits(&[attr(0), attr(0)], 9, &constant).is_err());
+    }
+
+    #[test]
+    fn searches_not_naming_the_key_touch_every_key_coordinate() {
+        let key_index = shape(&[(Field::Key, 20)]);
+        let plain = shape(&[(attr(0), 20)]);
+        let spread = shape(&[(attr(0), 7), (Field::Key, 13)]);
+        let population = Population::with_distinct(1 << 24, &[100]);
+        let a0 = FieldSet::of([attr(0)]);
+        assert_eq!(spread.buckets_touched(a0), 1 << 13);
+        // 100 values over 2^20 coordinates: one bucket of 2^24 / 100 tuples, ~5400 nodes.
+        let plain_cost = search_cost(&plain, a0, &population);
+        assert!(plain_cost > 5000.0, "{plain_cost}");
+        // Over 2^7 coordinates ~ 70 fill, each a slice of 2^13 buckets of ~29 tuples: 1
+        // node each, 8192 in all.
+        let spread_cost = search_cost(&spread, a0, &population);
+        assert!(
+            (8192.0..8192.0 * 2.0).contains(&spread_cost),
+            "{spread_cost}"
+        );
+        // Key searches still go to the key index, attribute ones to the subspace.
+        let spaces = [key_index, spread];
+        let key = FieldSet::of([Field::Key]);
+        assert_eq!(best_space(&spaces, key, &population).map(|b| b.0), Some(0));
+        let key_a0 = FieldSet::of([Field::Key, attr(0)]);
+        assert_eq!(
+            best_space(&spaces, key_a0, &population).map(|b| b.0),
+            Some(0)
+        );
+        assert_eq!(best_space(&spaces, a0, &population).map(|b| b.0), Some(1));
+    }
+
     quickcheck! {
         fn cost_is_monotone_in_touched_buckets(bits: Vec<u8>, a: u16, b: u16, n: u32) -> TestResult {
             let dims: Vec<(Field, u8)> = bits
@@ -562,6 +660,31 @@ mod tests {
             let small = Population::uniform(u64::from(n));
             let large = Population::uniform(u64::from(n) + u64::from(more));
             search_cost(&space, named, &small) <= search_cost(&space, named, &large)
+        }
+
+        fn spread_spaces_use_every_bit_and_cap_attributes(
+            total: u8,
+            dims: u8,
+            distinct: Vec<u32>,
+            tuples: u32
+        ) -> bool {
+            let total = u32::from(total % 34);
+            let fields: Vec<Field> = (0..dims % 8 + 1).map(attr).collect();
+            let distinct: Vec<u64> = distinct.iter().map(|&d| u64::from(d % 5000)).collect();
+            let population = Population::with_distinct(u64::from(tuples), &distinct);
+            let dealt = deal_bits(&fields, total, &population).unwrap();
+            let spread = spread_key(dealt.clone(), total);
+            let capped = dealt.dimensions().iter().all(|&(f, b)| {
+                population
+                    .distinct_of(f)
+                    .is_none_or(|d| (1u64 << b) < d.max(1) * 2)
+            });
+            let key_bits = u32::from(spread.total_bits() > dealt.total_bits()) ;
+            spread.total_bits() == total.min(MAX_SPACE_BITS)
+                && spread.dimensions()[..fields.len()] == dealt.dimensions()[..]
+                && spread.dimensions().len() == fields.len() + key_bits as usize
+                && spread.dimensions().last().is_some_and(|&(f, _)| (f == Field::Key) == (key_bits == 1))
+                && capped
         }
 
         fn spaces_meet_their_target(n: u32, dims: u8, target: u8) -> bool {

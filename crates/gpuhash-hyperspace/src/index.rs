@@ -16,10 +16,11 @@ use gpuhash_core::{Device, DeviceBuffer, Stream};
 
 use crate::Result;
 use crate::adaptive::AdaptiveReport;
+use crate::adaptive::sketched_beside;
 use crate::grace::GracePeriod;
 use crate::launch::Lookup;
 use crate::layouts::{GH_HS_INSERTED, GH_HS_PENDING, GH_HS_PRESENT};
-use crate::observations::{Observations, distinct_found};
+use crate::observations::{Observations, distinct_found, population_of};
 use crate::options::HyperspaceOptions;
 use crate::regroup::RegroupPolicy;
 use crate::shape::SpaceShape;
@@ -88,10 +89,22 @@ impl HyperspaceIndex {
         capacity: u64,
         options: HyperspaceOptions,
     ) -> Result<Self> {
-        // Every option checked first: bad ones allocate nothing.
         let shapes = options.shapes(p, capacity)?;
+        Self::with_shapes(device, p, capacity, options, shapes)
+    }
+
+    /// An empty index of spaces of shapes `shapes` (the key index first).
+    fn with_shapes(
+        device: &Device,
+        p: usize,
+        capacity: u64,
+        options: HyperspaceOptions,
+        shapes: Vec<SpaceShape>,
+    ) -> Result<Self> {
+        // Every option checked first: bad ones allocate nothing.
         let observations = Observations::new(p, options.half_life())?;
-        let policy = RegroupPolicy::new(p, options.regrouping.clone())?;
+        let policy =
+            RegroupPolicy::new(p, options.regrouping.clone())?.with_key_spread(options.key_spread);
         let mut spaces = shapes
             .into_iter()
             .map(|shape| Space::new(device, shape, options.seed, p, capacity, options.variant))
@@ -116,6 +129,8 @@ impl HyperspaceIndex {
 
     /// An index of `p` attributes holding `batch`, built in bulk: every space sorts the
     /// tuples by bucket and writes whole nodes. The keys must be unique and not reserved.
+    /// The spaces are sized for the batch and the distinct values of its attribute
+    /// columns, sketched first (see [`crate::HyperspaceOptions::key_spread`]).
     pub fn build(
         device: &Device,
         p: usize,
@@ -143,7 +158,10 @@ impl HyperspaceIndex {
         batch: TupleBatch<'_>,
         options: HyperspaceOptions,
     ) -> Result<Self> {
-        let index = Self::new(device, p, batch.len() as u64, options)?;
+        let n = batch.len() as u64;
+        let ((), sketches) = sketched_beside(batch.attributes, batch.len(), || ());
+        let shapes = options.shapes_for(p, n, &population_of(n, &sketches))?;
+        let index = Self::with_shapes(device, p, n, options, shapes)?;
         let build = || -> Result<()> {
             let stream = device.lend_stream()?;
             let tuples = DeviceTuples::from_batch(&stream, batch)?;
@@ -152,7 +170,8 @@ impl HyperspaceIndex {
             }
             Ok(stream.synchronize()?)
         };
-        index.observed_write(batch, build, |_| batch.len() as u64)?;
+        build()?;
+        index.observations.lock().added(n, &sketches);
         Ok(index)
     }
 

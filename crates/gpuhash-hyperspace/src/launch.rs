@@ -415,7 +415,13 @@ pub(crate) fn search(
         grouped: u32::from(pass.grouped),
         ..GhHsSearchParams::default()
     };
-    let shape = grid(stream, subtask_count.div_ceil(32) * 32);
+    // Grouped: a warp a subtask (those that lead a bucket's run serve it); ungrouped: a
+    // warp 32 subtasks.
+    let warps = match pass.grouped {
+        true => subtask_count,
+        false => subtask_count.div_ceil(32),
+    };
+    let shape = grid(stream, warps.saturating_mul(32));
     match pass.answers {
         SearchAnswers::Count { counts } => {
             let c = counts.address_mut(stream);

@@ -44,9 +44,23 @@
 //! default; pairs; any groups; or spaces of given shapes, bits included, [`Subspaces`]),
 //! `bucket_tuples` (tuples a bucket is sized for, 32 by default) or `space_bits`
 //! (coordinate bits of every space; both ignored by given shapes), `search` (grouped or
-//! one subtask at a time, [`SearchStrategy`]), the allocators' `variant`, and `seed`. The
-//! capacity given to [`HyperspaceIndex::new`] sizes the grids and allocators; an index
-//! holds more, with longer chains.
+//! one subtask at a time, [`SearchStrategy`]), `key_spread` (below), the allocators'
+//! `variant`, and `seed`. The capacity given to [`HyperspaceIndex::new`] sizes the grids
+//! and allocators; an index holds more, with longer chains.
+//!
+//! Key spread (beyond the paper; on by default, `key_spread(false)` for the paper's
+//! layout): a space's coordinate bits come from the capacity ([`HyperspaceOptions::bits_for`]),
+//! but an attribute of `d` distinct values fills at most `d` coordinates, so in the paper's
+//! layout an attribute of 100 values leaves 100 buckets of `n / 100` tuples each: a search
+//! walks one long chain in one warp, and a delete or modify walks it to find the old copy.
+//! With the key spread, each attribute of a subspace takes at most `ceil(log2(d))` bits
+//! when `d` is known and the key, a last dimension, takes the rest, so those tuples spread
+//! over short chains. A search naming attributes only touches every key coordinate (`2^k`
+//! subtasks, one bucket a warp), while inserts, modifies and deletes, which know every
+//! field of a tuple, still go to one bucket. Distinct counts are known at
+//! [`HyperspaceIndex::build`] (sketched from the batch) and at a regroup (the index's
+//! estimates), not at [`HyperspaceIndex::new`], whose subspaces are the paper's until a
+//! regroup; [`HyperspaceOptions`] gives the rule.
 //!
 //! Regrouping: `regrouping` ([`regroup::RegroupOptions`]: most attributes a subspace,
 //! most subspaces, target chain length, shift factor, searches between looks) bounds what
@@ -77,7 +91,8 @@
 //! - **Spaces** ([`shape`]): a space hashes some fields (its dimensions) to coordinates, the
 //!   top bits of a 32-bit mix of the value and a per-field seed; a bucket is one cell of
 //!   the grid, the coordinates concatenated. An index is the **key index** (the key its
-//!   only dimension, never regrouped) and **attribute subspaces** (groups of attributes).
+//!   only dimension, never regrouped) and **attribute subspaces** (groups of attributes,
+//!   and with the key spread the key as a last dimension).
 //!   Every space holds every tuple whole, as HyperDex does and the paper follows, so any
 //!   search is answered by one space alone: the key index when it names the key (the key
 //!   index is space 0), else the space of fewest expected node reads by the cost model
@@ -108,8 +123,10 @@
 //!   same fields form a group run in their best space; each (query, bucket it touches) is
 //!   a subtask. With [`SearchStrategy::Grouped`], the paper's warp pre-combination data
 //!   sharing, subtasks are sorted by bucket on the device (one launch serves one field set,
-//!   so one scanned chain) and a warp compares every query of a bucket on each node it
-//!   reads; [`SearchStrategy::OneAtATime`] is the warp-cooperative baseline. A count pass,
+//!   so one scanned chain) and a warp takes the subtasks of one bucket, up to 32 at a time,
+//!   comparing every one of them on each node it reads (one bucket a warp, so that no warp
+//!   walks chain after chain while others idle); [`SearchStrategy::OneAtATime`] is the
+//!   warp-cooperative baseline, a warp serving 32 subtasks one after another. A count pass,
 //!   then a write pass into a layout with room to spare, then a compaction give compressed
 //!   rows ([`Matches`]: offsets, then tuples as structure of arrays) like the slab hash
 //!   multimap's `get_all`.

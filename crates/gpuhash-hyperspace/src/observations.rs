@@ -120,10 +120,18 @@ impl Observations {
     }
 
     fn refresh_distinct(&mut self) {
-        for (distinct, sketch) in self.population.distinct.iter_mut().zip(&self.sketches) {
-            *distinct = (!sketch.is_empty()).then(|| sketch.estimate());
-        }
+        self.population = population_of(self.population.tuples, &self.sketches);
     }
+}
+
+/// `tuples` tuples whose attribute `i` takes the distinct values `sketches[i]` estimates
+/// (unknown where the sketch is empty or missing).
+pub(crate) fn population_of(tuples: u64, sketches: &[DistinctSketch]) -> Population {
+    let mut population = Population::uniform(tuples);
+    for (distinct, sketch) in population.distinct.iter_mut().zip(sketches) {
+        *distinct = (!sketch.is_empty()).then(|| sketch.estimate());
+    }
+    population
 }
 
 /// A sketch of each attribute column of `n` tuples (`attributes` column-major, as

@@ -3,6 +3,7 @@
 
 use gpuhash_slab_alloc::Variant;
 
+use crate::cost::{Population, deal_bits, spread_key};
 use crate::regroup::RegroupOptions;
 use crate::shape::{Field, MAX_ATTRIBUTES, MAX_SPACE_BITS, SpaceShape};
 use crate::{HyperspaceError, Result};
@@ -22,10 +23,11 @@ pub enum Subspaces {
     Pairs,
     /// Subspaces of the given attributes (0-based), each a group of distinct attributes.
     Groups(Vec<Vec<u8>>),
-    /// Subspaces of exactly these shapes, coordinate bits included (attribute dimensions
-    /// only): what [`crate::regroup::RegroupPolicy`] chooses, which sizes each space from
-    /// the tuples held and the distinct values of its attributes. The other variants take
-    /// their bits from [`HyperspaceOptions::bits_for`].
+    /// Subspaces of exactly these shapes, coordinate bits included (attribute dimensions,
+    /// at least one, and the key only as the last dimension): what
+    /// [`crate::regroup::RegroupPolicy`] chooses, which sizes each space from the tuples
+    /// held and the distinct values of its attributes. The other variants take their bits
+    /// from [`HyperspaceOptions::bits_for`] (see [`HyperspaceOptions`]).
     Shapes(Vec<SpaceShape>),
 }
 
@@ -43,18 +45,45 @@ pub enum SearchStrategy {
 }
 
 /// Options of a [`crate::HyperspaceIndex`], by setters on the default.
+///
+/// # Coordinate bits
+///
+/// Every space has [`HyperspaceOptions::bits_for`] coordinate bits in all, from the
+/// capacity (or the tuples held, at a regroup). The key index gives them all to the key.
+/// An attribute subspace deals them one at a time to its attributes in order
+/// ([`crate::cost::deal_bits`]); with [`HyperspaceOptions::key_spread`] on (the default),
+/// an attribute whose distinct values `d` are known takes at most `ceil(log2(d))` (one
+/// coordinate per value: more would only leave coordinates empty), and the key, one more
+/// dimension after the attributes, takes the rest ([`crate::cost::spread_key`]). Keys
+/// are unique, so the key dimension spreads a bucket that a low-cardinality attribute
+/// fills (100 values: 100 buckets of `n / 100` tuples) over `2^k` buckets of short
+/// chains; a search naming attributes only touches all `2^k` key coordinates (`2^k`
+/// subtasks, in parallel warps), and an insert, modify or delete, which knows every field
+/// of the tuple, still finds its bucket, and a tuple's old copy, in one short chain.
+///
+/// Where the distinct values come from: an index made by [`crate::HyperspaceIndex::new`]
+/// knows none, so its attributes split the bits evenly as in the GHSH paper and no key
+/// dimension is added (its subspaces are the paper's until a regroup);
+/// [`crate::HyperspaceIndex::build`] sketches the batch's columns before it sizes the
+/// spaces, and a regroup uses the index's estimates ([`crate::cost::Population`]), so
+/// those give the key the bits past what the attributes can use. Subspaces given whole
+/// ([`Subspaces::Shapes`]) keep their dimensions, a key dimension included.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HyperspaceOptions {
     /// The attribute subspaces.
     pub subspaces: Subspaces,
     /// Tuples a bucket is sized for at the capacity the index is made with (32 by default,
     /// about one super node): each space gets `ceil(log2(capacity / bucket_tuples))`
-    /// coordinate bits, split evenly over its dimensions.
+    /// coordinate bits, dealt over its dimensions as [`HyperspaceOptions`] says.
     pub bucket_tuples: u32,
     /// Coordinate bits of every space, overriding `bucket_tuples`.
     pub space_bits: Option<u32>,
     /// How searches are served.
     pub search: SearchStrategy,
+    /// Whether attribute subspaces take the key as a last dimension, with the coordinate
+    /// bits their attributes cannot use (see [`HyperspaceOptions`]); on by default, off for the
+    /// GHSH paper's subspaces.
+    pub key_spread: bool,
     /// The slab allocators' addressing.
     pub variant: Variant,
     /// Seeds the coordinate hashes.
@@ -78,6 +107,7 @@ impl Default for HyperspaceOptions {
             bucket_tuples: 32,
             space_bits: None,
             search: SearchStrategy::Grouped,
+            key_spread: true,
             variant: Variant::Regular,
             seed: 0x5eed_0001,
             regrouping: RegroupOptions::default(),
@@ -109,6 +139,13 @@ impl HyperspaceOptions {
     /// These options with searches served by `strategy`.
     pub fn search(mut self, strategy: SearchStrategy) -> Self {
         self.search = strategy;
+        self
+    }
+
+    /// These options with the key spread on or off (see [`HyperspaceOptions`]): `false` gives
+    /// the GHSH paper's subspaces, attributes alone.
+    pub fn key_spread(mut self, key_spread: bool) -> Self {
+        self.key_spread = key_spread;
         self
     }
 
@@ -178,16 +215,30 @@ impl HyperspaceOptions {
             .min(MAX_SPACE_BITS))
     }
 
-    /// The shapes of the spaces of an index of `p` attributes made for `capacity` tuples:
-    /// the key index first, then the attribute subspaces.
+    /// The shapes of the spaces of an index of `p` attributes made for `capacity` tuples
+    /// whose attributes' distinct values are unknown: the key index first, then the
+    /// attribute subspaces.
     pub fn shapes(&self, p: usize, capacity: u64) -> Result<Vec<SpaceShape>> {
+        self.shapes_for(p, capacity, &Population::uniform(capacity))
+    }
+
+    /// The shapes of the spaces of an index of `p` attributes made for `capacity` tuples
+    /// whose attributes take the distinct values `population` knows (see [`HyperspaceOptions`]
+    /// for the bits rule): the key index first, then the attribute subspaces.
+    pub fn shapes_for(
+        &self,
+        p: usize,
+        capacity: u64,
+        population: &Population,
+    ) -> Result<Vec<SpaceShape>> {
         if !(1..=MAX_ATTRIBUTES).contains(&p) {
             return Err(HyperspaceError::Options(format!(
                 "{p} attributes: an index has 1 to {MAX_ATTRIBUTES}"
             )));
         }
         let bits = self.bits_for(capacity)?;
-        let mut shapes = vec![shape_of(&[Field::Key], bits)?];
+        let key_index = SpaceShape::new(vec![(Field::Key, bits as u8)]).expect("bits checked");
+        let mut shapes = vec![key_index];
         let groups: Vec<Vec<u8>> = match &self.subspaces {
             Subspaces::EachAttribute => (0..p as u8).map(|a| vec![a]).collect(),
             Subspaces::Pairs => (0..p as u8)
@@ -210,45 +261,54 @@ impl HyperspaceOptions {
                 )));
             }
             let fields: Vec<Field> = group.iter().map(|&a| Field::Attribute(a)).collect();
-            shapes.push(shape_of(&fields, bits)?);
+            shapes.push(self.subspace(&fields, bits, population)?);
         }
         Ok(shapes)
     }
+
+    /// The subspace over the attributes `fields` with `bits` coordinate bits: dealt evenly,
+    /// or, with the key spread, as [`HyperspaceOptions`] says.
+    fn subspace(&self, fields: &[Field], bits: u32, population: &Population) -> Result<SpaceShape> {
+        let unknown = Population::uniform(population.tuples);
+        let known = if self.key_spread {
+            population
+        } else {
+            &unknown
+        };
+        let shape = deal_bits(fields, bits, known).map_err(|_| {
+            HyperspaceError::Options(format!("an empty subspace or a repeated field: {fields:?}"))
+        })?;
+        Ok(if self.key_spread {
+            spread_key(shape, bits)
+        } else {
+            shape
+        })
+    }
 }
 
-/// Checks a subspace given whole: at least one dimension, attributes of an index of `p`
-/// only.
+/// Checks a subspace given whole: attributes of an index of `p` (at least one), the key
+/// only as the last dimension.
 fn check_subspace(shape: &SpaceShape, p: usize) -> Result<()> {
-    let fault = shape.dimensions().iter().find(|&&(field, _)| match field {
-        Field::Key => true,
-        Field::Attribute(a) => usize::from(a) >= p,
-    });
-    match (shape.dimensions().is_empty(), fault) {
-        (true, _) => Err(HyperspaceError::Options("an empty subspace".into())),
-        (false, Some(&(field, _))) => Err(HyperspaceError::Options(format!(
-            "a subspace of an index of {p} attributes has {field:?} as a dimension"
-        ))),
-        (false, None) => Ok(()),
-    }
-}
-
-/// A space over `fields` with `bits` coordinate bits split evenly, the first dimensions
-/// taking the remainder.
-fn shape_of(fields: &[Field], bits: u32) -> Result<SpaceShape> {
-    if fields.is_empty() {
-        return Err(HyperspaceError::Options("an empty subspace".into()));
-    }
-    let count = fields.len() as u32;
-    let dimensions = fields
+    let dimensions = shape.dimensions();
+    let last = dimensions.len().saturating_sub(1);
+    let fault = dimensions
         .iter()
         .enumerate()
-        .map(|(d, &field)| {
-            let extra = u32::from((d as u32) < bits % count);
-            (field, (bits / count + extra) as u8)
-        })
-        .collect();
-    SpaceShape::new(dimensions)
-        .ok_or_else(|| HyperspaceError::Options(format!("a subspace repeats a field: {fields:?}")))
+        .find(|&(d, &(field, _))| match field {
+            Field::Key => d != last,
+            Field::Attribute(a) => usize::from(a) >= p,
+        });
+    if let Some((_, &(field, _))) = fault {
+        return Err(HyperspaceError::Options(format!(
+            "a subspace of an index of {p} attributes has {field:?} as a dimension there"
+        )));
+    }
+    if !dimensions.iter().any(|&(field, _)| field != Field::Key) {
+        return Err(HyperspaceError::Options(
+            "a subspace without an attribute".into(),
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -331,6 +391,72 @@ mod tests {
             .unwrap();
         assert_eq!(shapes[0].dimensions(), &[(Field::Key, 14)]);
         assert_eq!(&shapes[1..], &given[..]);
+    }
+
+    #[test]
+    fn the_key_spread_gives_the_key_the_bits_attributes_cannot_use() {
+        let options = HyperspaceOptions::default().space_bits(19);
+        assert!(options.key_spread);
+        // A0 of 100 values uses 7 bits, A1 unknown all 19, A2 of a million values all 19.
+        let mut population = Population::with_distinct(1 << 24, &[100, 0, 1_000_000]);
+        population.distinct[1] = None;
+        let shapes = options.shapes_for(3, 1 << 24, &population).unwrap();
+        assert_eq!(shapes[0].dimensions(), &[(Field::Key, 19)]);
+        assert_eq!(
+            shapes[1].dimensions(),
+            &[(Field::Attribute(0), 7), (Field::Key, 12)]
+        );
+        assert_eq!(shapes[2].dimensions(), &[(Field::Attribute(1), 19)]);
+        assert_eq!(shapes[3].dimensions(), &[(Field::Attribute(2), 19)]);
+        // Pairs share the bits up to their caps; the key takes what is left.
+        let pairs = options.clone().subspaces(Subspaces::Pairs);
+        let small = Population::with_distinct(1 << 24, &[100, 50]);
+        let shapes = pairs.shapes_for(2, 1 << 24, &small).unwrap();
+        assert_eq!(
+            shapes[1].dimensions(),
+            &[
+                (Field::Attribute(0), 7),
+                (Field::Attribute(1), 6),
+                (Field::Key, 6)
+            ]
+        );
+        // Off: the GHSH paper's even split, whatever the population.
+        let paper = pairs
+            .key_spread(false)
+            .shapes_for(2, 1 << 24, &small)
+            .unwrap();
+        assert_eq!(
+            paper[1].dimensions(),
+            &[(Field::Attribute(0), 10), (Field::Attribute(1), 9)]
+        );
+        // Nothing known (a new index): as the paper, on or off.
+        assert_eq!(
+            options.shapes(3, 1 << 24).unwrap(),
+            options
+                .clone()
+                .key_spread(false)
+                .shapes(3, 1 << 24)
+                .unwrap()
+        );
+    }
+
+    #[test]
+    fn given_shapes_may_end_with_the_key() {
+        let given = |dimensions| Subspaces::Shapes(vec![SpaceShape::new(dimensions).unwrap()]);
+        let options = HyperspaceOptions::default().space_bits(12);
+        let spread = given(vec![(Field::Attribute(1), 4), (Field::Key, 8)]);
+        let shapes = options.clone().subspaces(spread).shapes(2, 0).unwrap();
+        assert_eq!(
+            shapes[1].dimensions(),
+            &[(Field::Attribute(1), 4), (Field::Key, 8)]
+        );
+        for bad in [
+            given(vec![(Field::Key, 8), (Field::Attribute(1), 4)]),
+            given(vec![(Field::Key, 8)]),
+            given(vec![(Field::Attribute(2), 4), (Field::Key, 8)]),
+        ] {
+            assert!(options.clone().subspaces(bad).shapes(2, 0).is_err());
+        }
     }
 
     #[test]

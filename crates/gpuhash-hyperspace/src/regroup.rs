@@ -25,7 +25,8 @@
 //! costs more than [`RegroupOptions::shift_factor`] times as much.
 
 use crate::cost::{
-    PolicyError, Population, check_attributes, check_option, grouping_cost, space_for,
+    PolicyError, Population, check_attributes, check_option, grouping_cost, space_for, spread_key,
+    total_bits,
 };
 use crate::history::QueryHistory;
 use crate::shape::{Field, FieldSet, SpaceShape};
@@ -70,6 +71,7 @@ impl Default for RegroupOptions {
 pub struct RegroupPolicy {
     attributes: usize,
     options: RegroupOptions,
+    key_spread: bool,
 }
 
 /// Groups of attributes as bit masks (bit `i` attribute `i`).
@@ -105,7 +107,22 @@ impl RegroupPolicy {
         Ok(RegroupPolicy {
             attributes,
             options,
+            key_spread: false,
         })
+    }
+
+    /// This policy with its subspaces taking the key as a last dimension, with the bits
+    /// their attributes cannot use ([`spread_key`]; what an index whose
+    /// [`crate::HyperspaceOptions::key_spread`] is on asks for), or without (`false`, the
+    /// default of [`RegroupPolicy::new`]: the GHSH paper's subspaces).
+    pub fn with_key_spread(mut self, key_spread: bool) -> RegroupPolicy {
+        self.key_spread = key_spread;
+        self
+    }
+
+    /// Whether the subspaces take the key as a last dimension.
+    pub fn key_spread(&self) -> bool {
+        self.key_spread
     }
 
     /// The options.
@@ -136,13 +153,21 @@ impl RegroupPolicy {
         self.shapes(&partition, population)
     }
 
-    /// The space of one group of attributes.
+    /// The space of one group of attributes (bit `i` attribute `i`): [`space_for`] the
+    /// attributes, then, with the key spread on, the key with the bits they leave.
     pub fn space(&self, group: u8, population: &Population) -> SpaceShape {
         let fields: Vec<Field> = FieldSet::from_mask(u16::from(group) << 1)
             .fields()
             .collect();
-        space_for(&fields, population, self.options.target_chain_nodes)
-            .expect("a group is a non-empty set and the target was checked")
+        let target = self.options.target_chain_nodes;
+        let shape = space_for(&fields, population, target)
+            .expect("a group is a non-empty set and the target was checked");
+        if self.key_spread {
+            let total = total_bits(population, target).expect("the target was checked");
+            spread_key(shape, total)
+        } else {
+            shape
+        }
     }
 
     fn shapes(&self, partition: &[u8], population: &Population) -> Vec<SpaceShape> {
@@ -284,12 +309,19 @@ impl CostTable {
         key_index: &SpaceShape,
         population: &Population,
     ) -> CostTable {
-        let cost_in = |space: &SpaceShape| -> Vec<f64> {
+        // Searches naming the key run in the key index, never in a subspace (even one
+        // with the key as a dimension).
+        let cost_in = |space: &SpaceShape, key_index: bool| -> Vec<f64> {
             searches
                 .iter()
-                .map(|&(named, _)| {
-                    grouping_cost([(named, 1.0)], std::slice::from_ref(space), population)
-                })
+                .map(
+                    |&(named, _)| match named.contains(Field::Key) && !key_index {
+                        true => f64::INFINITY,
+                        false => {
+                            grouping_cost([(named, 1.0)], std::slice::from_ref(space), population)
+                        }
+                    },
+                )
                 .collect()
         };
         let group_costs = (0..1usize << policy.attributes)
@@ -298,13 +330,13 @@ impl CostTable {
                 if size == 0 || size > policy.options.max_dimensions {
                     Vec::new()
                 } else {
-                    cost_in(&policy.space(group as u8, population))
+                    cost_in(&policy.space(group as u8, population), false)
                 }
             })
             .collect();
         CostTable {
             weights: searches.iter().map(|&(_, w)| w).collect(),
-            key_costs: cost_in(key_index),
+            key_costs: cost_in(key_index, true),
             group_costs,
         }
     }

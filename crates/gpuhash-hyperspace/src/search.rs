@@ -5,8 +5,10 @@
 //! batch's fields go into the query history first, and under adaptive regrouping a batch
 //! that brings a look at the history due ends with it (`adaptive.rs`). A group's
 //! subtasks, one per query and bucket it touches, are made on the device and, for the
-//! grouped strategy, sorted by bucket there (a counting sort on the bucket's low bits;
-//! equal buckets end up together). Then two passes over every group, as the slab hash
+//! grouped strategy, sorted by bucket there (a counting sort on the bucket's low bits:
+//! equal buckets end up in one part, side by side unless the part holds several buckets;
+//! the kernel gives each run of one bucket to one warp, so a split run costs a second
+//! walk, never a wrong answer). Then two passes over every group, as the slab hash
 //! multimap's `get_all`: a count pass, and a write pass that puts each query's matches at its place in a layout with room for
 //! a quarter more than counted (and 8). A batch on another thread may add or remove
 //! copies between the passes (a modify in flight adds one): if a query finds more than

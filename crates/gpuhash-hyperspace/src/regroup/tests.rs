@@ -63,6 +63,14 @@ struct Case {
     options: RegroupOptions,
     population: Population,
     searches: Vec<(FieldSet, u64)>,
+    key_spread: bool,
+}
+
+impl Case {
+    fn policy(&self) -> Option<RegroupPolicy> {
+        let policy = RegroupPolicy::new(self.attributes, self.options.clone()).ok()?;
+        Some(policy.with_key_spread(self.key_spread))
+    }
 }
 
 impl Arbitrary for Case {
@@ -98,6 +106,7 @@ impl Arbitrary for Case {
             },
             population,
             searches,
+            key_spread: bool::arbitrary(g),
         }
     }
 }
@@ -198,6 +207,39 @@ fn a_frequent_pair_shares_a_subspace_under_a_memory_limit() {
 }
 
 #[test]
+fn spread_subspaces_end_with_the_key_beside_few_values() {
+    // W6's case: 2^24 tuples, 100 values an attribute, searches of one attribute.
+    let population = Population::with_distinct(1 << 24, &[100; 2]);
+    let paper = RegroupPolicy::new(2, RegroupOptions::default()).unwrap();
+    let spread = paper.clone().with_key_spread(true);
+    assert!(spread.key_spread() && !paper.key_spread());
+    let key = key_index(&population);
+    let searches = history(2, &[(attrs(&[0]), 10), (attrs(&[1]), 10)]);
+    let chosen = spread.choose(&searches, &key, &population).unwrap();
+    for shape in &chosen {
+        let dims = shape.dimensions();
+        assert_eq!(dims.len(), 2, "{chosen:?}");
+        assert_eq!(dims[0].1, 7);
+        assert_eq!(dims[1], (Field::Key, 13));
+    }
+    let plain = paper.choose(&searches, &key, &population).unwrap();
+    let spread_cost = spread.cost(&searches, &key, &chosen, &population);
+    let plain_cost = paper.cost(&searches, &key, &plain, &population);
+    // About the same node reads (the model counts reads, not how many warps share them):
+    // 2^13 short chains a search instead of one of ~5400 nodes.
+    assert!(
+        spread_cost < plain_cost * 1.25,
+        "{spread_cost} {plain_cost}"
+    );
+    // Key searches cost what the key index costs them, subspaces with the key or not.
+    let by_key = history(2, &[(FieldSet::of([Field::Key]), 5)]);
+    assert_eq!(
+        spread.cost(&by_key, &key, &chosen, &population),
+        paper.cost(&by_key, &key, &plain, &population)
+    );
+}
+
+#[test]
 fn a_frequent_pair_of_few_values_shares_a_subspace() {
     // 100 values an attribute: alone, a bucket of A0 holds n / 100 tuples; with A2 in
     // the same subspace, a conjunction's bucket holds n / 10^4.
@@ -290,7 +332,7 @@ fn eight_attributes_and_every_search_are_searched_exactly_and_quickly() {
 
 quickcheck! {
     fn choice_is_the_exact_optimum_and_never_worse_than_the_default(case: Case) -> TestResult {
-        let Ok(policy) = RegroupPolicy::new(case.attributes, case.options.clone()) else {
+        let Some(policy) = case.policy() else {
             return TestResult::discard();
         };
         let history = history(case.attributes, &case.searches);
@@ -301,21 +343,30 @@ quickcheck! {
         let default_cost = policy.cost(&history, &key, &default, &case.population);
         let optimum = brute_force_optimum(&policy, &history, &key, &case.population);
         let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs());
+        let all = FieldSet::from_mask(((1u16 << case.attributes) - 1) << 1);
+        let attributes_of = |s: &SpaceShape| s.fields().intersection(all);
+        // The key, if there, is the last dimension, only with the key spread on.
+        let keys_last = chosen.iter().all(|s| {
+            let dims = s.dimensions();
+            let key_at = dims.iter().position(|&(f, _)| f == Field::Key);
+            key_at.is_none_or(|d| case.key_spread && d + 1 == dims.len())
+        });
         let limits = chosen.len() <= case.options.max_subspaces
-            && chosen.iter().all(|s| s.dimensions().len() <= case.options.max_dimensions);
-        let covered = chosen.iter().fold(FieldSet::EMPTY, |all, s| all.union(s.fields()));
-        let disjoint = chosen.iter().map(|s| s.fields().len()).sum::<u32>() == case.attributes as u32;
+            && chosen.iter().all(|s| attributes_of(s).len() as usize <= case.options.max_dimensions);
+        let covered = chosen.iter().fold(FieldSet::EMPTY, |all, s| all.union(attributes_of(s)));
+        let disjoint = chosen.iter().map(|s| attributes_of(s).len()).sum::<u32>() == case.attributes as u32;
         TestResult::from_bool(
             limits
+                && keys_last
                 && disjoint
-                && covered == FieldSet::from_mask(((1u16 << case.attributes) - 1) << 1)
+                && covered == all
                 && close(chosen_cost, optimum)
                 && chosen_cost <= default_cost * (1.0 + 1e-9),
         )
     }
 
     fn choice_is_deterministic_and_ignores_search_order(case: Case) -> TestResult {
-        let Ok(policy) = RegroupPolicy::new(case.attributes, case.options.clone()) else {
+        let Some(policy) = case.policy() else {
             return TestResult::discard();
         };
         let key = key_index(&case.population);

@@ -47,9 +47,11 @@ fn singles(rng: &mut SeededRng, count: usize) -> Vec<Query> {
         .collect()
 }
 
-/// The position among the subspaces of the one over exactly `fields`.
+/// The position among the subspaces of the one over exactly the attributes `fields` (and
+/// the key, with the key spread).
 fn subspace_over(shapes: &[SpaceShape], fields: FieldSet) -> Option<usize> {
-    shapes.iter().position(|s| s.fields() == fields)
+    let attributes_of = |s: &SpaceShape| FieldSet::from_mask(s.fields().mask() & !Field::Key.bit());
+    shapes.iter().position(|s| attributes_of(s) == fields)
 }
 
 #[test]
@@ -164,7 +166,9 @@ fn regroup_from_history_groups_a_frequent_conjunction() {
     }
     // The index regroups to what the policy chooses from its own history and population.
     let shapes = idx.space_shapes();
-    let policy = RegroupPolicy::new(3, RegroupOptions::default()).expect("a policy");
+    let policy = RegroupPolicy::new(3, RegroupOptions::default())
+        .expect("a policy")
+        .with_key_spread(idx.options().key_spread);
     let expected = policy
         .choose(&idx.query_history(), &shapes[0], &idx.population())
         .expect("a choice");

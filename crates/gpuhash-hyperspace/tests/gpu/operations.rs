@@ -5,7 +5,7 @@ use crate::common::{
     Model, batch, check_contents, check_searches, index, random_tuples, some_queries, with_keys,
 };
 use gpuhash_core::table::{ErrorKind, TableError};
-use gpuhash_hyperspace::shape::{Field, coordinate};
+use gpuhash_hyperspace::shape::{Field, SpaceShape, coordinate};
 use gpuhash_hyperspace::{
     HyperspaceError, HyperspaceIndex, HyperspaceOptions, InsertStatus, Query, SearchStrategy,
     Subspaces, TupleBatch, Tuples,
@@ -29,7 +29,17 @@ const ODD_VALUES: [u32; 8] = [
 fn device_buckets_equal_host_buckets() {
     let _memory = shared_memory();
     let mut rng = SeededRng::new(1);
-    for subspaces in [Subspaces::EachAttribute, Subspaces::Pairs] {
+    let shape = |dimensions| SpaceShape::new(dimensions).expect("a shape");
+    // Subspaces with the key as their last dimension, as the key spread makes them.
+    let spread = Subspaces::Shapes(vec![
+        shape(vec![(Field::Attribute(1), 5), (Field::Key, 8)]),
+        shape(vec![
+            (Field::Attribute(0), 3),
+            (Field::Attribute(2), 4),
+            (Field::Key, 6),
+        ]),
+    ]);
+    for subspaces in [Subspaces::EachAttribute, Subspaces::Pairs, spread] {
         let options = HyperspaceOptions::default()
             .subspaces(subspaces)
             .space_bits(13)
@@ -537,5 +547,88 @@ fn modifies_that_grow_a_light_allocator_take_out_the_right_copies() {
         let what = format!("light, round {round}");
         check_contents(&idx, &model, &[], &what);
         check_searches(&idx, &model, &some_queries(&mut rng, 2, 20, &model), &what);
+    }
+}
+
+/// The spaces' dimensions, whether the attribute subspaces have a key dimension.
+fn keyed_subspaces(idx: &HyperspaceIndex) -> Vec<bool> {
+    idx.space_shapes()[1..]
+        .iter()
+        .map(|s| s.fields().contains(Field::Key))
+        .collect()
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn low_cardinality_modifies_deletes_and_searches_match_the_model_with_and_without_key_spread() {
+    let _memory = shared_memory();
+    for (spread, strategy) in [
+        (true, SearchStrategy::Grouped),
+        (true, SearchStrategy::OneAtATime),
+        (false, SearchStrategy::Grouped),
+    ] {
+        let what = format!("key spread {spread}, {strategy:?}");
+        let mut rng = SeededRng::new(0x5bed + u64::from(spread));
+        let (p, n, cardinality) = (3, 40_000, 100);
+        let options = HyperspaceOptions::default()
+            .key_spread(spread)
+            .search(strategy)
+            .subspaces(Subspaces::Groups(vec![vec![0], vec![1, 2]]));
+        let tuples = random_tuples(&mut rng, p, n, 1 << 24, cardinality);
+        let idx = HyperspaceIndex::build(device(), p, batch(&tuples), options).expect(&what);
+        // 40000 tuples, 32 a bucket: 11 bits. 100 values use 7: 4 left to the key beside
+        // A0 alone; A1 and A2 use all 11 together (7 + 4 at most, 6 + 5 dealt).
+        assert_eq!(keyed_subspaces(&idx), vec![spread, false], "{what}");
+        let mut model = Model::default();
+        model.insert(&tuples);
+        check_contents(&idx, &model, &[7], &what);
+        let mut queries = some_queries(&mut rng, p, cardinality, &model);
+        // Every value of A0 once: each search touches all of its key coordinates.
+        queries.extend((0..cardinality as u32 + 1).map(|v| Query::attribute(0, v)));
+        check_searches(&idx, &model, &queries, &what);
+        for round in 0..3 {
+            let what = format!("{what}, round {round}");
+            // Modify held keys (new attributes: most copies change bucket) and some absent.
+            let mut keys: Vec<u32> = model.tuples.keys().copied().step_by(7).take(3000).collect();
+            keys.extend([1 << 25, (1 << 25) + 1]);
+            let changed = with_keys(&mut rng, p, keys, cardinality);
+            assert_eq!(
+                idx.modify(batch(&changed)).expect(&what),
+                model.modify(&changed),
+                "{what}: modify"
+            );
+            // Delete held keys and absent ones.
+            let mut gone: Vec<u32> = model
+                .tuples
+                .keys()
+                .copied()
+                .skip(round)
+                .step_by(11)
+                .take(2000)
+                .collect();
+            gone.push(1 << 26);
+            let expected = model.delete(&gone);
+            assert_eq!(idx.delete(&gone).expect(&what), expected, "{what}: delete");
+            check_contents(&idx, &model, &gone[..20], &what);
+            check_searches(&idx, &model, &queries, &what);
+        }
+        // A regroup sizes the subspaces from the index's estimates: the key spread again.
+        idx.regroup(Subspaces::EachAttribute).expect(&what);
+        assert_eq!(keyed_subspaces(&idx), vec![spread; 3], "{what}: regrouped");
+        check_contents(&idx, &model, &[7], &what);
+        check_searches(&idx, &model, &queries, &what);
+        // Keys past every one held.
+        let fresh = with_keys(
+            &mut rng,
+            p,
+            ((1 << 27)..(1 << 27) + 2000).collect(),
+            cardinality,
+        );
+        assert_eq!(
+            idx.insert(batch(&fresh)).expect(&what),
+            model.insert(&fresh),
+            "{what}"
+        );
+        check_searches(&idx, &model, &queries, &what);
     }
 }

@@ -2,8 +2,10 @@
 //! model.
 
 use crate::common::{Model, batch, check_contents, check_searches, index};
-use gpuhash_hyperspace::shape::Field;
-use gpuhash_hyperspace::{HyperspaceError, HyperspaceOptions, Query, SearchStrategy, Tuples};
+use gpuhash_hyperspace::shape::{Field, SpaceShape};
+use gpuhash_hyperspace::{
+    HyperspaceError, HyperspaceOptions, Query, SearchStrategy, Subspaces, Tuples,
+};
 use gpuhash_test_support::shared_memory;
 use quickcheck::{Arbitrary, Gen, QuickCheck};
 
@@ -70,11 +72,26 @@ fn has_repeats(keys: &[u32]) -> bool {
     sorted.windows(2).any(|w| w[0] == w[1])
 }
 
-fn run(ops: Vec<Op>, strategy: SearchStrategy) -> bool {
+/// Subspaces of 6 values an attribute: each attribute alone, or with the key spread,
+/// each attribute's 3 bits and the key's 2 bits after them (as a build or regroup would
+/// size them for few values).
+fn subspaces(key_spread: bool) -> Subspaces {
+    if !key_spread {
+        return Subspaces::EachAttribute;
+    }
+    let spread = |a| SpaceShape::new(vec![(Field::Attribute(a), 3), (Field::Key, 2)]).unwrap();
+    Subspaces::Shapes(vec![spread(0), spread(1)])
+}
+
+fn run(ops: Vec<Op>, strategy: SearchStrategy, key_spread: bool) -> bool {
     let idx = index(
         2,
         64,
-        HyperspaceOptions::default().search(strategy).space_bits(3),
+        HyperspaceOptions::default()
+            .search(strategy)
+            .space_bits(3)
+            .key_spread(key_spread)
+            .subspaces(subspaces(key_spread)),
     );
     let mut model = Model::default();
     for (step, op) in ops.iter().enumerate() {
@@ -136,10 +153,22 @@ fn run(ops: Vec<Op>, strategy: SearchStrategy) -> bool {
 #[ignore = "needs a CUDA device"]
 fn operation_sequences_match_the_model() {
     let _memory = shared_memory();
-    QuickCheck::new()
-        .tests(40)
-        .quickcheck((|ops: Vec<Op>| run(ops, SearchStrategy::Grouped)) as fn(Vec<Op>) -> bool);
-    QuickCheck::new()
-        .tests(20)
-        .quickcheck((|ops: Vec<Op>| run(ops, SearchStrategy::OneAtATime)) as fn(Vec<Op>) -> bool);
+    QuickCheck::new().tests(40).quickcheck(
+        (|ops: Vec<Op>| run(ops, SearchStrategy::Grouped, false)) as fn(Vec<Op>) -> bool,
+    );
+    QuickCheck::new().tests(20).quickcheck(
+        (|ops: Vec<Op>| run(ops, SearchStrategy::OneAtATime, false)) as fn(Vec<Op>) -> bool,
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn operation_sequences_with_the_key_spread_match_the_model() {
+    let _memory = shared_memory();
+    QuickCheck::new().tests(40).quickcheck(
+        (|ops: Vec<Op>| run(ops, SearchStrategy::Grouped, true)) as fn(Vec<Op>) -> bool,
+    );
+    QuickCheck::new().tests(20).quickcheck(
+        (|ops: Vec<Op>| run(ops, SearchStrategy::OneAtATime, true)) as fn(Vec<Op>) -> bool,
+    );
 }
