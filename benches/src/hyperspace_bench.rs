@@ -296,7 +296,7 @@ fn compare(
         (
             "search A1 and A2",
             vec![Field::Attribute(0), Field::Attribute(1)],
-            UPDATE_BATCH,
+            update_batch(spec),
         ),
     ];
     // The column scan's columns, uploaded once, outside the timings.
