@@ -408,6 +408,7 @@ pub fn spread_key(shape: SpaceShape, total: u32) -> SpaceShape {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::shape::attribute_dimensions;
     use quickcheck::{TestResult, quickcheck};
 
     fn attr(i: u8) -> Field {
@@ -615,12 +616,7 @@ mod tests {
 
     quickcheck! {
         fn cost_is_monotone_in_touched_buckets(bits: Vec<u8>, a: u16, b: u16, n: u32) -> TestResult {
-            let dims: Vec<(Field, u8)> = bits
-                .iter()
-                .take(4)
-                .enumerate()
-                .map(|(i, b)| (attr(i as u8), b % 7))
-                .collect();
+            let dims = attribute_dimensions(&bits, 4, 7);
             let space = SpaceShape::new(dims).expect("at most 24 bits");
             let (a, b) = (FieldSet::from_mask(a & 0x1e), FieldSet::from_mask(b & 0x1e));
             let population = Population::uniform(u64::from(n));
@@ -634,12 +630,7 @@ mod tests {
         }
 
         fn naming_more_fields_never_costs_more(bits: Vec<u8>, a: u16, extra: u16, n: u32, distinct: Vec<u32>) -> bool {
-            let dims: Vec<(Field, u8)> = bits
-                .iter()
-                .take(4)
-                .enumerate()
-                .map(|(i, b)| (attr(i as u8), b % 7))
-                .collect();
+            let dims = attribute_dimensions(&bits, 4, 7);
             let space = SpaceShape::new(dims).expect("at most 24 bits");
             let distinct: Vec<u64> = distinct.iter().map(|&d| u64::from(d) + 1).collect();
             let population = Population::with_distinct(u64::from(n), &distinct);
@@ -649,12 +640,7 @@ mod tests {
         }
 
         fn more_tuples_never_cost_less(bits: Vec<u8>, named: u16, n: u32, more: u32) -> bool {
-            let dims: Vec<(Field, u8)> = bits
-                .iter()
-                .take(4)
-                .enumerate()
-                .map(|(i, b)| (attr(i as u8), b % 7))
-                .collect();
+            let dims = attribute_dimensions(&bits, 4, 7);
             let space = SpaceShape::new(dims).expect("at most 24 bits");
             let named = FieldSet::from_mask(named & 0x1e);
             let small = Population::uniform(u64::from(n));

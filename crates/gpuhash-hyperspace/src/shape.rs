@@ -187,6 +187,17 @@ impl SpaceShape {
     }
 }
 
+/// Test dimensions: attribute `i` with `bits[i] % below` coordinate bits, for the first
+/// `most` entries of `bits`.
+#[cfg(test)]
+pub(crate) fn attribute_dimensions(bits: &[u8], most: usize, below: u8) -> Vec<(Field, u8)> {
+    bits.iter()
+        .take(most)
+        .enumerate()
+        .map(|(i, b)| (Field::Attribute(i as u8), b % below))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -242,24 +253,14 @@ mod tests {
 
     quickcheck! {
         fn buckets_stay_below_the_bucket_count(bits: Vec<u8>, values: Vec<u32>, seed: u32) -> bool {
-            let dims: Vec<(Field, u8)> = bits
-                .iter()
-                .take(MAX_ATTRIBUTES)
-                .enumerate()
-                .map(|(i, b)| (Field::Attribute(i as u8), b % 4))
-                .collect();
+            let dims = attribute_dimensions(&bits, MAX_ATTRIBUTES, 4);
             let shape = SpaceShape::new(dims).expect("at most 24 bits");
             let value_of = |f: Field| values.get(f.index() as usize).copied().unwrap_or(0);
             u64::from(shape.bucket(seed, value_of)) < shape.bucket_count()
         }
 
         fn touched_buckets_multiply_over_free_dimensions(bits: Vec<u8>, named: u16) -> bool {
-            let dims: Vec<(Field, u8)> = bits
-                .iter()
-                .take(MAX_ATTRIBUTES)
-                .enumerate()
-                .map(|(i, b)| (Field::Attribute(i as u8), b % 4))
-                .collect();
+            let dims = attribute_dimensions(&bits, MAX_ATTRIBUTES, 4);
             let shape = SpaceShape::new(dims.clone()).expect("at most 24 bits");
             let named = FieldSet::from_mask(named);
             let expected: u64 = dims
