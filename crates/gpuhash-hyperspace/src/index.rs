@@ -159,18 +159,19 @@ impl HyperspaceIndex {
         options: HyperspaceOptions,
     ) -> Result<Self> {
         let n = batch.len() as u64;
-        let ((), sketches) = sketched_beside(batch.attributes, batch.len(), || ());
+        // The spaces are sized from the columns' distinct values, sketched while the
+        // tuples go up.
+        let stream = device.lend_stream()?;
+        let (tuples, sketches) = sketched_beside(batch.attributes, batch.len(), || {
+            DeviceTuples::from_batch(&stream, batch)
+        });
+        let tuples = tuples?;
         let shapes = options.shapes_for(p, n, &population_of(n, &sketches))?;
         let index = Self::with_shapes(device, p, n, options, shapes)?;
-        let build = || -> Result<()> {
-            let stream = device.lend_stream()?;
-            let tuples = DeviceTuples::from_batch(&stream, batch)?;
-            for space in index.spaces().all() {
-                space.build(&stream, &tuples)?;
-            }
-            Ok(stream.synchronize()?)
-        };
-        build()?;
+        for space in index.spaces().all() {
+            space.build(&stream, &tuples)?;
+        }
+        stream.synchronize()?;
         index.observations.lock().added(n, &sketches);
         Ok(index)
     }
