@@ -12,6 +12,17 @@
 // chunk's heads: the lines in flight outgrow L2 and are fetched twice. So nothing here
 // prefetches; the keys of the next chunk are loaded while a chunk is served.
 //
+// An insert's tile may read a slab's first 64 bytes first (a random read fetches 64 bytes
+// of DRAM on the H100) and the whole slab only when that half is full and lacks the key:
+// entries fill a list from its first spot on, so while lists are short most first empty
+// spots lie there. The host asks for it (GhSlabOpsParams.half_first) only then: on an H100
+// (n = 2^26 u32 pairs) builds read by halves ran 7 to 9% faster at means of 7.5 and 8 pairs
+// a bucket, and 9% slower at 13.5, where most first halves are full and each costs a
+// second, dependent read (a rate of such reads kept by each tile on the device still lost
+// 6 to 8% there). Finds read the whole slab at once: by halves, hits ran no faster (20308
+// against 20227 M/s) and misses, which mostly need both halves, 25% slower; tiles of 2
+// lanes found 3% slower than tiles of 4.
+//
 // Every lane of the warp runs every step (the loops end on warp-wide votes), so whole-warp
 // ballots and shuffles serve all tiles at once, and the warp allocator, which needs all 32
 // lanes, can extend any tile's list.
@@ -27,6 +38,7 @@ struct SlabTile {
     static constexpr uint32_t kWords = GH_SLAB_WORDS / kLanes;  // words a lane holds
     static constexpr uint32_t kSpots = kWords / Shape::kEntryWords;  // entry spots a lane holds
     static constexpr uint32_t kMask = (1u << kLanes) - 1u;
+    static constexpr uint32_t kHalfWords = GH_SLAB_WORDS / 2;  // 64 bytes: one DRAM fetch
 
     uint32_t base;  // the tile's first lane
     uint32_t rank;  // this lane's place in the tile
@@ -36,9 +48,12 @@ struct SlabTile {
         return SlabTile{lane & ~(kLanes - 1u), lane & (kLanes - 1u)};
     }
 
-    // The lane's words of the slab. From L2, as read_slab: other warps change slabs.
-    __device__ void read(const uint32_t *slab, uint32_t (&w)[kWords]) const {
-        const uint4 *src = reinterpret_cast<const uint4 *>(slab) + rank * (kWords / 4);
+    // The lane's words of the slab, or of its first half only (`half`: the lanes past it
+    // read the words of the lanes before them again, in the same request, and their spots
+    // count as unseen). From L2, as read_slab: other warps change slabs.
+    __device__ void read(const uint32_t *slab, bool half, uint32_t (&w)[kWords]) const {
+        const uint32_t from = half ? rank % (kLanes / 2) : rank;
+        const uint4 *src = reinterpret_cast<const uint4 *>(slab) + from * (kWords / 4);
 #pragma unroll
         for (uint32_t j = 0; j < kWords / 4; ++j) {
             const uint4 v = __ldcg(src + j);
@@ -52,19 +67,23 @@ struct SlabTile {
     // The slab word where this lane's spot j starts.
     __device__ uint32_t word_of(uint32_t j) const { return rank * kWords + j * Shape::kEntryWords; }
 
-    __device__ bool is_spot(uint32_t j) const { return word_of(j) < Shape::kEntries * Shape::kEntryWords; }
+    // Whether this lane's spot j is a spot of the slab, and in the part read. Entries of
+    // 1, 2 or 4 words never straddle the half.
+    __device__ bool is_spot(uint32_t j, bool half) const {
+        return word_of(j) < Shape::kEntries * Shape::kEntryWords && (!half || word_of(j) < kHalfWords);
+    }
 
     template <uint32_t kPartWords>
     __device__ static uint64_t part(const uint32_t (&w)[kWords], uint32_t at) {
         return kPartWords == 1 ? w[at] : ((uint64_t)w[at + 1] << 32) | w[at];
     }
 
-    // Bit j set where this lane's spot j holds `key`.
-    __device__ uint32_t spots_holding(const uint32_t (&w)[kWords], uint64_t key) const {
+    // Bit j set where this lane's spot j, read (`half` as for read), holds `key`.
+    __device__ uint32_t spots_holding(const uint32_t (&w)[kWords], uint64_t key, bool half) const {
         uint32_t bits = 0;
 #pragma unroll
         for (uint32_t j = 0; j < kSpots; ++j) {
-            const bool hit = is_spot(j) && part<Shape::kKeyWords>(w, j * Shape::kEntryWords) == key;
+            const bool hit = is_spot(j, half) && part<Shape::kKeyWords>(w, j * Shape::kEntryWords) == key;
             bits |= (hit ? 1u : 0u) << j;
         }
         return bits;
@@ -177,9 +196,10 @@ __device__ __forceinline__ BulkElement settle(const GhSlabTable &table, const Bu
 
 // Serves one chunk: each tile takes its lanes' operations in turn. Writes this lane's status
 // and result when its operation ends. Every collective below is reached by all 32 lanes.
-template <typename Shape, uint32_t kLanes, bool kInsert>
+template <typename Shape, uint32_t kLanes, bool kInsert, bool kHalfFirst>
 __device__ void serve_tiles(const GhSlabTable &table, WarpAllocator &allocator, const BulkElement &mine,
                             uint32_t &status, uint64_t &result) {
+    static_assert(kInsert || !kHalfFirst, "finds read whole slabs");
     using Tile = SlabTile<Shape, kLanes>;
     constexpr uint32_t kKind = Shape::kKind;
     const Tile t = Tile::mine();
@@ -188,6 +208,7 @@ __device__ void serve_tiles(const GhSlabTable &table, WarpAllocator &allocator, 
     const uint32_t *slab = nullptr;
     uint64_t want = 0, value = 0;
     bool finished = true;  // start (or move on to) the next pending lane
+    bool half = kHalfFirst;  // read the slab's first half only
     while (true) {
         // The next pending lane's operation, shuffled to every lane of its tile.
         const uint32_t first_pending = pending == 0 ? 0 : __ffs(pending) - 1;
@@ -199,6 +220,7 @@ __device__ void serve_tiles(const GhSlabTable &table, WarpAllocator &allocator, 
             slab = head_slab(table, bucket);
             want = next_want;
             value = next_value;
+            half = kHalfFirst;
         }
         const bool busy = pending != 0;
         if (!__any_sync(kFullWarp, busy)) {
@@ -206,18 +228,19 @@ __device__ void serve_tiles(const GhSlabTable &table, WarpAllocator &allocator, 
         }
         uint32_t w[Tile::kWords];
         if (busy) {
-            t.read(slab, w);
+            t.read(slab, half, w);
         } else {
 #pragma unroll
             for (uint32_t j = 0; j < Tile::kWords; ++j) w[j] = GH_INVALID_SLAB;
         }
         const uint32_t next = t.next(w);
-        const uint32_t matches = kInsert && kKind == GH_TABLE_MULTIMAP ? 0 : t.spots_holding(w, want);
+        const uint32_t matches = kInsert && kKind == GH_TABLE_MULTIMAP ? 0 : t.spots_holding(w, want, half);
         const uint32_t match_lanes = t.own(__ballot_sync(kFullWarp, matches != 0));
         const uint32_t match_lane = match_lanes == 0 ? 0 : __ffs(match_lanes) - 1;
         uint32_t outcome = GH_STATUS_PENDING;
         uint64_t found = 0;
         bool advance = false;  // move down the list: neither key nor room here
+        bool widen = false;    // read the whole slab: its first half has neither
         if (!kInsert) {
             found = t.from_lane(Tile::value_of(w, __ffs(matches) - 1), match_lane);
             if (busy && match_lanes != 0) {
@@ -230,9 +253,10 @@ __device__ void serve_tiles(const GhSlabTable &table, WarpAllocator &allocator, 
             // Entries are only ever added at the first empty spot of a list, so a key not
             // met before that spot is in the list nowhere.
             const bool busy_spot = Shape::kWaitsForBusy && busy && match_lanes == 0 &&
-                                   t.spots_holding(w, Shape::kBusy) != 0;
+                                   t.spots_holding(w, Shape::kBusy, half) != 0;
             const bool wait = must_wait<Shape>(t.own(__ballot_sync(kFullWarp, busy_spot)) != 0);
-            const uint32_t empties = busy && match_lanes == 0 && !wait ? t.spots_holding(w, Shape::kEmpty) : 0;
+            const uint32_t empties =
+                busy && match_lanes == 0 && !wait ? t.spots_holding(w, Shape::kEmpty, half) : 0;
             const uint32_t empty_lanes = t.own(__ballot_sync(kFullWarp, empties != 0));
             const bool stored = empty_lanes != 0 && t.rank == __ffs(empty_lanes) - 1 &&
                                 claim_spot<Shape>(const_cast<uint32_t *>(slab), t.word_of(__ffs(empties) - 1),
@@ -250,6 +274,8 @@ __device__ void serve_tiles(const GhSlabTable &table, WarpAllocator &allocator, 
                 outcome = claimed ? GH_STATUS_DONE : GH_STATUS_PENDING;
             } else if (wait) {
                 outcome = GH_STATUS_PENDING;  // read the slab again once the busy spot resolves
+            } else if (busy && half) {
+                widen = true;  // a full first half: the key or the first empty spot lies past it
             } else if (busy && next == GH_INVALID_SLAB) {
                 outcome = GH_STATUS_NO_SLAB;  // unless a slab is linked below
             } else {
@@ -277,6 +303,9 @@ __device__ void serve_tiles(const GhSlabTable &table, WarpAllocator &allocator, 
             pending &= pending - 1;
         } else if (advance) {
             slab = slab_pointer(table.alloc, next);
+            half = kHalfFirst;
+        } else if (widen) {
+            half = false;
         }
     }
 }
@@ -294,7 +323,12 @@ __device__ void run_bulk(const GhSlabOpsParams &p) {
         ahead = load_element<Shape, kInsert>(p, base + stride + lane_id());
         uint32_t status = GH_STATUS_PENDING;
         uint64_t result = 0;
-        serve_tiles<Shape, kBulkTileLanes, kInsert>(p.table, allocator, mine, status, result);
+        // Two copies of the walk, so that whole-slab passes carry no test of `half`.
+        if (kInsert && p.half_first != 0) {
+            serve_tiles<Shape, kBulkTileLanes, kInsert, kInsert>(p.table, allocator, mine, status, result);
+        } else {
+            serve_tiles<Shape, kBulkTileLanes, kInsert, false>(p.table, allocator, mine, status, result);
+        }
         if (mine.active) {
             answer<Shape>(p, base + lane_id(), status, result);
         }

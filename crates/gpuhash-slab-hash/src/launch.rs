@@ -105,6 +105,8 @@ pub(crate) struct OpsBuffers<'a, K, V> {
     pub status: Option<&'a mut DeviceBuffer<u8>>,
     /// Serve every element; else only those whose status is PENDING.
     pub answer_all: bool,
+    /// Bulk inserts read each slab's first half before the whole.
+    pub half_first: bool,
 }
 
 /// One pass of operations over the table.
@@ -146,6 +148,8 @@ pub(crate) fn ops<K: Pod, V: Pod>(
         count: count as u64,
         uniform_op: buffers.uniform_op,
         answer_all: u32::from(buffers.answer_all),
+        half_first: u32::from(buffers.half_first),
+        pad: 0,
     };
     let kernels = kernels(shape)?;
     let kernel = match (buffers.ops, buffers.uniform_op) {

@@ -80,10 +80,12 @@ pub struct GhSlabOpsParams {
     pub count: u64,
     pub uniform_op: u32,
     pub answer_all: u32,
+    pub half_first: u32,
+    pub pad: u32,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of GhSlabOpsParams"][::core::mem::size_of::<GhSlabOpsParams>() - 136usize];
+    ["Size of GhSlabOpsParams"][::core::mem::size_of::<GhSlabOpsParams>() - 144usize];
     ["Alignment of GhSlabOpsParams"][::core::mem::align_of::<GhSlabOpsParams>() - 8usize];
     ["Offset of field: GhSlabOpsParams::table"]
         [::core::mem::offset_of!(GhSlabOpsParams, table) - 0usize];
@@ -103,6 +105,10 @@ const _: () = {
         [::core::mem::offset_of!(GhSlabOpsParams, uniform_op) - 128usize];
     ["Offset of field: GhSlabOpsParams::answer_all"]
         [::core::mem::offset_of!(GhSlabOpsParams, answer_all) - 132usize];
+    ["Offset of field: GhSlabOpsParams::half_first"]
+        [::core::mem::offset_of!(GhSlabOpsParams, half_first) - 136usize];
+    ["Offset of field: GhSlabOpsParams::pad"]
+        [::core::mem::offset_of!(GhSlabOpsParams, pad) - 140usize];
 };
 impl Default for GhSlabOpsParams {
     fn default() -> Self {

@@ -134,6 +134,7 @@ impl SlabTable {
         slabs.lost.clear(stream)?;
         self.possibly_in_use.set(0);
         self.may_hold_tombstones.store(false, Ordering::Release);
+        self.entries_bound.store(0, Ordering::Release);
         Ok(())
     }
 

@@ -3,7 +3,7 @@
 //! ([`SlabTable::queue`]) or run to the end with retries ([`SlabTable::run`]). Room for
 //! inserts is in `room.rs`, whole-table passes in `scan.rs`, images in `image.rs`.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use gpuhash_core::hash::Universal32;
 use gpuhash_core::last_copy::{self, DuplicateKeys};
@@ -52,6 +52,9 @@ pub(crate) struct SlabTable {
     /// Set when a batch that may remove entries is queued, cleared by a compaction:
     /// whether compacting could give slabs back.
     pub may_hold_tombstones: AtomicBool,
+    /// An upper bound of the entries held: every batch that may insert adds its most
+    /// inserts; unknown (`u64::MAX`) for a table loaded from an image, 0 after a clear.
+    pub entries_bound: AtomicU64,
 }
 
 /// What one batch asks: `ops` per element or `uniform_op` for all, on `keys` (and
@@ -108,6 +111,7 @@ struct Answers<'a, V> {
     results: Option<&'a mut DeviceBuffer<V>>,
     status: Option<&'a mut DeviceBuffer<u8>>,
     answer_all: bool,
+    half_first: bool,
 }
 
 impl SlabTable {
@@ -139,10 +143,12 @@ impl SlabTable {
             options.duplicate_keys,
             Slabs { alloc, heads, lost },
             0,
+            0,
         ))
     }
 
-    /// A table of these parts, `in_use` of whose slabs are taken.
+    /// A table of these parts, `in_use` of whose slabs are taken, holding at most
+    /// `entries_bound` entries.
     pub(crate) fn assemble(
         device: &Device,
         shape: Shape,
@@ -150,6 +156,7 @@ impl SlabTable {
         duplicate_keys: DuplicateKeys,
         slabs: Slabs,
         in_use: u64,
+        entries_bound: u64,
     ) -> Self {
         Self {
             shape,
@@ -160,6 +167,7 @@ impl SlabTable {
             slabs: RwLock::new(slabs),
             possibly_in_use: InUseBound::new(in_use),
             may_hold_tombstones: AtomicBool::new(in_use > 0),
+            entries_bound: AtomicU64::new(entries_bound),
         }
     }
 
@@ -205,6 +213,7 @@ impl SlabTable {
         status: Option<&mut DeviceBuffer<u8>>,
     ) -> Result<()> {
         check_lengths(batch, results.as_deref(), status.as_deref())?;
+        let half_first = self.half_first(batch);
         let slabs = self.slabs_for(stream, batch, Room::Required)?;
         if self.keeps_last_copies(batch) {
             let mut marked = self.marked_status(stream, batch)?;
@@ -212,6 +221,7 @@ impl SlabTable {
                 results,
                 status: Some(&mut marked),
                 answer_all: false,
+                half_first,
             };
             return self.launch(&slabs, stream, batch, answers, None);
         }
@@ -219,6 +229,7 @@ impl SlabTable {
             results,
             status,
             answer_all: true,
+            half_first,
         };
         self.launch(&slabs, stream, batch, answers, None)
     }
@@ -234,6 +245,7 @@ impl SlabTable {
     ) -> Result<DeviceBuffer<u8>> {
         check_lengths(batch, results.as_deref(), None)?;
         let mut status = self.marked_status(stream, batch)?;
+        let half_first = self.half_first(batch);
         let mut room = Room::BestEffort;
         loop {
             let slabs = match self.slabs_for(stream, batch, room) {
@@ -252,6 +264,7 @@ impl SlabTable {
                 results: results.as_deref_mut(),
                 status: Some(&mut status),
                 answer_all: false,
+                half_first,
             };
             self.launch(&slabs, stream, batch, answers, Some(&mut exhaustion))?;
             drop(slabs);
@@ -314,6 +327,23 @@ impl SlabTable {
         Ok(self.with_room(stream, needed, room)?)
     }
 
+    /// Whether the inserts of `batch` should read slabs by halves, counting the batch into
+    /// the entries bound: while the table, with every insert of the batch, would hold at
+    /// most 1.25 entries a bucket for each spot in a slab's first half, most lists' first
+    /// empty spot lies in that half (measured: slab_tile.cuh).
+    fn half_first<K, V>(&self, batch: &Batch<'_, K, V>) -> bool {
+        let added = batch.max_inserts as u64;
+        let before = self
+            .entries_bound
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |b| {
+                Some(b.saturating_add(added))
+            })
+            .unwrap_or(u64::MAX);
+        let after = before.saturating_add(added);
+        let limit = u64::from(self.bucket_count) * self.shape.in_first_half() * 5 / 4;
+        added > 0 && after <= limit
+    }
+
     fn keeps_last_copies<K, V>(&self, batch: &Batch<'_, K, V>) -> bool {
         self.duplicate_keys == DuplicateKeys::LastCopy
             && self.shape.kind == Kind::Map
@@ -362,6 +392,7 @@ impl SlabTable {
                 results: answers.results,
                 status: answers.status,
                 answer_all: answers.answer_all,
+                half_first: answers.half_first,
             };
             launch::ops(stream, self.shape, table, buffers)
         })?)

@@ -85,6 +85,10 @@ typedef struct GhSlabOpsParams {
     uint32_t uniform_op;
     /* Serve every element, whatever status holds; else only PENDING ones. */
     uint32_t answer_all;
+    /* Bulk inserts read each slab's first half before the whole (set while lists are
+     * short enough that their first empty spot mostly lies there). */
+    uint32_t half_first;
+    uint32_t pad;
 } GhSlabOpsParams;
 
 /* Multimap: the values of keys[i] into out[offsets[i] ..], at most counts[i] of them;
