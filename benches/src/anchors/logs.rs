@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use gpuhash_cuckoo::CuckooTable;
+use gpuhash_cuckoo::{BucketLayout, CuckooTable};
 
 use super::{PAIR_BYTES, Row, Run, Side};
 
@@ -183,8 +183,22 @@ fn read_ours(text: &str, run: &mut Run) {
                 .split(", ")
                 .find_map(|part| part.strip_prefix("d = ")?.parse::<u64>().ok())
                 .unwrap_or(3);
-            run.rows
-                .extend(table.rows.iter().filter_map(|r| dyhash_row(table, r, d)));
+            // Logs of before the packed layout name none: their buckets were split.
+            let (layout, suffix) = if table.caption.contains("packed buckets") {
+                (BucketLayout::Packed, "")
+            } else if table.caption.contains("split buckets") {
+                (BucketLayout::Split, " split")
+            } else {
+                (BucketLayout::Split, "")
+            };
+            let slots = CuckooTable::<u32, u32>::bucket_slots(layout).unwrap_or(32) as u64;
+            let system = format!("gpuhash DyHash d{d}{suffix}");
+            run.rows.extend(
+                table
+                    .rows
+                    .iter()
+                    .filter_map(|r| dyhash_row(table, r, d * slots, &system)),
+            );
         }
     }
     if !run.rows.iter().any(|r| r.side == Side::Ours) {
@@ -193,17 +207,17 @@ fn read_ours(text: &str, run: &mut Run) {
     }
 }
 
-/// A DyHash W1 row: load asked and built, buckets a subtable, rates, table bytes a pair.
-fn dyhash_row(table: &Table<'_>, row: &[&str], d: u64) -> Option<Row> {
-    let slots = CuckooTable::<u32, u32>::SLOTS_PER_BUCKET as u64;
+/// A DyHash W1 row of `system`: load asked and built, buckets a subtable (`slots` pairs
+/// of the whole table a bucket of each subtable), rates, table bytes a pair.
+fn dyhash_row(table: &Table<'_>, row: &[&str], slots: u64, system: &str) -> Option<Row> {
     let buckets: u64 = table.cell(row, "buckets/subtable")?.parse().ok()?;
     let rate = |name: &str| table.number(row, name);
     Some(Row {
-        system: format!("gpuhash DyHash d{d}"),
+        system: system.to_string(),
         side: Side::Ours,
         asked: table.number(row, "load asked")?,
         built: table.number(row, "load built")?,
-        capacity: buckets * d * slots,
+        capacity: buckets * slots,
         is_load: true,
         bytes_per_pair: table.number(row, "table bytes/pair"),
         rates: [

@@ -281,6 +281,7 @@ mod key;
     reason = "the kernel launches: raw device pointers handed to the GPU"
 )]
 mod launch;
+mod layout;
 #[allow(
     dead_code,
     unsafe_code,
@@ -293,5 +294,6 @@ pub mod policy;
 mod table;
 
 pub use error::{CuckooError, Result};
+pub use layout::BucketLayout;
 pub use options::{CuckooOptions, DuplicateKeys};
 pub use table::{CuckooTable, IMAGE_LAYOUT_VERSION, ResizeStats};
