@@ -20,6 +20,19 @@ use crate::layouts::{
 ///   12 bytes, so it stays split.
 /// - [`Auto`](Self::Auto), the default: packed where the pair fits, split otherwise.
 ///
+/// ```
+/// use gpuhash_cuckoo::{BucketLayout, CuckooOptions, CuckooTable};
+///
+/// // u32 pairs are packed unless split buckets are asked for; u64 keys stay split.
+/// assert_eq!(BucketLayout::Auto.resolve(4, 4)?, BucketLayout::Packed);
+/// assert_eq!(BucketLayout::Auto.resolve(8, 4)?, BucketLayout::Split);
+/// assert_eq!(CuckooTable::<u32, u32>::bucket_slots(BucketLayout::Auto)?, 16);
+/// assert_eq!(CuckooTable::<u32, u32>::bucket_slots(BucketLayout::Split)?, 32);
+/// let compare = CuckooOptions::with_capacity(1 << 20).layout(BucketLayout::Split);
+/// # let _ = compare;
+/// # Ok::<(), gpuhash_cuckoo::CuckooError>(())
+/// ```
+///
 /// [`CuckooOptions::layout`]: crate::CuckooOptions::layout
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
