@@ -360,6 +360,33 @@ mod tests {
     }
 
     #[test]
+    fn dyhash_tables_name_their_bucket_layout() {
+        let header = "| load asked | load built | buckets/subtable | insert M ops/s | find hit M ops/s | find miss M ops/s | table bytes/pair |\n| --- | --- | --- | --- | --- | --- | --- |\n| 0.90 | 0.9000 | 100 | 1 | 2 | 3 | 8.9 |\n";
+        let text = format!(
+            "W1: n = 2^26 pairs, u32 keys and u32 values, packed buckets, d = 3\n{header}\n\
+             W1: n = 2^26 pairs, u32 keys and u32 values, split buckets, d = 3\n{header}\n\
+             W1: n = 2^26 pairs, u32 keys and u32 values, d = 3\n{header}"
+        );
+        let mut run = Run::default();
+        read_ours(&text, &mut run);
+        let found: Vec<(&str, u64)> = run
+            .rows
+            .iter()
+            .map(|r| (r.system.as_str(), r.capacity))
+            .collect();
+        // Packed buckets hold 16 pairs, split ones 32; logs of before the packed layout
+        // name none and were split.
+        assert_eq!(
+            found,
+            [
+                ("gpuhash DyHash d3", 100 * 3 * 16),
+                ("gpuhash DyHash d3 split", 100 * 3 * 32),
+                ("gpuhash DyHash d3", 100 * 3 * 32),
+            ]
+        );
+    }
+
+    #[test]
     fn slab_workload_cells_are_split_and_others_refused() {
         assert_eq!(
             slab_workload(

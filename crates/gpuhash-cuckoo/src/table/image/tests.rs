@@ -111,9 +111,7 @@ fn images_record_the_bucket_layout() {
     );
     // Sections sized for the other layout, a layout the pair cannot have, an unknown
     // layout or version: refused.
-    assert!(
-        CuckooTable::<u32, u32>::check_image(&image_of::<u32, u32>(v, PACKED, 128)).is_err()
-    );
+    assert!(CuckooTable::<u32, u32>::check_image(&image_of::<u32, u32>(v, PACKED, 128)).is_err());
     assert!(CuckooTable::<u32, u32>::check_image(&image_of::<u32, u32>(v, SPLIT, 0)).is_err());
     assert!(CuckooTable::<u64, u32>::check_image(&image_of::<u64, u32>(v, PACKED, 0)).is_err());
     assert!(CuckooTable::<u32, u32>::check_image(&image_of::<u32, u32>(v, 9, 0)).is_err());
