@@ -393,6 +393,61 @@ fn memory_counts_every_array_of_the_table() {
     );
 }
 
+/// The layout each pair gets (packed for a u32 key and any 4-byte value, split for other
+/// pairs and when forced), the slots of its buckets, and the memory it counts: packed
+/// buckets hold 16 pairs in their 128 bytes and have no values array, split u32 buckets 32
+/// keys and their 32 values apart. Both hold the same pairs and answer alike.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn each_pair_gets_its_layout_and_memory_counts_it() {
+    let _memory = shared_memory();
+    let packed = BucketLayout::Packed;
+    let split = BucketLayout::Split;
+    let layout_of = |options: CuckooOptions| {
+        let f = CuckooTable::<u32, f32>::new(device(), options.clone()).unwrap();
+        let one = CuckooTable::<u32, [u32; 1]>::new(device(), options.clone()).unwrap();
+        let wide = CuckooTable::<u64, u32>::new(device(), options.clone()).unwrap();
+        (f.layout(), one.layout(), wide.layout())
+    };
+    assert_eq!(layout_of(small_options()), (packed, packed, split));
+    assert_eq!(
+        layout_of(small_options().layout(split)),
+        (split, split, split)
+    );
+    assert!(matches!(
+        CuckooTable::<u64, u32>::new(device(), small_options().layout(packed)),
+        Err(CuckooError::InvalidOptions(_))
+    ));
+    let (keys, values) = workload::host_pairs(KeySet::Hits, 0, 20_000);
+    let (misses, _) = workload::host_pairs(KeySet::Misses, 0, 1000);
+    for (layout, resolved, slots, value_bytes) in [
+        (BucketLayout::Auto, packed, 16, 0),
+        (packed, packed, 16, 0),
+        (split, split, 32, 32 * 4),
+    ] {
+        let table = CuckooTable::<u32, u32>::new(device(), small_options().layout(layout)).unwrap();
+        assert_eq!(
+            (table.layout(), table.slots_per_bucket()),
+            (resolved, slots)
+        );
+        table.insert(&keys, &values).unwrap();
+        let per_subtable = table.subtable_buckets();
+        let buckets: u64 = per_subtable.iter().sum();
+        assert_eq!(table.capacity() as u64, buckets * slots as u64);
+        // A bucket: 128 bytes of slot words, its values apart (split), a lock word; the
+        // dirty bits, the pair counts of 8 subtables and the side slot (2 + 1 words).
+        let dirty_words: u64 = per_subtable.iter().map(|b| b.div_ceil(32)).sum();
+        let table_bytes = buckets * (128 + value_bytes + 4) + dirty_words * 4 + 8 * 8 + 3 * 4;
+        assert_eq!(
+            table.memory().unwrap().bytes_in_use,
+            table_bytes,
+            "{layout:?}"
+        );
+        let model: HashMap<u32, u32> = keys.iter().copied().zip(values.iter().copied()).collect();
+        check_against(&table, &model, &misses).unwrap();
+    }
+}
+
 /// For batches whose value words start with the pair's index in the batch: every key of
 /// `distinct` is held with the whole value of one of its own pairs (of equal keys in a batch,
 /// one value wins, never a mix).
