@@ -2,7 +2,9 @@
 //!
 //! - W1: a table sized so that n pairs fill it to 0.5, 0.8, 0.9 and 0.95; bulk insert of
 //!   the n standard pairs into the empty table, then find all-hit and find all-miss; for
-//!   u32 keys and values, then u64 keys, then 16-byte values. The insert is timed twice:
+//!   u32 keys and values (in the default layout, packed buckets, then with split buckets
+//!   forced, to compare them), then u64 keys, then 16-byte values (both split). Each row
+//!   gives the table's device bytes a pair beside its rates. The insert is timed twice:
 //!   with the default rule for equal keys of a batch (`DuplicateKeys::AnyCopy`) and, into
 //!   a second table of the same size, with `DuplicateKeys::LastCopy`, whose price is the
 //!   batch's reduction to the last copy of each key (the standard keys are distinct, so
@@ -21,7 +23,7 @@
 use gpuhash_core::table::{Key, Map, Table, Value};
 use gpuhash_core::workload::{self, KeySet};
 use gpuhash_core::{Device, DeviceBuffer, Error, EventTimer, Stream};
-use gpuhash_cuckoo::{CuckooOptions, CuckooTable, DuplicateKeys, Result};
+use gpuhash_cuckoo::{BucketLayout, CuckooOptions, CuckooTable, DuplicateKeys, Result};
 
 use crate::measure::WARM_UP_RUNS;
 use crate::progress::Progress;
@@ -44,19 +46,19 @@ pub fn run(
     progress: &Progress,
 ) -> Result<()> {
     let stream = device.new_stream()?;
-    let steps = if w4_batches > 0 { 5 } else { 4 };
+    let steps = if w4_batches > 0 { 6 } else { 5 };
     let step = |done: usize, what: &str| progress.step(what, done, steps);
     w1(device, &stream, log2_n, runs, step)?;
-    step(4, "W1 grown");
+    step(5, "W1 grown");
     w1_grown(device, &stream, log2_n, runs)?;
     if w4_batches > 0 {
-        step(5, "W4");
+        step(6, "W4");
         w4(device, &stream, w4_batches, runs)?;
     }
     Ok(())
 }
 
-/// W1 for its three pair shapes, each a step (1 to 3) told to `step`.
+/// W1 for its pair shapes and layouts, each a step (1 to 4) told to `step`.
 fn w1(
     device: &Device,
     stream: &Stream,
@@ -64,36 +66,48 @@ fn w1(
     runs: usize,
     step: impl Fn(usize, &str),
 ) -> Result<()> {
-    step(1, "W1 u32 keys and values");
-    w1_shape(
+    let w1 = W1 {
         device,
         stream,
         log2_n,
         runs,
-        "u32 keys and u32 values",
+    };
+    step(1, "W1 u32 keys and values, packed");
+    w1.shape(
+        "u32 keys and u32 values, packed buckets",
+        BucketLayout::Auto,
         |k| k,
         |v| v,
     )?;
-    step(2, "W1 u64 keys");
-    w1_shape(
-        device,
-        stream,
-        log2_n,
-        runs,
-        "u64 keys and u32 values",
+    step(2, "W1 u32 keys and values, split");
+    w1.shape(
+        "u32 keys and u32 values, split buckets",
+        BucketLayout::Split,
+        |k| k,
+        |v| v,
+    )?;
+    step(3, "W1 u64 keys");
+    w1.shape(
+        "u64 keys and u32 values, split buckets",
+        BucketLayout::Auto,
         wide_key,
         |v| v,
     )?;
-    step(3, "W1 16-byte values");
-    w1_shape(
-        device,
-        stream,
-        log2_n,
-        runs,
-        "u32 keys and 16-byte values",
+    step(4, "W1 16-byte values");
+    w1.shape(
+        "u32 keys and 16-byte values, split buckets",
+        BucketLayout::Auto,
         |k| k,
         |v| [v, v ^ 1, v ^ 2, v ^ 3],
     )
+}
+
+/// What every W1 table shares.
+struct W1<'a> {
+    device: &'a Device,
+    stream: &'a Stream,
+    log2_n: u32,
+    runs: usize,
 }
 
 /// A u64 key from a standard u32 key: the key in the high half keeps the hit and miss
@@ -102,69 +116,76 @@ fn wide_key(key: u32) -> u64 {
     (u64::from(key) << 32) | u64::from(key ^ 0x9e37_79b9)
 }
 
-/// W1 for one pair shape: the standard keys and values (`KeySet::Hits`, `KeySet::Misses`)
-/// widened by `key` and `value`.
-fn w1_shape<K: Key, V: Value>(
-    device: &Device,
-    stream: &Stream,
-    log2_n: u32,
-    runs: usize,
-    shape: &str,
-    key: fn(u32) -> K,
-    value: fn(u32) -> V,
-) -> Result<()> {
-    let n = 1usize << log2_n;
-    println!(
-        "W1: n = 2^{log2_n} pairs, {shape}, d = 3, median of {runs} timed runs after {WARM_UP_RUNS} warm-up runs"
-    );
-    let (hit_keys, hit_values) = workload::host_pairs(KeySet::Hits, 0, n as u32);
-    let (miss_keys, _) = workload::host_pairs(KeySet::Misses, 0, n as u32);
-    let widen_keys = |keys: Vec<u32>| keys.into_iter().map(key).collect::<Vec<K>>();
-    let keys = DeviceBuffer::from_host(stream, &widen_keys(hit_keys))?;
-    let misses = DeviceBuffer::from_host(stream, &widen_keys(miss_keys))?;
-    let host_values: Vec<V> = hit_values.into_iter().map(value).collect();
-    let values = DeviceBuffer::from_host(stream, &host_values)?;
-    let mut found = DeviceBuffer::<u8>::zeroed(stream, n)?;
-    let mut out = DeviceBuffer::<V>::zeroed(stream, n)?;
-    println!();
-    println!(
-        "| load asked | load built | buckets/subtable | insert M ops/s | insert LastCopy M ops/s | find hit M ops/s | find miss M ops/s | table bytes/pair |"
-    );
-    println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
-    for load in LOADS {
-        let slots = CuckooTable::<K, V>::SLOTS_PER_BUCKET as f64;
-        let buckets = (n as f64 / load / slots / 3.0).ceil() as u64;
-        let options = CuckooOptions::default()
-            .initial_buckets(buckets)
-            .alpha(0.0)
-            .beta(0.99);
-        let last_copy_ms = {
-            let last_copy = options.clone().duplicate_keys(DuplicateKeys::LastCopy);
-            let table = CuckooTable::<K, V>::new(device, last_copy)?;
-            time_insert(&table, stream, &keys, &values, runs, buckets)?
-        };
-        let table = CuckooTable::<K, V>::new(device, options)?;
-        let insert_ms = time_insert(&table, stream, &keys, &values, runs, buckets)?;
-        let built = table.fill_factor()?;
-        let hit_ms = time_find(&table, stream, &keys, &mut found, &mut out, runs)?;
-        check_found(stream, &found, 1, "find hit")?;
-        if out.to_host(stream)? != host_values {
-            return Err(Error::InvalidInput("find hit returned wrong values".into()).into());
-        }
-        let miss_ms = time_find(&table, stream, &misses, &mut found, &mut out, runs)?;
-        check_found(stream, &found, 0, "find miss")?;
-        let rate = |ms: f64| n as f64 / (ms / 1e3) / 1e6;
+impl W1<'_> {
+    /// W1 for one pair shape and bucket layout: the standard keys and values
+    /// (`KeySet::Hits`, `KeySet::Misses`) widened by `key` and `value`.
+    fn shape<K: Key, V: Value>(
+        &self,
+        shape: &str,
+        layout: BucketLayout,
+        key: fn(u32) -> K,
+        value: fn(u32) -> V,
+    ) -> Result<()> {
+        let W1 {
+            device,
+            stream,
+            log2_n,
+            runs,
+        } = *self;
+        let n = 1usize << log2_n;
         println!(
-            "| {load:.2} | {built:.4} | {buckets} | {:.0} | {:.0} | {:.0} | {:.0} | {:.2} |",
-            rate(insert_ms),
-            rate(last_copy_ms),
-            rate(hit_ms),
-            rate(miss_ms),
-            table_bytes_per_pair(&table)?
+            "W1: n = 2^{log2_n} pairs, {shape}, d = 3, median of {runs} timed runs after {WARM_UP_RUNS} warm-up runs"
         );
+        let (hit_keys, hit_values) = workload::host_pairs(KeySet::Hits, 0, n as u32);
+        let (miss_keys, _) = workload::host_pairs(KeySet::Misses, 0, n as u32);
+        let widen_keys = |keys: Vec<u32>| keys.into_iter().map(key).collect::<Vec<K>>();
+        let keys = DeviceBuffer::from_host(stream, &widen_keys(hit_keys))?;
+        let misses = DeviceBuffer::from_host(stream, &widen_keys(miss_keys))?;
+        let host_values: Vec<V> = hit_values.into_iter().map(value).collect();
+        let values = DeviceBuffer::from_host(stream, &host_values)?;
+        let mut found = DeviceBuffer::<u8>::zeroed(stream, n)?;
+        let mut out = DeviceBuffer::<V>::zeroed(stream, n)?;
+        println!();
+        println!(
+            "| load asked | load built | buckets/subtable | insert M ops/s | insert LastCopy M ops/s | find hit M ops/s | find miss M ops/s | table bytes/pair |"
+        );
+        println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
+        for load in LOADS {
+            let slots = CuckooTable::<K, V>::bucket_slots(layout)? as f64;
+            let buckets = (n as f64 / load / slots / 3.0).ceil() as u64;
+            let options = CuckooOptions::default()
+                .initial_buckets(buckets)
+                .alpha(0.0)
+                .beta(0.99)
+                .layout(layout);
+            let last_copy_ms = {
+                let last_copy = options.clone().duplicate_keys(DuplicateKeys::LastCopy);
+                let table = CuckooTable::<K, V>::new(device, last_copy)?;
+                time_insert(&table, stream, &keys, &values, runs, buckets)?
+            };
+            let table = CuckooTable::<K, V>::new(device, options)?;
+            let insert_ms = time_insert(&table, stream, &keys, &values, runs, buckets)?;
+            let built = table.fill_factor()?;
+            let hit_ms = time_find(&table, stream, &keys, &mut found, &mut out, runs)?;
+            check_found(stream, &found, 1, "find hit")?;
+            if out.to_host(stream)? != host_values {
+                return Err(Error::InvalidInput("find hit returned wrong values".into()).into());
+            }
+            let miss_ms = time_find(&table, stream, &misses, &mut found, &mut out, runs)?;
+            check_found(stream, &found, 0, "find miss")?;
+            let rate = |ms: f64| n as f64 / (ms / 1e3) / 1e6;
+            println!(
+                "| {load:.2} | {built:.4} | {buckets} | {:.0} | {:.0} | {:.0} | {:.0} | {:.2} |",
+                rate(insert_ms),
+                rate(last_copy_ms),
+                rate(hit_ms),
+                rate(miss_ms),
+                table_bytes_per_pair(&table)?
+            );
+        }
+        println!();
+        Ok(())
     }
-    println!();
-    Ok(())
 }
 
 /// Median milliseconds of inserting the batch into the empty table (cleared before each
@@ -208,7 +229,7 @@ fn w1_grown(device: &Device, stream: &Stream, log2_n: u32, runs: usize) -> Resul
     let n = 1usize << log2_n;
     let batch = n.min(1 << 20);
     println!(
-        "W1 grown: n = 2^{log2_n} u32 pairs inserted by batches of {batch} into a table of the default options grown from its smallest size (not timed); finds timed as above"
+        "W1 grown: n = 2^{log2_n} u32 pairs inserted by batches of {batch} into a table of the default options (packed buckets) grown from its smallest size (not timed); finds timed as above"
     );
     let (hit_keys, hit_values) = workload::host_pairs(KeySet::Hits, 0, n as u32);
     let (miss_keys, _) = workload::host_pairs(KeySet::Misses, 0, n as u32);

@@ -36,8 +36,9 @@
 //! - `hyperspace`: W6, the hyperspace index (gpuhash-hyperspace) beside a CPU hyperspace
 //!   index on every core and stand-alone secondary indexes (`hyperspace_bench`); `--w6-p P`
 //!   (repeatable) keeps only those attribute counts of 2, 4 and 8.
-//! - `cuckoo`: DyHash (gpuhash-cuckoo) on W1 at loads 0.5 to 0.95 and W4 with B batches a
-//!   phase (`--w4-batches`, default 16; 0 skips it).
+//! - `cuckoo`: DyHash (gpuhash-cuckoo) on W1 at loads 0.5 to 0.95 (u32 pairs in packed
+//!   buckets, the default, and in split buckets forced, each row with its table bytes a
+//!   pair) and W4 with B batches a phase (`--w4-batches`, default 16; 0 skips it).
 //!
 //! With no workload named, all run. Progress goes to stderr (see [`progress`]): each
 //! workload as it starts, its steps, and the seconds since it started.

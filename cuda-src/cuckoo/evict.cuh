@@ -9,10 +9,48 @@
 
 namespace gh_cuckoo {
 
+// Writes a pair into slot `slot` of a bucket the caller holds the lock of: the
+// value words, then the key word (split), or the whole pair in one 64-bit store
+// (packed), so that no reader of the slot sees a key with half a value.
+template <typename L, uint32_t MaxW>
+__device__ __forceinline__ void write_pair(const GhCuckooSubtable &st, uint64_t bucket, uint32_t slot,
+                                           typename L::Key key, const uint32_t (&value)[MaxW], uint32_t words,
+                                           bool with_key) {
+    typename L::Word *kslot = slot_word<L>(st, bucket, slot);
+    if constexpr (L::kPacked) {
+        *kslot = L::word_of(key, value[0]);
+    } else {
+        uint32_t *vslot = st.values + slot_index<L>(bucket, slot) * words;
+#pragma unroll
+        for (uint32_t w = 0; w < MaxW; ++w) {
+            if (w < words) vslot[w] = value[w];
+        }
+        if (with_key) *kslot = key;
+    }
+}
+
+// Takes out the value of the pair in a slot (its word `resident`) into `value`.
+template <typename L, uint32_t MaxW>
+__device__ __forceinline__ void take_value(const GhCuckooSubtable &st, uint64_t bucket, uint32_t slot,
+                                           typename L::Word resident, uint32_t (&value)[MaxW], uint32_t words) {
+    if constexpr (L::kPacked) {
+        value[0] = L::value_of(resident);
+    } else {
+        const uint32_t *vslot = st.values + slot_index<L>(bucket, slot) * words;
+#pragma unroll
+        for (uint32_t w = 0; w < MaxW; ++w) {
+            if (w < words) value[w] = __ldcg(vslot + w);
+        }
+    }
+}
+
 // MaxW: most value words a lane carries; 1 for the common 4-byte values, which
-// saves registers and raises occupancy.
-template <typename K, uint32_t MaxW>
+// saves registers and raises occupancy (and the only width packed buckets hold).
+template <typename L, uint32_t MaxW>
 __device__ void insert(const GhCuckooInsertParams &p) {
+    using K = typename L::Key;
+    using W = typename L::Word;
+    static_assert(!L::kPacked || MaxW == 1, "a packed pair holds one value word");
     __shared__ GhCuckooSubtable subs[kMaxSub];
     __shared__ BlockCounts counts;
     counts.init();
@@ -20,7 +58,7 @@ __device__ void insert(const GhCuckooInsertParams &p) {
     const Tile t = Tile::mine();
     const uint32_t words = p.table.value_words;
     const uint32_t d = p.table.subtables;
-    constexpr uint32_t S = Keys<K>::kSlots;
+    constexpr uint32_t S = L::kSlots;
     const K *keys = static_cast<const K *>(p.keys);
     const uint64_t chunks = (p.count + kTile - 1) / kTile;
 
@@ -71,14 +109,14 @@ __device__ void insert(const GhCuckooInsertParams &p) {
                 failed |= 1u << leader;
                 continue;
             }
-            K slice[Keys<K>::kPerLane];
-            load_slice(st, bucket, t.rank, true, slice);
-            uint32_t slot = first_slot<K>(t, match_bits(slice, lkey));
+            W slice[L::kPerLane];
+            load_slice<L>(st, bucket, t.rank, true, slice);
+            uint32_t slot = first_slot<L>(t, match_bits<L>(slice, lkey));
             const bool replace = slot < S;
             bool place = false;
             if (!replace) {
-                const uint32_t empty = bucket_bits(t, match_bits(slice, Keys<K>::kEmpty), Keys<K>::kPerLane, 0);
-                slot = first_in_order<K>(empty, home_slot(lkey, p.home.seed));
+                const uint32_t empty = bucket_bits(t, empty_bits<L>(slice), L::kPerLane, 0);
+                slot = first_in_order<L>(empty, home_slot<L>(lkey, p.home.seed));
                 place = slot < S;
             }
             if (!replace && !place) {
@@ -86,37 +124,28 @@ __device__ void insert(const GhCuckooInsertParams &p) {
                 const uint32_t lev = t.shfl(evictions, leader);
                 slot = gh_fmix32((uint32_t)lkey ^ (uint32_t)(lkey >> 16) ^ (lev * 0x9e3779b9u) ^ p.salt) % S;
             }
-            const K resident = t.shfl(pick(slice, slot % Keys<K>::kPerLane), slot / Keys<K>::kPerLane);
+            const W resident = tile_word(t, slice, 0, slot);
             if (lead) {
-                K *kslot = static_cast<K *>(st.keys) + slot_index<K>(bucket, slot);
-                uint32_t *vslot = st.values + slot_index<K>(bucket, slot) * words;
                 if (replace || place) {
-#pragma unroll
-                    for (uint32_t w = 0; w < MaxW; ++w) {
-                        if (w < words) vslot[w] = value[w];
-                    }
-                    if (place) {
-                        *kslot = key;
-                        counts.add(lsub, 1);
-                    }
+                    write_pair<L>(st, bucket, slot, key, value, words, place);
+                    if (place) counts.add(lsub, 1);
                     active = false;
                 } else {
+                    // The swap: the resident's whole pair out, the carried pair in.
+                    uint32_t out[MaxW];
+                    take_value<L>(st, bucket, slot, resident, out, words);
+                    write_pair<L>(st, bucket, slot, key, value, words, true);
 #pragma unroll
                     for (uint32_t w = 0; w < MaxW; ++w) {
-                        if (w < words) {
-                            const uint32_t old = __ldcg(vslot + w);
-                            vslot[w] = value[w];
-                            value[w] = old;
-                        }
+                        if (w < words) value[w] = out[w];
                     }
-                    *kslot = key;
-                    key = resident;
+                    key = L::key_of(resident);
                     first = start_of(p.home, d, key).first;
                     const uint32_t next = probe_position(first, lsub, d) + 1;
                     pos = skip_excluded(subs, d, p.exclude, first, next == d ? 0 : next, key);
                     ++evictions;
                     const uint64_t at = atomicAdd(reinterpret_cast<unsigned long long *>(p.log_count), 1ull);
-                    if (at < p.log_capacity) static_cast<K *>(p.log_keys)[at] = resident;
+                    if (at < p.log_capacity) static_cast<K *>(p.log_keys)[at] = key;
                 }
                 // The release store orders the leader's writes before the lock opens.
                 unlock(lock);

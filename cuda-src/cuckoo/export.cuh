@@ -5,19 +5,19 @@
 
 namespace gh_cuckoo {
 
-template <typename K>
+template <typename L>
 __device__ void export_pairs(const GhCuckooExportParams &p) {
+    using K = typename L::Key;
     const Tile t = Tile::mine();
-    constexpr uint32_t P = Keys<K>::kPerLane;
+    constexpr uint32_t P = L::kPerLane;
     const uint32_t words = p.table.value_words;
     for (uint32_t s = 0; s < p.table.subtables; ++s) {
         const GhCuckooSubtable &sub = p.table.sub[s];
         for (uint64_t b = tile_index(); b < sub.buckets; b += tile_count()) {
-            K slice[P];
-            load_slice(sub, b, t.rank, false, slice);
-            uint32_t mine = 0;
-#pragma unroll
-            for (uint32_t j = 0; j < P; ++j) mine += slice[j] != Keys<K>::kEmpty ? 1 : 0;
+            typename L::Word slice[P];
+            load_slice<L>(sub, b, t.rank, false, slice);
+            const uint32_t held = ~empty_bits<L>(slice) & ((1u << P) - 1u);
+            const uint32_t mine = __popc(held);
             // Exclusive prefix over the tile's lanes.
             uint32_t prefix = mine;
             for (uint32_t offset = 1; offset < kTile; offset *= 2) {
@@ -34,11 +34,10 @@ __device__ void export_pairs(const GhCuckooExportParams &p) {
             uint64_t at = base + prefix;
 #pragma unroll
             for (uint32_t j = 0; j < P; ++j) {
-                if (slice[j] == Keys<K>::kEmpty) continue;
+                if ((held >> j & 1u) == 0) continue;
                 if (at < p.capacity) {
-                    static_cast<K *>(p.keys_out)[at] = slice[j];
-                    const uint32_t *src = sub.values + slot_index<K>(b, t.rank * P + j) * words;
-                    for (uint32_t w = 0; w < words; ++w) p.values_out[at * words + w] = src[w];
+                    static_cast<K *>(p.keys_out)[at] = L::key_of(slice[j]);
+                    copy_slot_value<L>(p.values_out + at * words, sub, b, t.rank * P + j, slice[j], words, 0, 1);
                 }
                 ++at;
             }

@@ -1,22 +1,24 @@
 // Finding DyHash keys: a tile's search of every subtable (for writers), and the
 // batch lookup, where a lane first reads its key's home half alone and the tile
-// together searches the rest for the keys not found there.
+// together searches the rest for the keys not found there. With packed buckets
+// the home half holds the value too, so most hits read one half line.
 #pragma once
 
 #include "cuckoo/probe.cuh"
 
 namespace gh_cuckoo {
 
-// Where `key` sits: subtable in *sub_out, bucket in *bucket_out; false if absent.
-template <typename K>
-__device__ bool locate(const Tile &t, const GhCuckooSubtable *subs, uint32_t d, K key, bool coherent,
+// Where `key` sits: subtable in *sub_out, bucket in *bucket_out, slot in
+// *slot_out; false if absent.
+template <typename L>
+__device__ bool locate(const Tile &t, const GhCuckooSubtable *subs, uint32_t d, typename L::Key key, bool coherent,
                        uint32_t *sub_out, uint64_t *bucket_out, uint32_t *slot_out) {
     for (uint32_t s = 0; s < d; ++s) {
         const uint64_t bucket = bucket_of(subs[s], key);
-        K slice[Keys<K>::kPerLane];
-        load_slice(subs[s], bucket, t.rank, coherent, slice);
-        const uint32_t slot = first_slot<K>(t, match_bits(slice, key));
-        if (slot < Keys<K>::kSlots) {
+        typename L::Word slice[L::kPerLane];
+        load_slice<L>(subs[s], bucket, t.rank, coherent, slice);
+        const uint32_t slot = first_slot<L>(t, match_bits<L>(slice, key));
+        if (slot < L::kSlots) {
             *sub_out = s;
             *bucket_out = bucket;
             *slot_out = slot;
@@ -33,43 +35,53 @@ __device__ bool locate(const Tile &t, const GhCuckooSubtable *subs, uint32_t d, 
 // them), then the other buckets in probe order, up to a clean bucket with an
 // empty slot when the key is settled. Copies the value to `out` (when not null)
 // if found.
-template <typename K>
+template <typename L>
 __device__ bool find_rest(const Tile &t, const GhCuckooSubtable *subs, uint32_t d, uint32_t first, uint64_t bucket,
-                          uint32_t start, bool settled, K key, uint32_t *out, uint32_t words) {
-    constexpr uint32_t HS = Keys<K>::kHalfSlots;
+                          uint32_t start, bool settled, typename L::Key key, uint32_t *out, uint32_t words) {
+    using W = typename L::Word;
+    constexpr uint32_t HS = L::kHalfSlots;
+    constexpr uint32_t PH = L::kPerLaneInHalf;
+    constexpr uint32_t P = L::kPerLane;
     const uint32_t other = 1 - start / HS;
     const GhCuckooSubtable *where = &subs[first];
-    K half[Keys<K>::kPerLaneInHalf];
-    K line[Keys<K>::kPerLane];
-    load_half(*where, bucket, other, t.rank, false, half);
+    W half[PH];
+    W line[P];
+    load_half<L>(*where, bucket, other, t.rank, false, half);
     const GhCuckooSubtable &second = subs[probe_subtable(first, 1, d)];  // d is at least 2
     const uint64_t second_bucket = bucket_of(second, key);
-    load_slice(second, second_bucket, t.rank, false, line);
-    uint32_t bits = bucket_bits(t, match_bits(half, key), Keys<K>::kPerLaneInHalf, other * HS);
-    uint32_t empty = bucket_bits(t, match_bits(half, Keys<K>::kEmpty), Keys<K>::kPerLaneInHalf, other * HS);
+    load_slice<L>(second, second_bucket, t.rank, false, line);
+    uint32_t bits = bucket_bits(t, match_bits<L>(half, key), PH, other * HS);
+    uint32_t empty = bucket_bits(t, empty_bits<L>(half), PH, other * HS);
+    // A packed hit's value is in the word the tile read: which piece holds it.
+    bool in_half = true;
     for (uint32_t j = 1; j < d; ++j) {
         // The dirty bit is read only when needed: reading it along with the keys made
         // misses at loads 0.8 to 0.95 4 to 5% faster on an H100 but hits 2% slower.
         if (bits != 0 || (settled && empty != 0 && !is_dirty(*where, bucket, false))) break;
         where = &subs[probe_subtable(first, j, d)];
         bucket = j == 1 ? second_bucket : bucket_of(*where, key);
-        if (j > 1) load_slice(*where, bucket, t.rank, false, line);
-        bits = bucket_bits(t, match_bits(line, key), Keys<K>::kPerLane, 0);
-        empty = bucket_bits(t, match_bits(line, Keys<K>::kEmpty), Keys<K>::kPerLane, 0);
+        if (j > 1) load_slice<L>(*where, bucket, t.rank, false, line);
+        bits = bucket_bits(t, match_bits<L>(line, key), P, 0);
+        empty = bucket_bits(t, empty_bits<L>(line), P, 0);
+        in_half = false;
     }
     if (bits != 0 && out != nullptr) {
-        copy_value(out, where->values + slot_index<K>(bucket, __ffs(bits) - 1) * words, words, t.rank, kTile);
+        const uint32_t slot = __ffs(bits) - 1;
+        W hit = L::kEmptyWord;
+        if constexpr (L::kPacked) hit = in_half ? tile_word(t, half, other * HS, slot) : tile_word(t, line, 0, slot);
+        copy_slot_value<L>(out, *where, bucket, slot, hit, words, t.rank, kTile);
     }
     return bits != 0;
 }
 
-template <typename K>
+template <typename L>
 __device__ void find(const GhCuckooFindParams &p) {
     __shared__ GhCuckooSubtable subs[kMaxSub];
     stage_subtables(p.table, subs);
     const Tile t = Tile::mine();
     const uint32_t words = p.table.value_words;
     const uint32_t d = p.table.subtables;
+    using K = typename L::Key;
     const K *keys = static_cast<const K *>(p.keys);
     uint64_t hits = 0;
     const uint64_t chunks = (p.count + kTile - 1) / kTile;
@@ -90,13 +102,13 @@ __device__ void find(const GhCuckooFindParams &p) {
             from = start_of(p.home, d, my_key);
             const GhCuckooSubtable &sub = subs[from.first];
             bucket = bucket_of(sub, my_key);
-            start = home_slot(my_key, p.home.seed);
-            const Seen seen = look_alone(sub, bucket, start, Part::kHomeHalf, false, my_key);
+            start = home_slot<L>(my_key, p.home.seed);
+            const auto seen = look_alone<L>(sub, bucket, start, Part::kHomeHalf, false, my_key);
             if (seen.key != 0) {
                 my_found = 1;
                 if (p.values_out != nullptr) {
-                    copy_value(p.values_out + mine * words,
-                               sub.values + slot_index<K>(bucket, __ffs(seen.key) - 1) * words, words, 0, 1);
+                    copy_slot_value<L>(p.values_out + mine * words, sub, bucket, __ffs(seen.key) - 1, seen.hit, words,
+                                       0, 1);
                 }
             } else {
                 // An empty slot in a clean home half: the key never went past it.
@@ -118,7 +130,7 @@ __device__ void find(const GhCuckooFindParams &p) {
                 found = __ldcg(p.table.side + GH_CUCKOO_SIDE_PRESENT) != 0;
                 if (found && out != nullptr) copy_value(out, p.table.side + GH_CUCKOO_SIDE_VALUE, words, t.rank, kTile);
             } else {
-                found = find_rest(t, subs, d, t.shfl(from.first, q), t.shfl(bucket, q), t.shfl(start, q),
+                found = find_rest<L>(t, subs, d, t.shfl(from.first, q), t.shfl(bucket, q), t.shfl(start, q),
                                   t.shfl((uint32_t)from.settled, q) != 0, key, out, words);
             }
             if (t.rank == q) my_found = found ? 1 : 0;

@@ -1,10 +1,19 @@
 // DyHash kernels that read the table and change nothing: batch lookups and the
-// export of every pair.
+// export of every pair, for each bucket layout (insert.cu names the suffixes).
 #include "cuckoo/export.cuh"
 #include "cuckoo/locate.cuh"
 
-extern "C" __global__ void gh_cuckoo_find_u32(GhCuckooFindParams p) { gh_cuckoo::find<uint32_t>(p); }
-extern "C" __global__ void gh_cuckoo_find_u64(GhCuckooFindParams p) { gh_cuckoo::find<uint64_t>(p); }
+using gh_cuckoo::Packed32;
+using gh_cuckoo::Split;
 
-extern "C" __global__ void gh_cuckoo_export_u32(GhCuckooExportParams p) { gh_cuckoo::export_pairs<uint32_t>(p); }
-extern "C" __global__ void gh_cuckoo_export_u64(GhCuckooExportParams p) { gh_cuckoo::export_pairs<uint64_t>(p); }
+extern "C" __global__ void gh_cuckoo_find_u32(GhCuckooFindParams p) { gh_cuckoo::find<Split<uint32_t>>(p); }
+extern "C" __global__ void gh_cuckoo_find_u64(GhCuckooFindParams p) { gh_cuckoo::find<Split<uint64_t>>(p); }
+extern "C" __global__ void gh_cuckoo_find_p32(GhCuckooFindParams p) { gh_cuckoo::find<Packed32>(p); }
+
+extern "C" __global__ void gh_cuckoo_export_u32(GhCuckooExportParams p) {
+    gh_cuckoo::export_pairs<Split<uint32_t>>(p);
+}
+extern "C" __global__ void gh_cuckoo_export_u64(GhCuckooExportParams p) {
+    gh_cuckoo::export_pairs<Split<uint64_t>>(p);
+}
+extern "C" __global__ void gh_cuckoo_export_p32(GhCuckooExportParams p) { gh_cuckoo::export_pairs<Packed32>(p); }

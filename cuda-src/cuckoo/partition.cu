@@ -1,5 +1,6 @@
 // DyHash kernels that sort an insert batch by partition before the place pass:
-// count the pairs of each partition, scan the counts (one block), scatter.
+// count the pairs of each partition, scan the counts (one block), scatter. They
+// read keys and bucket counts only, so the u32 instances serve both layouts.
 #include "cuckoo/partition.cuh"
 
 extern "C" __global__ void gh_cuckoo_partition_count_u32(GhCuckooPartitionParams p) {

@@ -9,12 +9,13 @@ namespace gh_cuckoo {
 
 constexpr uint32_t kPlacePerThread = GH_CUCKOO_PLACE_PER_THREAD;
 
-// The value of a pair whose key slot was just claimed: `head` (its first word,
-// read before the claim so that the store need not wait for it), then the rest.
-template <typename K>
+// The rest of a split pair whose key slot was just claimed: `head` (its first
+// word, read before the claim so that the store need not wait for it), then the
+// other words. (A packed pair's CAS wrote its value with the key.)
+template <typename L>
 __device__ __forceinline__ void store_value(const GhCuckooSubtable &sub, uint64_t bucket, uint32_t slot,
                                             uint32_t head, const uint32_t *value, uint32_t words) {
-    uint32_t *dst = sub.values + slot_index<K>(bucket, slot) * words;
+    uint32_t *dst = sub.values + slot_index<L>(bucket, slot) * words;
     dst[0] = head;
     copy_value(dst, value, words, 1, 1);
 }
@@ -27,40 +28,42 @@ __device__ __forceinline__ void store_value(const GhCuckooSubtable &sub, uint64_
 // CAS to it. The first bucket is read by halves, home half first (at low loads
 // it takes the pair); later buckets come at high loads, where the whole line is
 // usually needed. Losing the CAS to another key means the bucket gained a pair:
-// read again.
-template <typename K>
-__device__ uint8_t place_pair(const GhCuckooSubtable *subs, uint32_t d, uint32_t first, uint32_t start, K key,
-                              const uint32_t *value, uint32_t words, BlockCounts &counts) {
+// read again. The CAS claims the slot word: the key (split), or key and value
+// at once (packed), expecting the empty word.
+template <typename L>
+__device__ uint8_t place_pair(const GhCuckooSubtable *subs, uint32_t d, uint32_t first, uint32_t start,
+                              typename L::Key key, const uint32_t *value, uint32_t words, BlockCounts &counts) {
+    using W = typename L::Word;
     const uint32_t head = __ldg(value);
+    const W claim = L::word_of(key, head);
     for (uint32_t j = 0; j < d; ++j) {
         const uint32_t s = probe_subtable(first, j, d);
         const GhCuckooSubtable &sub = subs[s];
         const uint64_t bucket = bucket_of(sub, key);
         Part part = j == 0 ? Part::kHomeHalf : Part::kLine;
         while (true) {
-            const Seen seen = look_alone(sub, bucket, start, part, true, key);
+            const auto seen = look_alone<L>(sub, bucket, start, part, true, key);
             if (seen.key != 0) return GH_CUCKOO_DUPLICATE;
             if (seen.empty == 0) {
                 if (part != Part::kHomeHalf) break;
                 part = Part::kOtherHalf;
                 continue;
             }
-            const uint32_t slot = first_in_order<K>(seen.empty, start);
-            const K held =
-                Keys<K>::cas(static_cast<K *>(sub.keys) + slot_index<K>(bucket, slot), Keys<K>::kEmpty, key);
-            if (held == key) return GH_CUCKOO_DUPLICATE;
-            if (held == Keys<K>::kEmpty) {
-                store_value<K>(sub, bucket, slot, head, value, words);
+            const uint32_t slot = first_in_order<L>(seen.empty, start);
+            const W held = Words<W>::cas(slot_word<L>(sub, bucket, slot), L::kEmptyWord, claim);
+            if (held == L::kEmptyWord) {
+                if constexpr (!L::kPacked) store_value<L>(sub, bucket, slot, head, value, words);
                 counts.add(s, 1);
                 return GH_CUCKOO_DONE;
             }
+            if (L::key_of(held) == key) return GH_CUCKOO_DUPLICATE;
         }
     }
     return GH_CUCKOO_PENDING;
 }
 
 // One pair of the place pass: status[i] says what became of it.
-template <typename K>
+template <typename L>
 __device__ __forceinline__ void place_one(const GhCuckooPlaceParams &p, const GhCuckooSubtable *subs, uint64_t i,
                                           uint64_t &duplicates, BlockCounts &counts) {
     const uint32_t words = p.table.value_words;
@@ -69,11 +72,12 @@ __device__ __forceinline__ void place_one(const GhCuckooPlaceParams &p, const Gh
         p.status[i] = GH_CUCKOO_DONE;
         return;
     }
+    using K = typename L::Key;
     const K key = static_cast<const K *>(p.keys)[i];
     // The reserved key goes to the side slot, which the insert kernel writes.
     uint8_t status = GH_CUCKOO_PENDING;
     if (key != Keys<K>::kEmpty) {
-        status = place_pair(subs, d, start_of(p.home, d, key).first, home_slot(key, p.home.seed), key,
+        status = place_pair<L>(subs, d, start_of(p.home, d, key).first, home_slot<L>(key, p.home.seed), key,
                             p.values + i * words, words, counts);
     }
     p.status[i] = status;
@@ -89,7 +93,7 @@ __device__ __forceinline__ void place_one(const GhCuckooPlaceParams &p, const Gh
 // Blocks take chunks of the batch in order from a shared cursor, so the pairs in
 // flight at any time are one stretch of the batch: sorted by partition, that is a
 // few partitions, whose lines stay in L2 while their pairs go in.
-template <typename K>
+template <typename L>
 __device__ void place(const GhCuckooPlaceParams &p) {
     __shared__ GhCuckooSubtable subs[kMaxSub];
     __shared__ BlockCounts counts;
@@ -107,7 +111,7 @@ __device__ void place(const GhCuckooPlaceParams &p) {
 #pragma unroll 1
         for (uint32_t j = 0; j < kPlacePerThread; ++j) {
             const uint64_t i = first + (uint64_t)j * blockDim.x + threadIdx.x;
-            if (i < p.count) place_one<K>(p, subs, i, duplicates, counts);
+            if (i < p.count) place_one<L>(p, subs, i, duplicates, counts);
         }
     }
     warp_add(p.duplicates, duplicates);

@@ -21,18 +21,18 @@ __device__ __forceinline__ uint64_t bucket_of(const GhCuckooSubtable &s, K key) 
 // The slot a key tries first in every bucket of it: fixed for the key, so that
 // two equal keys aim at the same slot whatever else they saw, while different
 // keys spread over the bucket instead of racing for its first empty slot.
-template <typename K>
-__device__ __forceinline__ uint32_t home_slot(K key, uint32_t seed) {
-    return Keys<K>::choice(key, ~seed) % Keys<K>::kSlots;
+template <typename L>
+__device__ __forceinline__ uint32_t home_slot(typename L::Key key, uint32_t seed) {
+    return Keys<typename L::Key>::choice(key, ~seed) % L::kSlots;
 }
 
 // The first slot with a bit in `all` (bit i for slot i) in the order a key
 // tries a bucket's slots: its home half (the one holding home_slot) going
 // round from the home slot, then the other half from the same offset. Keys
 // placed in this order are mostly found by reading the home half alone.
-template <typename K>
+template <typename L>
 __device__ __forceinline__ uint32_t first_in_order(uint32_t all, uint32_t start) {
-    constexpr uint32_t HS = Keys<K>::kHalfSlots;
+    constexpr uint32_t HS = L::kHalfSlots;
     constexpr uint32_t mask = (1u << HS) - 1u;
     const uint32_t home = start / HS, offset = start % HS;
 #pragma unroll
@@ -44,7 +44,7 @@ __device__ __forceinline__ uint32_t first_in_order(uint32_t all, uint32_t start)
             return half * HS + (offset + __ffs(rotated) - 1) % HS;
         }
     }
-    return Keys<K>::kSlots;
+    return L::kSlots;
 }
 
 // Where a key starts, and whether a lookup of it may stop at a clean bucket with

@@ -9,21 +9,35 @@ namespace gh_cuckoo {
 
 // Empties the copies of `key` that `copies` names (GH_CUCKOO_REMOVE_*). Returns
 // slots emptied (on rank 0).
-template <typename K>
-__device__ uint32_t remove_copies(const Tile &t, const GhCuckooSubtable *subs, uint32_t d, K key, uint32_t copies,
-                                  BlockCounts &counts) {
+// Empties a slot holding `key` (its word was `seen`) with a CAS of the whole
+// word, so that a copy of the key racing here empties it once; true when this
+// call emptied it. A packed pair's value may have changed since it was read:
+// then the CAS retries with the word it found while that still holds the key.
+template <typename L>
+__device__ __forceinline__ bool clear_slot(typename L::Word *slot, typename L::Key key, typename L::Word seen) {
+    while (true) {
+        const typename L::Word held = Words<typename L::Word>::cas(slot, seen, L::kEmptyWord);
+        if (held == seen) return true;
+        if (L::key_of(held) != key) return false;
+        seen = held;
+    }
+}
+
+template <typename L>
+__device__ uint32_t remove_copies(const Tile &t, const GhCuckooSubtable *subs, uint32_t d, typename L::Key key,
+                                  uint32_t copies, BlockCounts &counts) {
     bool seen = false;
     uint32_t removed = 0;
     for (uint32_t s = 0; s < d; ++s) {
         const uint64_t bucket = bucket_of(subs[s], key);
-        K slice[Keys<K>::kPerLane];
-        load_slice(subs[s], bucket, t.rank, true, slice);
-        const uint32_t slot = first_slot<K>(t, match_bits(slice, key));
-        if (slot == Keys<K>::kSlots) continue;
+        typename L::Word slice[L::kPerLane];
+        load_slice<L>(subs[s], bucket, t.rank, true, slice);
+        const uint32_t slot = first_slot<L>(t, match_bits<L>(slice, key));
+        if (slot == L::kSlots) continue;
+        const typename L::Word word = tile_word(t, slice, 0, slot);
         const bool keep = copies == GH_CUCKOO_REMOVE_DUPLICATES && !seen;
         if (!keep && t.rank == 0) {
-            K *kslot = static_cast<K *>(subs[s].keys) + slot_index<K>(bucket, slot);
-            if (Keys<K>::cas(kslot, key, Keys<K>::kEmpty) == key) {
+            if (clear_slot<L>(slot_word<L>(subs[s], bucket, slot), key, word)) {
                 // Keys may have gone past this bucket while it was full.
                 mark_dirty(subs[s], bucket);
                 counts.add(s, -1);
@@ -36,8 +50,9 @@ __device__ uint32_t remove_copies(const Tile &t, const GhCuckooSubtable *subs, u
     return removed;
 }
 
-template <typename K>
+template <typename L>
 __device__ void remove(const GhCuckooRemoveParams &p) {
+    using K = typename L::Key;
     __shared__ GhCuckooSubtable subs[kMaxSub];
     __shared__ BlockCounts counts;
     counts.init();
@@ -56,7 +71,7 @@ __device__ void remove(const GhCuckooRemoveParams &p) {
                 removed = 1;
             }
         } else {
-            removed = remove_copies(t, subs, p.table.subtables, key, p.copies, counts);
+            removed = remove_copies<L>(t, subs, p.table.subtables, key, p.copies, counts);
         }
         if (p.removed_out != nullptr && t.rank == 0) p.removed_out[i] = removed != 0 ? 1 : 0;
     }

@@ -1,27 +1,31 @@
 // Resizing one DyHash subtable: a tile rebuilds one new bucket from two old ones
 // (downsizing) or two from one (upsizing), keeping keys in their home halves;
 // what finds no room goes to a residual list for the host to insert again.
+// Packed words move whole: a pair's key and value are rehashed as one word.
 #pragma once
 
 #include "cuckoo/probe.cuh"
 
 namespace gh_cuckoo {
 
-// Moves one pair of old bucket `old_bucket` to slot `slot` of new bucket
-// `new_bucket`, or to the residual list when `slot` is kSlots (no room).
-template <typename K>
+// Moves one pair of old bucket `old_bucket` (its slot word `word`) to slot
+// `slot` of new bucket `new_bucket`, or to the residual list when `slot` is
+// kSlots (no room). A packed word moves whole, its value with it.
+template <typename L>
 __device__ __forceinline__ void move_pair(const GhCuckooResizeParams &p, uint64_t old_bucket, uint32_t old_slot,
-                                          K key, uint64_t new_bucket, uint32_t slot) {
+                                          typename L::Word word, uint64_t new_bucket, uint32_t slot) {
+    using K = typename L::Key;
     const uint32_t words = p.value_words;
-    const uint32_t *src = p.from.values + slot_index<K>(old_bucket, old_slot) * words;
-    if (slot < Keys<K>::kSlots) {
-        static_cast<K *>(p.to.keys)[slot_index<K>(new_bucket, slot)] = key;
-        uint32_t *dst = p.to.values + slot_index<K>(new_bucket, slot) * words;
-        for (uint32_t w = 0; w < words; ++w) dst[w] = src[w];
+    if (slot < L::kSlots) {
+        *slot_word<L>(p.to, new_bucket, slot) = word;
+        if constexpr (!L::kPacked) {
+            copy_value(p.to.values + slot_index<L>(new_bucket, slot) * words,
+                       p.from.values + slot_index<L>(old_bucket, old_slot) * words, words, 0, 1);
+        }
     } else {
         const uint64_t at = atomicAdd(reinterpret_cast<unsigned long long *>(p.residual_count), 1ull);
-        static_cast<K *>(p.residual_keys)[at] = key;
-        for (uint32_t w = 0; w < words; ++w) p.residual_values[at * words + w] = src[w];
+        static_cast<K *>(p.residual_keys)[at] = L::key_of(word);
+        copy_slot_value<L>(p.residual_values + at * words, p.from, old_bucket, old_slot, word, words, 0, 1);
     }
 }
 
@@ -31,11 +35,12 @@ __device__ __forceinline__ void move_pair(const GhCuckooResizeParams &p, uint64_
 // home half while that has room, then the keys that found it full go to the
 // other half, and what finds no room there either is a residual. Halves are
 // numbered target * 2 + half, target 1 being loc + from.buckets when upsizing.
-template <typename K>
+template <typename L>
 __device__ void resize(const GhCuckooResizeParams &p) {
+    using K = typename L::Key;
     const Tile t = Tile::mine();
-    constexpr uint32_t P = Keys<K>::kPerLane;
-    constexpr uint32_t HS = Keys<K>::kHalfSlots;
+    constexpr uint32_t P = L::kPerLane;
+    constexpr uint32_t HS = L::kHalfSlots;
     static_assert(2 * P <= 32, "a lane's overflow bits of two old buckets fit one word");
     const bool up = p.to.buckets > p.from.buckets;
     const uint32_t sources = up ? 1 : 2;
@@ -54,22 +59,22 @@ __device__ void resize(const GhCuckooResizeParams &p) {
             }
             for (uint32_t src = 0; src < sources; ++src) {
                 const uint64_t old_bucket = up ? u : u + src * p.to.buckets;
-                K slice[P];
-                load_slice(p.from, old_bucket, t.rank, false, slice);
+                typename L::Word slice[P];
+                load_slice<L>(p.from, old_bucket, t.rank, false, slice);
                 if (round == 0) {
-                    const bool full = t.ballot(match_bits(slice, Keys<K>::kEmpty) != 0) == 0;
+                    const bool full = t.ballot(empty_bits<L>(slice) != 0) == 0;
                     passed = passed || full || is_dirty(p.from, old_bucket, false);
                 }
 #pragma unroll
                 for (uint32_t j = 0; j < P; ++j) {
-                    const K key = slice[j];
+                    const K key = L::key_of(slice[j]);
                     const uint32_t bit = 1u << (src * P + j);
                     const bool mine = key != Keys<K>::kEmpty && (round == 0 || (overflow & bit) != 0);
                     uint32_t half = 0;
                     uint64_t new_bucket = u;
                     if (mine) {
                         if (up) new_bucket = bucket_of(p.to, key);
-                        half = (new_bucket != u ? 2 : 0) + ((home_slot(key, p.seed) / HS) ^ round);
+                        half = (new_bucket != u ? 2 : 0) + ((home_slot<L>(key, p.seed) / HS) ^ round);
                     }
                     uint32_t place = 0;
 #pragma unroll
@@ -80,11 +85,11 @@ __device__ void resize(const GhCuckooResizeParams &p) {
                     }
                     if (!mine) continue;
                     if (place < HS) {
-                        move_pair<K>(p, old_bucket, t.rank * P + j, key, new_bucket, (half % 2) * HS + place);
+                        move_pair<L>(p, old_bucket, t.rank * P + j, slice[j], new_bucket, (half % 2) * HS + place);
                     } else if (round == 0) {
                         overflow |= bit;
                     } else {
-                        move_pair<K>(p, old_bucket, t.rank * P + j, key, new_bucket, Keys<K>::kSlots);
+                        move_pair<L>(p, old_bucket, t.rank * P + j, slice[j], new_bucket, L::kSlots);
                     }
                 }
             }

@@ -6,8 +6,9 @@
 
 namespace gh_cuckoo {
 
-template <typename K>
+template <typename L>
 __device__ void update(const GhCuckooUpdateParams &p) {
+    using K = typename L::Key;
     __shared__ GhCuckooSubtable subs[kMaxSub];
     stage_subtables(p.table, subs);
     const Tile t = Tile::mine();
@@ -29,7 +30,7 @@ __device__ void update(const GhCuckooUpdateParams &p) {
         }
         uint32_t s, slot;
         uint64_t bucket;
-        if (!locate(t, subs, p.table.subtables, key, false, &s, &bucket, &slot)) continue;
+        if (!locate<L>(t, subs, p.table.subtables, key, false, &s, &bucket, &slot)) continue;
         // Keys do not move in this kernel, so a bucket's lock is held by a copy of one
         // of its keys, and the lock word names the slot (+ 1) that copy writes. The lock
         // makes one whole value win; any copy's may, so a copy that finds its own slot
@@ -42,10 +43,20 @@ __device__ void update(const GhCuckooUpdateParams &p) {
             holder = t.shfl(holder, 0);
         } while (holder != 0 && holder != slot + 1);
         if (holder != 0) continue;
-        uint32_t *dst = subs[s].values + slot_index<K>(bucket, slot) * words;
-        for (uint32_t w = t.rank; w < words; w += kTile) {
-            if (old != nullptr) old[w] = __ldcg(dst + w);
-            dst[w] = value[w];
+        if constexpr (L::kPacked) {
+            // The whole pair in one store: lookups of the batch's other keys may read
+            // the bucket meanwhile, and must see the old pair or the new, never half.
+            if (t.rank == 0) {
+                typename L::Word *word = slot_word<L>(subs[s], bucket, slot);
+                if (old != nullptr) old[0] = L::value_of(__ldcg(word));
+                *word = L::word_of(key, value[0]);
+            }
+        } else {
+            uint32_t *dst = subs[s].values + slot_index<L>(bucket, slot) * words;
+            for (uint32_t w = t.rank; w < words; w += kTile) {
+                if (old != nullptr) old[w] = __ldcg(dst + w);
+                dst[w] = value[w];
+            }
         }
         // Every lane's writes reach the device before the lock opens.
         __threadfence();

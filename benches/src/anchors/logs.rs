@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use gpuhash_cuckoo::CuckooTable;
+use gpuhash_cuckoo::{BucketLayout, CuckooTable};
 
 use super::{PAIR_BYTES, Row, Run, Side};
 
@@ -183,8 +183,22 @@ fn read_ours(text: &str, run: &mut Run) {
                 .split(", ")
                 .find_map(|part| part.strip_prefix("d = ")?.parse::<u64>().ok())
                 .unwrap_or(3);
-            run.rows
-                .extend(table.rows.iter().filter_map(|r| dyhash_row(table, r, d)));
+            // Logs of before the packed layout name none: their buckets were split.
+            let (layout, suffix) = if table.caption.contains("packed buckets") {
+                (BucketLayout::Packed, "")
+            } else if table.caption.contains("split buckets") {
+                (BucketLayout::Split, " split")
+            } else {
+                (BucketLayout::Split, "")
+            };
+            let slots = CuckooTable::<u32, u32>::bucket_slots(layout).unwrap_or(32) as u64;
+            let system = format!("gpuhash DyHash d{d}{suffix}");
+            run.rows.extend(
+                table
+                    .rows
+                    .iter()
+                    .filter_map(|r| dyhash_row(table, r, d * slots, &system)),
+            );
         }
     }
     if !run.rows.iter().any(|r| r.side == Side::Ours) {
@@ -193,17 +207,17 @@ fn read_ours(text: &str, run: &mut Run) {
     }
 }
 
-/// A DyHash W1 row: load asked and built, buckets a subtable, rates, table bytes a pair.
-fn dyhash_row(table: &Table<'_>, row: &[&str], d: u64) -> Option<Row> {
-    let slots = CuckooTable::<u32, u32>::SLOTS_PER_BUCKET as u64;
+/// A DyHash W1 row of `system`: load asked and built, buckets a subtable (`slots` pairs
+/// of the whole table a bucket of each subtable), rates, table bytes a pair.
+fn dyhash_row(table: &Table<'_>, row: &[&str], slots: u64, system: &str) -> Option<Row> {
     let buckets: u64 = table.cell(row, "buckets/subtable")?.parse().ok()?;
     let rate = |name: &str| table.number(row, name);
     Some(Row {
-        system: format!("gpuhash DyHash d{d}"),
+        system: system.to_string(),
         side: Side::Ours,
         asked: table.number(row, "load asked")?,
         built: table.number(row, "load built")?,
-        capacity: buckets * d * slots,
+        capacity: buckets * slots,
         is_load: true,
         bytes_per_pair: table.number(row, "table bytes/pair"),
         rates: [
@@ -343,6 +357,33 @@ mod tests {
         assert_eq!(found[0].cell(&found[0].rows[1], "z"), None);
         assert_eq!(found[1].caption, "after");
         assert!(found[1].rows.is_empty());
+    }
+
+    #[test]
+    fn dyhash_tables_name_their_bucket_layout() {
+        let header = "| load asked | load built | buckets/subtable | insert M ops/s | find hit M ops/s | find miss M ops/s | table bytes/pair |\n| --- | --- | --- | --- | --- | --- | --- |\n| 0.90 | 0.9000 | 100 | 1 | 2 | 3 | 8.9 |\n";
+        let text = format!(
+            "W1: n = 2^26 pairs, u32 keys and u32 values, packed buckets, d = 3\n{header}\n\
+             W1: n = 2^26 pairs, u32 keys and u32 values, split buckets, d = 3\n{header}\n\
+             W1: n = 2^26 pairs, u32 keys and u32 values, d = 3\n{header}"
+        );
+        let mut run = Run::default();
+        read_ours(&text, &mut run);
+        let found: Vec<(&str, u64)> = run
+            .rows
+            .iter()
+            .map(|r| (r.system.as_str(), r.capacity))
+            .collect();
+        // Packed buckets hold 16 pairs, split ones 32; logs of before the packed layout
+        // name none and were split.
+        assert_eq!(
+            found,
+            [
+                ("gpuhash DyHash d3", 100 * 3 * 16),
+                ("gpuhash DyHash d3 split", 100 * 3 * 32),
+                ("gpuhash DyHash d3", 100 * 3 * 32),
+            ]
+        );
     }
 
     #[test]

@@ -6,8 +6,10 @@ use gpuhash_core::table::Key;
 /// every key type of the contract has it: users name [`Key`] only, and code generic over
 /// `K: Key` makes a `CuckooTable<K, V>` without a bound of this crate's own.
 pub(crate) trait KeyLayout: Key {
-    /// Keys in one 128-byte bucket: 32 for u32, 16 for u64.
-    const SLOTS: u64 = 32 / Self::WORDS as u64;
+    /// Entries of this width in one 128-byte bucket: 32 for u32, 16 for u64. A split
+    /// bucket's slots; a packed bucket holds 16 pairs in the same bytes, so a subtable's
+    /// slot-word array has `buckets * PER_BUCKET` entries of `Self` either way.
+    const PER_BUCKET: u64 = 32 / Self::WORDS as u64;
 
     /// The key value that marks an empty slot (all ones); the table keeps its pair apart.
     fn reserved() -> Self {
@@ -25,7 +27,7 @@ mod tests {
 
     #[test]
     fn layouts_follow_the_key_width() {
-        assert_eq!((u32::SLOTS, u64::SLOTS), (32, 16));
+        assert_eq!((u32::PER_BUCKET, u64::PER_BUCKET), (32, 16));
         assert_eq!((u32::reserved(), u64::reserved()), (u32::MAX, u64::MAX));
     }
 }

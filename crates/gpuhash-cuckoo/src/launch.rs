@@ -21,9 +21,10 @@ use gpuhash_core::{DeviceAddress, DeviceBuffer, Stream};
 
 use crate::Result;
 use crate::layouts::{
-    GH_CUCKOO_TILE, GhCuckooExportParams, GhCuckooFillParams, GhCuckooFindParams, GhCuckooHome,
-    GhCuckooInsertParams, GhCuckooPartitionParams, GhCuckooPlaceParams, GhCuckooRemoveParams,
-    GhCuckooResizeParams, GhCuckooSubtable, GhCuckooTable, GhCuckooUpdateParams,
+    GH_CUCKOO_LAYOUT_PACKED, GH_CUCKOO_TILE, GhCuckooExportParams, GhCuckooFillParams,
+    GhCuckooFindParams, GhCuckooHome, GhCuckooInsertParams, GhCuckooPartitionParams,
+    GhCuckooPlaceParams, GhCuckooRemoveParams, GhCuckooResizeParams, GhCuckooSubtable,
+    GhCuckooTable, GhCuckooUpdateParams,
 };
 
 // SAFETY: bindgen's repr(C) copies of the C structs the kernels take, holding raw device
@@ -58,7 +59,7 @@ static FILL: Kernel<GhCuckooFillParams> = Kernel::new(&SUBTABLE_IMAGE, "gh_cucko
 static PARTITION_SCAN: Kernel<GhCuckooPartitionParams> =
     Kernel::new(&PARTITION_IMAGE, "gh_cuckoo_partition_scan");
 
-/// The kernels of one key width.
+/// The kernels of one key width and bucket layout.
 #[derive(Debug)]
 struct KeyKernels {
     find: Kernel<GhCuckooFindParams>,
@@ -76,8 +77,10 @@ struct KeyKernels {
     partition_scatter: Kernel<GhCuckooPartitionParams>,
 }
 
+/// `$suffix` names the layout's kernels; `$keys` those that read keys only (the sort by
+/// partition), which the layouts of one key width share.
 macro_rules! key_kernels {
-    ($name:ident, $suffix:literal) => {
+    ($name:ident, $suffix:literal, $keys:literal) => {
         static $name: KeyKernels = KeyKernels {
             find: Kernel::new(&LOOKUP_IMAGE, concat!("gh_cuckoo_find_", $suffix)),
             update: Kernel::new(&INSERT_IMAGE, concat!("gh_cuckoo_update_", $suffix)),
@@ -89,25 +92,44 @@ macro_rules! key_kernels {
             export: Kernel::new(&LOOKUP_IMAGE, concat!("gh_cuckoo_export_", $suffix)),
             partition_count: Kernel::new(
                 &PARTITION_IMAGE,
-                concat!("gh_cuckoo_partition_count_", $suffix),
+                concat!("gh_cuckoo_partition_count_", $keys),
             ),
             partition_scatter: Kernel::new(
                 &PARTITION_IMAGE,
-                concat!("gh_cuckoo_partition_scatter_", $suffix),
+                concat!("gh_cuckoo_partition_scatter_", $keys),
             ),
         };
     };
 }
 
-key_kernels!(U32_KERNELS, "u32");
-key_kernels!(U64_KERNELS, "u64");
+key_kernels!(U32_KERNELS, "u32", "u32");
+key_kernels!(U64_KERNELS, "u64", "u64");
 
-/// The kernels compiled for the width of `K`.
-fn kernels<K: Key>() -> &'static KeyKernels {
-    if K::WORDS == 1 {
-        &U32_KERNELS
-    } else {
-        &U64_KERNELS
+/// Packed u32 pairs. Their values are 4 bytes, so the insert kernel of any width is the
+/// one-word one (`insert1`) too.
+static P32_KERNELS: KeyKernels = KeyKernels {
+    find: Kernel::new(&LOOKUP_IMAGE, "gh_cuckoo_find_p32"),
+    update: Kernel::new(&INSERT_IMAGE, "gh_cuckoo_update_p32"),
+    place: Kernel::new(&INSERT_IMAGE, "gh_cuckoo_place_p32"),
+    insert: Kernel::new(&INSERT_IMAGE, "gh_cuckoo_insert1_p32"),
+    insert1: Kernel::new(&INSERT_IMAGE, "gh_cuckoo_insert1_p32"),
+    remove: Kernel::new(&REMOVE_IMAGE, "gh_cuckoo_remove_p32"),
+    resize: Kernel::new(&SUBTABLE_IMAGE, "gh_cuckoo_resize_p32"),
+    export: Kernel::new(&LOOKUP_IMAGE, "gh_cuckoo_export_p32"),
+    partition_count: Kernel::new(&PARTITION_IMAGE, "gh_cuckoo_partition_count_u32"),
+    partition_scatter: Kernel::new(&PARTITION_IMAGE, "gh_cuckoo_partition_scatter_u32"),
+};
+
+/// The kernels compiled for the width of `K` and the bucket layout `layout`
+/// (`GH_CUCKOO_LAYOUT_*`). Packed buckets hold u32 keys only (the table resolves no other
+/// packed layout): asserted, since the packed kernels would read u64 keys as u32.
+fn kernels<K: Key>(layout: u32) -> &'static KeyKernels {
+    let packed = layout == GH_CUCKOO_LAYOUT_PACKED;
+    assert!(!packed || K::WORDS == 1, "packed buckets hold u32 keys");
+    match (packed, K::WORDS) {
+        (true, _) => &P32_KERNELS,
+        (false, 1) => &U32_KERNELS,
+        (false, _) => &U64_KERNELS,
     }
 }
 
@@ -208,7 +230,11 @@ pub(crate) fn find<K: Key, V: bytemuck::Pod>(stream: &Stream, find: Find<'_, K, 
     // SAFETY: the table's arrays are live and only read (the caller's part); keys and the
     // outputs, when given, hold `count` entries and `hits` every counter (asserted), all
     // borrowed until the launch is queued.
-    unsafe { kernels::<K>().find.launch(stream, shape, params) }?;
+    unsafe {
+        kernels::<K>(params.table.layout)
+            .find
+            .launch(stream, shape, params)
+    }?;
     Ok(())
 }
 
@@ -252,7 +278,11 @@ pub(crate) fn export<K: Key, V: bytemuck::Pod>(
     // SAFETY: the table's arrays are live (the caller's part); the outputs hold
     // `capacity` pairs and `written` one word (asserted), borrowed until the launch is
     // queued.
-    unsafe { kernels::<K>().export.launch(stream, shape, params) }?;
+    unsafe {
+        kernels::<K>(params.table.layout)
+            .export
+            .launch(stream, shape, params)
+    }?;
     Ok(())
 }
 
@@ -296,7 +326,11 @@ pub(crate) fn remove<K: Key>(stream: &Stream, remove: Remove<'_, K>) -> Result<(
     // SAFETY: the table's arrays are live and this batch's alone (the caller's part);
     // every buffer holds `count` entries (asserted) and is borrowed until the launch is
     // queued.
-    unsafe { kernels::<K>().remove.launch(stream, shape, params) }?;
+    unsafe {
+        kernels::<K>(params.table.layout)
+            .remove
+            .launch(stream, shape, params)
+    }?;
     Ok(())
 }
 
@@ -312,6 +346,8 @@ pub(crate) struct Resize<'a, K, V> {
     pub(crate) value_words: u32,
     /// The seed of the keys' home slots.
     pub(crate) seed: u32,
+    /// The subtables' bucket layout (`GH_CUCKOO_LAYOUT_*`).
+    pub(crate) layout: u32,
 }
 
 /// Queues the resize kernel.
@@ -343,13 +379,15 @@ pub(crate) fn resize<K: Key, V: bytemuck::Pod>(
         residual_count: rc.address as *mut u64,
         value_words: resize.value_words,
         seed: resize.seed,
+        layout: resize.layout,
+        pad: 0,
     };
     // SAFETY: both subtables are live and this launch's alone, sized by their bucket
     // counts, and the residual lists hold every pair that can be residual (the caller's
     // part); the residual count holds its word (asserted); every buffer is borrowed until
     // the launch is queued.
     unsafe {
-        kernels::<K>()
+        kernels::<K>(params.layout)
             .resize
             .launch(stream, tile_shape(stream, units), params)
     }?;
@@ -389,9 +427,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn kernels_follow_the_key_width() {
-        assert!(std::ptr::eq(kernels::<u32>(), &U32_KERNELS));
-        assert!(std::ptr::eq(kernels::<u64>(), &U64_KERNELS));
+    fn kernels_follow_the_key_width_and_layout() {
+        use crate::layouts::GH_CUCKOO_LAYOUT_SPLIT;
+        assert!(std::ptr::eq(
+            kernels::<u32>(GH_CUCKOO_LAYOUT_SPLIT),
+            &U32_KERNELS
+        ));
+        assert!(std::ptr::eq(
+            kernels::<u64>(GH_CUCKOO_LAYOUT_SPLIT),
+            &U64_KERNELS
+        ));
+        assert!(std::ptr::eq(
+            kernels::<u32>(GH_CUCKOO_LAYOUT_PACKED),
+            &P32_KERNELS
+        ));
+    }
+
+    #[test]
+    #[should_panic(expected = "packed buckets hold u32 keys")]
+    fn no_packed_kernels_for_u64_keys() {
+        kernels::<u64>(GH_CUCKOO_LAYOUT_PACKED);
     }
 
     #[test]

@@ -14,6 +14,9 @@ pub const GH_CUCKOO_MAX_SUBTABLES: u32 = 8;
 pub const GH_CUCKOO_MAX_VALUE_WORDS: u32 = 16;
 pub const GH_CUCKOO_TILE: u32 = 2;
 pub const GH_CUCKOO_BUCKET_BYTES: u32 = 128;
+pub const GH_CUCKOO_LAYOUT_SPLIT: u32 = 0;
+pub const GH_CUCKOO_LAYOUT_PACKED: u32 = 1;
+pub const GH_CUCKOO_PACKED_SLOTS: u32 = 16;
 pub const GH_CUCKOO_NO_EXCLUDE: u32 = 4294967295;
 pub const GH_CUCKOO_PLACE_PER_THREAD: u32 = 8;
 pub const GH_CUCKOO_PENDING: u32 = 0;
@@ -80,10 +83,12 @@ pub struct GhCuckooTable {
     pub side: *mut u32,
     pub subtables: u32,
     pub value_words: u32,
+    pub layout: u32,
+    pub pad: u32,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of GhCuckooTable"][::core::mem::size_of::<GhCuckooTable>() - 536usize];
+    ["Size of GhCuckooTable"][::core::mem::size_of::<GhCuckooTable>() - 544usize];
     ["Alignment of GhCuckooTable"][::core::mem::align_of::<GhCuckooTable>() - 8usize];
     ["Offset of field: GhCuckooTable::sub"][::core::mem::offset_of!(GhCuckooTable, sub) - 0usize];
     ["Offset of field: GhCuckooTable::counts"]
@@ -94,6 +99,9 @@ const _: () = {
         [::core::mem::offset_of!(GhCuckooTable, subtables) - 528usize];
     ["Offset of field: GhCuckooTable::value_words"]
         [::core::mem::offset_of!(GhCuckooTable, value_words) - 532usize];
+    ["Offset of field: GhCuckooTable::layout"]
+        [::core::mem::offset_of!(GhCuckooTable, layout) - 536usize];
+    ["Offset of field: GhCuckooTable::pad"][::core::mem::offset_of!(GhCuckooTable, pad) - 540usize];
 };
 impl Default for GhCuckooTable {
     fn default() -> Self {
@@ -137,22 +145,22 @@ pub struct GhCuckooFindParams {
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of GhCuckooFindParams"][::core::mem::size_of::<GhCuckooFindParams>() - 680usize];
+    ["Size of GhCuckooFindParams"][::core::mem::size_of::<GhCuckooFindParams>() - 688usize];
     ["Alignment of GhCuckooFindParams"][::core::mem::align_of::<GhCuckooFindParams>() - 8usize];
     ["Offset of field: GhCuckooFindParams::table"]
         [::core::mem::offset_of!(GhCuckooFindParams, table) - 0usize];
     ["Offset of field: GhCuckooFindParams::home"]
-        [::core::mem::offset_of!(GhCuckooFindParams, home) - 536usize];
+        [::core::mem::offset_of!(GhCuckooFindParams, home) - 544usize];
     ["Offset of field: GhCuckooFindParams::keys"]
-        [::core::mem::offset_of!(GhCuckooFindParams, keys) - 640usize];
+        [::core::mem::offset_of!(GhCuckooFindParams, keys) - 648usize];
     ["Offset of field: GhCuckooFindParams::values_out"]
-        [::core::mem::offset_of!(GhCuckooFindParams, values_out) - 648usize];
+        [::core::mem::offset_of!(GhCuckooFindParams, values_out) - 656usize];
     ["Offset of field: GhCuckooFindParams::found_out"]
-        [::core::mem::offset_of!(GhCuckooFindParams, found_out) - 656usize];
+        [::core::mem::offset_of!(GhCuckooFindParams, found_out) - 664usize];
     ["Offset of field: GhCuckooFindParams::hits"]
-        [::core::mem::offset_of!(GhCuckooFindParams, hits) - 664usize];
+        [::core::mem::offset_of!(GhCuckooFindParams, hits) - 672usize];
     ["Offset of field: GhCuckooFindParams::count"]
-        [::core::mem::offset_of!(GhCuckooFindParams, count) - 672usize];
+        [::core::mem::offset_of!(GhCuckooFindParams, count) - 680usize];
 };
 impl Default for GhCuckooFindParams {
     fn default() -> Self {
@@ -177,24 +185,24 @@ pub struct GhCuckooUpdateParams {
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of GhCuckooUpdateParams"][::core::mem::size_of::<GhCuckooUpdateParams>() - 584usize];
+    ["Size of GhCuckooUpdateParams"][::core::mem::size_of::<GhCuckooUpdateParams>() - 592usize];
     ["Alignment of GhCuckooUpdateParams"][::core::mem::align_of::<GhCuckooUpdateParams>() - 8usize];
     ["Offset of field: GhCuckooUpdateParams::table"]
         [::core::mem::offset_of!(GhCuckooUpdateParams, table) - 0usize];
     ["Offset of field: GhCuckooUpdateParams::keys"]
-        [::core::mem::offset_of!(GhCuckooUpdateParams, keys) - 536usize];
+        [::core::mem::offset_of!(GhCuckooUpdateParams, keys) - 544usize];
     ["Offset of field: GhCuckooUpdateParams::values"]
-        [::core::mem::offset_of!(GhCuckooUpdateParams, values) - 544usize];
+        [::core::mem::offset_of!(GhCuckooUpdateParams, values) - 552usize];
     ["Offset of field: GhCuckooUpdateParams::found"]
-        [::core::mem::offset_of!(GhCuckooUpdateParams, found) - 552usize];
+        [::core::mem::offset_of!(GhCuckooUpdateParams, found) - 560usize];
     ["Offset of field: GhCuckooUpdateParams::old_values"]
-        [::core::mem::offset_of!(GhCuckooUpdateParams, old_values) - 560usize];
+        [::core::mem::offset_of!(GhCuckooUpdateParams, old_values) - 568usize];
     ["Offset of field: GhCuckooUpdateParams::count"]
-        [::core::mem::offset_of!(GhCuckooUpdateParams, count) - 568usize];
+        [::core::mem::offset_of!(GhCuckooUpdateParams, count) - 576usize];
     ["Offset of field: GhCuckooUpdateParams::select"]
-        [::core::mem::offset_of!(GhCuckooUpdateParams, select) - 576usize];
+        [::core::mem::offset_of!(GhCuckooUpdateParams, select) - 584usize];
     ["Offset of field: GhCuckooUpdateParams::pad"]
-        [::core::mem::offset_of!(GhCuckooUpdateParams, pad) - 580usize];
+        [::core::mem::offset_of!(GhCuckooUpdateParams, pad) - 588usize];
 };
 impl Default for GhCuckooUpdateParams {
     fn default() -> Self {
@@ -223,32 +231,32 @@ pub struct GhCuckooPlaceParams {
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of GhCuckooPlaceParams"][::core::mem::size_of::<GhCuckooPlaceParams>() - 720usize];
+    ["Size of GhCuckooPlaceParams"][::core::mem::size_of::<GhCuckooPlaceParams>() - 728usize];
     ["Alignment of GhCuckooPlaceParams"][::core::mem::align_of::<GhCuckooPlaceParams>() - 8usize];
     ["Offset of field: GhCuckooPlaceParams::table"]
         [::core::mem::offset_of!(GhCuckooPlaceParams, table) - 0usize];
     ["Offset of field: GhCuckooPlaceParams::home"]
-        [::core::mem::offset_of!(GhCuckooPlaceParams, home) - 536usize];
+        [::core::mem::offset_of!(GhCuckooPlaceParams, home) - 544usize];
     ["Offset of field: GhCuckooPlaceParams::keys"]
-        [::core::mem::offset_of!(GhCuckooPlaceParams, keys) - 640usize];
+        [::core::mem::offset_of!(GhCuckooPlaceParams, keys) - 648usize];
     ["Offset of field: GhCuckooPlaceParams::values"]
-        [::core::mem::offset_of!(GhCuckooPlaceParams, values) - 648usize];
+        [::core::mem::offset_of!(GhCuckooPlaceParams, values) - 656usize];
     ["Offset of field: GhCuckooPlaceParams::skip"]
-        [::core::mem::offset_of!(GhCuckooPlaceParams, skip) - 656usize];
+        [::core::mem::offset_of!(GhCuckooPlaceParams, skip) - 664usize];
     ["Offset of field: GhCuckooPlaceParams::status"]
-        [::core::mem::offset_of!(GhCuckooPlaceParams, status) - 664usize];
+        [::core::mem::offset_of!(GhCuckooPlaceParams, status) - 672usize];
     ["Offset of field: GhCuckooPlaceParams::pending_keys"]
-        [::core::mem::offset_of!(GhCuckooPlaceParams, pending_keys) - 672usize];
+        [::core::mem::offset_of!(GhCuckooPlaceParams, pending_keys) - 680usize];
     ["Offset of field: GhCuckooPlaceParams::pending_values"]
-        [::core::mem::offset_of!(GhCuckooPlaceParams, pending_values) - 680usize];
+        [::core::mem::offset_of!(GhCuckooPlaceParams, pending_values) - 688usize];
     ["Offset of field: GhCuckooPlaceParams::pending"]
-        [::core::mem::offset_of!(GhCuckooPlaceParams, pending) - 688usize];
+        [::core::mem::offset_of!(GhCuckooPlaceParams, pending) - 696usize];
     ["Offset of field: GhCuckooPlaceParams::duplicates"]
-        [::core::mem::offset_of!(GhCuckooPlaceParams, duplicates) - 696usize];
+        [::core::mem::offset_of!(GhCuckooPlaceParams, duplicates) - 704usize];
     ["Offset of field: GhCuckooPlaceParams::cursor"]
-        [::core::mem::offset_of!(GhCuckooPlaceParams, cursor) - 704usize];
+        [::core::mem::offset_of!(GhCuckooPlaceParams, cursor) - 712usize];
     ["Offset of field: GhCuckooPlaceParams::count"]
-        [::core::mem::offset_of!(GhCuckooPlaceParams, count) - 712usize];
+        [::core::mem::offset_of!(GhCuckooPlaceParams, count) - 720usize];
 };
 impl Default for GhCuckooPlaceParams {
     fn default() -> Self {
@@ -280,38 +288,38 @@ pub struct GhCuckooInsertParams {
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of GhCuckooInsertParams"][::core::mem::size_of::<GhCuckooInsertParams>() - 728usize];
+    ["Size of GhCuckooInsertParams"][::core::mem::size_of::<GhCuckooInsertParams>() - 736usize];
     ["Alignment of GhCuckooInsertParams"][::core::mem::align_of::<GhCuckooInsertParams>() - 8usize];
     ["Offset of field: GhCuckooInsertParams::table"]
         [::core::mem::offset_of!(GhCuckooInsertParams, table) - 0usize];
     ["Offset of field: GhCuckooInsertParams::keys"]
-        [::core::mem::offset_of!(GhCuckooInsertParams, keys) - 536usize];
+        [::core::mem::offset_of!(GhCuckooInsertParams, keys) - 544usize];
     ["Offset of field: GhCuckooInsertParams::values"]
-        [::core::mem::offset_of!(GhCuckooInsertParams, values) - 544usize];
+        [::core::mem::offset_of!(GhCuckooInsertParams, values) - 552usize];
     ["Offset of field: GhCuckooInsertParams::skip"]
-        [::core::mem::offset_of!(GhCuckooInsertParams, skip) - 552usize];
+        [::core::mem::offset_of!(GhCuckooInsertParams, skip) - 560usize];
     ["Offset of field: GhCuckooInsertParams::count"]
-        [::core::mem::offset_of!(GhCuckooInsertParams, count) - 560usize];
+        [::core::mem::offset_of!(GhCuckooInsertParams, count) - 568usize];
     ["Offset of field: GhCuckooInsertParams::failed_keys"]
-        [::core::mem::offset_of!(GhCuckooInsertParams, failed_keys) - 568usize];
+        [::core::mem::offset_of!(GhCuckooInsertParams, failed_keys) - 576usize];
     ["Offset of field: GhCuckooInsertParams::failed_values"]
-        [::core::mem::offset_of!(GhCuckooInsertParams, failed_values) - 576usize];
+        [::core::mem::offset_of!(GhCuckooInsertParams, failed_values) - 584usize];
     ["Offset of field: GhCuckooInsertParams::failed_count"]
-        [::core::mem::offset_of!(GhCuckooInsertParams, failed_count) - 584usize];
+        [::core::mem::offset_of!(GhCuckooInsertParams, failed_count) - 592usize];
     ["Offset of field: GhCuckooInsertParams::log_keys"]
-        [::core::mem::offset_of!(GhCuckooInsertParams, log_keys) - 592usize];
+        [::core::mem::offset_of!(GhCuckooInsertParams, log_keys) - 600usize];
     ["Offset of field: GhCuckooInsertParams::log_count"]
-        [::core::mem::offset_of!(GhCuckooInsertParams, log_count) - 600usize];
+        [::core::mem::offset_of!(GhCuckooInsertParams, log_count) - 608usize];
     ["Offset of field: GhCuckooInsertParams::log_capacity"]
-        [::core::mem::offset_of!(GhCuckooInsertParams, log_capacity) - 608usize];
+        [::core::mem::offset_of!(GhCuckooInsertParams, log_capacity) - 616usize];
     ["Offset of field: GhCuckooInsertParams::home"]
-        [::core::mem::offset_of!(GhCuckooInsertParams, home) - 616usize];
+        [::core::mem::offset_of!(GhCuckooInsertParams, home) - 624usize];
     ["Offset of field: GhCuckooInsertParams::salt"]
-        [::core::mem::offset_of!(GhCuckooInsertParams, salt) - 716usize];
+        [::core::mem::offset_of!(GhCuckooInsertParams, salt) - 724usize];
     ["Offset of field: GhCuckooInsertParams::max_evictions"]
-        [::core::mem::offset_of!(GhCuckooInsertParams, max_evictions) - 720usize];
+        [::core::mem::offset_of!(GhCuckooInsertParams, max_evictions) - 728usize];
     ["Offset of field: GhCuckooInsertParams::exclude"]
-        [::core::mem::offset_of!(GhCuckooInsertParams, exclude) - 724usize];
+        [::core::mem::offset_of!(GhCuckooInsertParams, exclude) - 732usize];
 };
 impl Default for GhCuckooInsertParams {
     fn default() -> Self {
@@ -337,25 +345,25 @@ pub struct GhCuckooPartitionParams {
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
     ["Size of GhCuckooPartitionParams"]
-        [::core::mem::size_of::<GhCuckooPartitionParams>() - 688usize];
+        [::core::mem::size_of::<GhCuckooPartitionParams>() - 696usize];
     ["Alignment of GhCuckooPartitionParams"]
         [::core::mem::align_of::<GhCuckooPartitionParams>() - 8usize];
     ["Offset of field: GhCuckooPartitionParams::table"]
         [::core::mem::offset_of!(GhCuckooPartitionParams, table) - 0usize];
     ["Offset of field: GhCuckooPartitionParams::home"]
-        [::core::mem::offset_of!(GhCuckooPartitionParams, home) - 536usize];
+        [::core::mem::offset_of!(GhCuckooPartitionParams, home) - 544usize];
     ["Offset of field: GhCuckooPartitionParams::keys"]
-        [::core::mem::offset_of!(GhCuckooPartitionParams, keys) - 640usize];
+        [::core::mem::offset_of!(GhCuckooPartitionParams, keys) - 648usize];
     ["Offset of field: GhCuckooPartitionParams::values"]
-        [::core::mem::offset_of!(GhCuckooPartitionParams, values) - 648usize];
+        [::core::mem::offset_of!(GhCuckooPartitionParams, values) - 656usize];
     ["Offset of field: GhCuckooPartitionParams::keys_out"]
-        [::core::mem::offset_of!(GhCuckooPartitionParams, keys_out) - 656usize];
+        [::core::mem::offset_of!(GhCuckooPartitionParams, keys_out) - 664usize];
     ["Offset of field: GhCuckooPartitionParams::values_out"]
-        [::core::mem::offset_of!(GhCuckooPartitionParams, values_out) - 664usize];
+        [::core::mem::offset_of!(GhCuckooPartitionParams, values_out) - 672usize];
     ["Offset of field: GhCuckooPartitionParams::offsets"]
-        [::core::mem::offset_of!(GhCuckooPartitionParams, offsets) - 672usize];
+        [::core::mem::offset_of!(GhCuckooPartitionParams, offsets) - 680usize];
     ["Offset of field: GhCuckooPartitionParams::count"]
-        [::core::mem::offset_of!(GhCuckooPartitionParams, count) - 680usize];
+        [::core::mem::offset_of!(GhCuckooPartitionParams, count) - 688usize];
 };
 impl Default for GhCuckooPartitionParams {
     fn default() -> Self {
@@ -379,22 +387,22 @@ pub struct GhCuckooRemoveParams {
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of GhCuckooRemoveParams"][::core::mem::size_of::<GhCuckooRemoveParams>() - 576usize];
+    ["Size of GhCuckooRemoveParams"][::core::mem::size_of::<GhCuckooRemoveParams>() - 584usize];
     ["Alignment of GhCuckooRemoveParams"][::core::mem::align_of::<GhCuckooRemoveParams>() - 8usize];
     ["Offset of field: GhCuckooRemoveParams::table"]
         [::core::mem::offset_of!(GhCuckooRemoveParams, table) - 0usize];
     ["Offset of field: GhCuckooRemoveParams::keys"]
-        [::core::mem::offset_of!(GhCuckooRemoveParams, keys) - 536usize];
+        [::core::mem::offset_of!(GhCuckooRemoveParams, keys) - 544usize];
     ["Offset of field: GhCuckooRemoveParams::skip"]
-        [::core::mem::offset_of!(GhCuckooRemoveParams, skip) - 544usize];
+        [::core::mem::offset_of!(GhCuckooRemoveParams, skip) - 552usize];
     ["Offset of field: GhCuckooRemoveParams::removed_out"]
-        [::core::mem::offset_of!(GhCuckooRemoveParams, removed_out) - 552usize];
+        [::core::mem::offset_of!(GhCuckooRemoveParams, removed_out) - 560usize];
     ["Offset of field: GhCuckooRemoveParams::count"]
-        [::core::mem::offset_of!(GhCuckooRemoveParams, count) - 560usize];
+        [::core::mem::offset_of!(GhCuckooRemoveParams, count) - 568usize];
     ["Offset of field: GhCuckooRemoveParams::copies"]
-        [::core::mem::offset_of!(GhCuckooRemoveParams, copies) - 568usize];
+        [::core::mem::offset_of!(GhCuckooRemoveParams, copies) - 576usize];
     ["Offset of field: GhCuckooRemoveParams::pad"]
-        [::core::mem::offset_of!(GhCuckooRemoveParams, pad) - 572usize];
+        [::core::mem::offset_of!(GhCuckooRemoveParams, pad) - 580usize];
 };
 impl Default for GhCuckooRemoveParams {
     fn default() -> Self {
@@ -415,10 +423,12 @@ pub struct GhCuckooResizeParams {
     pub residual_count: *mut u64,
     pub value_words: u32,
     pub seed: u32,
+    pub layout: u32,
+    pub pad: u32,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of GhCuckooResizeParams"][::core::mem::size_of::<GhCuckooResizeParams>() - 160usize];
+    ["Size of GhCuckooResizeParams"][::core::mem::size_of::<GhCuckooResizeParams>() - 168usize];
     ["Alignment of GhCuckooResizeParams"][::core::mem::align_of::<GhCuckooResizeParams>() - 8usize];
     ["Offset of field: GhCuckooResizeParams::from"]
         [::core::mem::offset_of!(GhCuckooResizeParams, from) - 0usize];
@@ -434,6 +444,10 @@ const _: () = {
         [::core::mem::offset_of!(GhCuckooResizeParams, value_words) - 152usize];
     ["Offset of field: GhCuckooResizeParams::seed"]
         [::core::mem::offset_of!(GhCuckooResizeParams, seed) - 156usize];
+    ["Offset of field: GhCuckooResizeParams::layout"]
+        [::core::mem::offset_of!(GhCuckooResizeParams, layout) - 160usize];
+    ["Offset of field: GhCuckooResizeParams::pad"]
+        [::core::mem::offset_of!(GhCuckooResizeParams, pad) - 164usize];
 };
 impl Default for GhCuckooResizeParams {
     fn default() -> Self {
@@ -455,18 +469,18 @@ pub struct GhCuckooExportParams {
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of GhCuckooExportParams"][::core::mem::size_of::<GhCuckooExportParams>() - 568usize];
+    ["Size of GhCuckooExportParams"][::core::mem::size_of::<GhCuckooExportParams>() - 576usize];
     ["Alignment of GhCuckooExportParams"][::core::mem::align_of::<GhCuckooExportParams>() - 8usize];
     ["Offset of field: GhCuckooExportParams::table"]
         [::core::mem::offset_of!(GhCuckooExportParams, table) - 0usize];
     ["Offset of field: GhCuckooExportParams::keys_out"]
-        [::core::mem::offset_of!(GhCuckooExportParams, keys_out) - 536usize];
+        [::core::mem::offset_of!(GhCuckooExportParams, keys_out) - 544usize];
     ["Offset of field: GhCuckooExportParams::values_out"]
-        [::core::mem::offset_of!(GhCuckooExportParams, values_out) - 544usize];
+        [::core::mem::offset_of!(GhCuckooExportParams, values_out) - 552usize];
     ["Offset of field: GhCuckooExportParams::written"]
-        [::core::mem::offset_of!(GhCuckooExportParams, written) - 552usize];
+        [::core::mem::offset_of!(GhCuckooExportParams, written) - 560usize];
     ["Offset of field: GhCuckooExportParams::capacity"]
-        [::core::mem::offset_of!(GhCuckooExportParams, capacity) - 560usize];
+        [::core::mem::offset_of!(GhCuckooExportParams, capacity) - 568usize];
 };
 impl Default for GhCuckooExportParams {
     fn default() -> Self {

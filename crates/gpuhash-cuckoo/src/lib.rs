@@ -2,7 +2,9 @@
 //!
 //! DyHash, the dynamic GPU cuckoo hash table of the DyHash paper ("Dynamic Hash Tables on GPUs",
 //! also known as DyCuckoo): a map from `u32` or `u64` keys to values of 4 to 64 bytes that
-//! keeps its fill factor within `[alpha, beta]` by resizing one subtable at a time.
+//! keeps its fill factor within `[alpha, beta]` by resizing one subtable at a time. A `u32`
+//! key and a 4-byte value share one 8-byte slot word (packed buckets, so a hit reads one
+//! half line); other pairs keep keys and values apart ([`BucketLayout`]).
 //!
 //! [`CuckooTable`] speaks the table contract of [`gpuhash_core::table`]: its batches are
 //! the [`Map`] verbs (device forms on a caller's stream, host forms on top), `len`,
@@ -76,14 +78,25 @@
 //!
 //! Set through [`CuckooOptions`]: `with_capacity(n)` (a floor the table never shrinks below),
 //! `subtables` (d, 3 by default), the fill band `alpha` and `beta`, `min_buckets`,
-//! `max_evictions`, `rehash_all`, `seed` and `duplicate_keys`.
+//! `max_evictions`, `rehash_all`, `seed`, `duplicate_keys` and `layout` (the bucket layout,
+//! below: [`BucketLayout::Auto`] by default, [`BucketLayout::Split`] to force keys and
+//! values apart).
 //!
 //! ## Structure
 //!
-//! - **d subtables** (2 to 8, default 3), each an array of buckets. A bucket's keys fill
-//!   one 128-byte line: 32 `u32` keys or 16 `u64` keys (so a probe is one line for either
-//!   width). Values live in a separate array (struct of arrays), so a miss reads keys only;
-//!   find and remove read at most d buckets, and a miss often one half of one (below).
+//! - **d subtables** (2 to 8, default 3), each an array of buckets; a bucket is one 128-byte
+//!   line of *slot words*, laid out one of two ways ([`BucketLayout`]), chosen by the pair's
+//!   width without the user asking. **Packed** (a `u32` key and a 4-byte value, so
+//!   `CuckooTable<u32, u32>`, `<u32, f32>`, `<u32, [u32; 1]>` ...): a slot is one 8-byte
+//!   word, the key in its low half and the value in its high half, 16 a bucket, so a hit
+//!   reads its value in the same 64-byte half line as its key (one random read where split
+//!   buckets take two dependent ones), and a pair is claimed, replaced, moved and emptied as
+//!   one word. **Split** (every other pair; `u64` keys with 4-byte values need 12 bytes, so
+//!   they stay split): a slot is a key, 32 `u32` or 16 `u64` keys a bucket, and values live
+//!   in an array apart (struct of arrays), so a miss reads keys only and values may be up
+//!   to 64 bytes. Either way a probe is one line, find and remove read at most d buckets,
+//!   and a miss often one half of one (below). Both use the same bytes a slot for `u32`
+//!   pairs (8), so packing saves reads, not memory; `memory()` counts what each allocates.
 //! - **Hashing**: subtable i sends key k to bucket `H_i(k) mod |h_i|`, with
 //!   `H_i(k) = (a_i * mix(k) + b_i) mod p` (universal, after the fmix bijection so that
 //!   keys equal in many bits still spread). `H_i` does not depend on the size, so doubling
@@ -113,12 +126,14 @@
 //!   sorted copy (one key and one value a pair) is kept for the next batch of that size.
 //!   A smaller batch is in flight whole whatever its order, so it is not sorted.
 //! - **Inserts in two passes.** First, lock-free: a new pair takes an empty slot of the
-//!   first of its d buckets (in lookup order) that has one, claimed by a CAS on the key
-//!   slot. Nothing is evicted in this pass, so a slot only goes from empty to full and a
-//!   full bucket stays full; equal keys of the batch try a bucket's slots in the same
-//!   key-fixed order, so the second sees the first or loses the CAS to it, and no reader
-//!   can see a key before its value. Then the pairs whose d buckets were all full go in by
-//!   the paper's voter coordination: a tile votes a leader among its lanes with pending
+//!   first of its d buckets (in lookup order) that has one, claimed by a CAS on the slot
+//!   word (the key when split, the whole 64-bit pair when packed, expecting the empty
+//!   all-ones word; a CAS that finds an equal key marks a duplicate). Nothing is evicted
+//!   in this pass, so a slot only goes from empty to full and a full bucket stays full;
+//!   equal keys of the batch try a bucket's slots in the same key-fixed order, so the
+//!   second sees the first or loses the CAS to it, and no reader can see a key before its
+//!   value (packed: key and value arrive in one word). Then the pairs whose d buckets were
+//!   all full go in by the paper's voter coordination: a tile votes a leader among its lanes with pending
 //!   pairs; the leader locks its bucket with one atomic; the tile replaces an equal key's
 //!   value, fills an empty slot, or swaps the pair with a random resident, which moves on
 //!   to the next subtable of its probe order. When the lock is taken the tile re-votes
@@ -243,16 +258,23 @@
 //! building on the one before, and kernel files by phase that hold `extern "C"` kernels
 //! only, each compiled to its own fat binary.
 //!
-//! - `bucket.cuh`: key traits, the subtable hash, tiles and the loads of a bucket;
+//! - `bucket.cuh`: key traits, the subtable hash, the bucket layouts (`Split<K>` and
+//!   `Packed32`, each naming its key type, slot word, slots, empty word and how a word
+//!   holds a key and value, so that every step below is written once for both), tiles and
+//!   the loads of a bucket;
 //!   `state.cuh`: dirty bits, bucket locks, the side slot, block counts; `probe.cuh`: a
 //!   key's first subtable, the subtables after it and its slot order in a bucket.
 //! - `locate.cuh` (find a key: home half, then the rest), `update.cuh`, `place.cuh` (the
 //!   lock-free pass), `evict.cuh` (voter-coordinated inserts with evictions),
 //!   `partition.cuh` (the sort by partition), `remove.cuh`, `resize.cuh`, `export.cuh`.
 //! - Kernels: `lookup.cu` (find, export), `insert.cu` (update, place, insert),
-//!   `partition.cu`, `remove.cu`, `subtable.cu` (resize, fill).
+//!   `partition.cu`, `remove.cu`, `subtable.cu` (resize, fill); suffixes `_u32` and `_u64`
+//!   for split buckets, `_p32` for packed ones (the partition kernels read keys only and
+//!   serve both).
 //!
-//! On the host, `launch` holds every kernel launch (one parameter struct a kernel, the
+//! On the host, `layout` resolves [`BucketLayout`] and sizes a subtable's arrays by it (the
+//! image records it: images made before the packed layout load as split tables); `launch`
+//! holds every kernel launch (one parameter struct a kernel, the
 //! only unsafe code of the crate); `table` and its submodules hold the table's state and
 //! the order of its batches, one phase a file; `policy` the pure host-side resize policy.
 //!
@@ -281,6 +303,7 @@ mod key;
     reason = "the kernel launches: raw device pointers handed to the GPU"
 )]
 mod launch;
+mod layout;
 #[allow(
     dead_code,
     unsafe_code,
@@ -293,5 +316,6 @@ pub mod policy;
 mod table;
 
 pub use error::{CuckooError, Result};
+pub use layout::BucketLayout;
 pub use options::{CuckooOptions, DuplicateKeys};
 pub use table::{CuckooTable, IMAGE_LAYOUT_VERSION, ResizeStats};

@@ -1,11 +1,12 @@
 //! The options of a [`CuckooTable`](crate::CuckooTable).
 
-use crate::CuckooError;
 use crate::layouts::GH_CUCKOO_MAX_SUBTABLES;
+use crate::{BucketLayout, CuckooError};
 pub use gpuhash_core::last_copy::DuplicateKeys;
 
 /// How a table is shaped and when it resizes. `Default` gives the paper's defaults:
-/// 3 subtables, fill factor kept within `[0.4, 0.9]`; each field has a setter of its name,
+/// 3 subtables, fill factor kept within `[0.4, 0.9]`, and the bucket layout the pair's
+/// width picks; each field has a setter of its name,
 /// so that options read as one chain:
 ///
 /// ```
@@ -55,6 +56,10 @@ pub struct CuckooOptions {
     pub seed: u64,
     /// Which value wins among equal keys of one insert batch.
     pub duplicate_keys: DuplicateKeys,
+    /// How buckets hold pairs: [`BucketLayout::Auto`] (the default) packs a `u32` key and a
+    /// 4-byte value into one 8-byte slot word and keeps other pairs split;
+    /// [`BucketLayout::Split`] forces keys and values apart (to compare the two).
+    pub layout: BucketLayout,
 }
 
 impl Default for CuckooOptions {
@@ -70,6 +75,7 @@ impl Default for CuckooOptions {
             rehash_all: false,
             seed: 0x5eed_c0c0,
             duplicate_keys: DuplicateKeys::AnyCopy,
+            layout: BucketLayout::Auto,
         }
     }
 }
@@ -103,6 +109,7 @@ impl CuckooOptions {
         rehash_all: bool,
         seed: u64,
         duplicate_keys: DuplicateKeys,
+        layout: BucketLayout,
     );
 
     /// Sets the `initial_buckets` field to `Some(buckets)`.
@@ -152,7 +159,7 @@ impl CuckooOptions {
         Ok(())
     }
 
-    /// Buckets of each subtable at creation, for buckets of `slots` keys: a power of two
+    /// Buckets of each subtable at creation, for buckets of `slots` pairs: a power of two
     /// (so that the table can shrink to `min_buckets`) large enough that
     /// `initial_capacity` pairs fill the table to at most `beta`.
     pub(crate) fn initial_bucket_count(&self, slots: u64) -> u64 {
@@ -264,7 +271,8 @@ mod tests {
             .max_evictions(9)
             .rehash_all(true)
             .seed(5)
-            .duplicate_keys(DuplicateKeys::LastCopy);
+            .duplicate_keys(DuplicateKeys::LastCopy)
+            .layout(BucketLayout::Split);
         let expected = CuckooOptions {
             initial_capacity: 7,
             initial_buckets: Some(12),
@@ -276,6 +284,7 @@ mod tests {
             rehash_all: true,
             seed: 5,
             duplicate_keys: DuplicateKeys::LastCopy,
+            layout: BucketLayout::Split,
         };
         assert_eq!(o, expected);
     }

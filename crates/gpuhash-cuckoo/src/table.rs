@@ -28,12 +28,11 @@ use gpuhash_core::table::{Key, Value};
 use gpuhash_core::{Device, DeviceAddress, DeviceBuffer, Error, Stream};
 use parking_lot::{Mutex, RwLock, RwLockReadGuard};
 
-use crate::key::KeyLayout;
 use crate::layouts::{
     GH_CUCKOO_MAX_SUBTABLES, GH_CUCKOO_MAX_VALUE_WORDS, GhCuckooHome, GhCuckooTable,
 };
 use crate::policy::{self, Bounds, ChoiceRange};
-use crate::{CuckooOptions, Result};
+use crate::{BucketLayout, CuckooOptions, Result};
 use order::Order;
 use scratch::Scratch;
 use subtable::Subtable;
@@ -106,7 +105,8 @@ impl Mirror {
 /// earlier batch, a reader for the last writer), so a reader's kernel never runs beside
 /// a writer's even though `get_async` returns before its kernel runs.
 ///
-/// Device memory: the subtables' keys, values, one lock word and one dirty bit per bucket,
+/// Device memory: the subtables' slot words (keys, or packed pairs), values (split
+/// buckets only: see [`BucketLayout`]), one lock word and one dirty bit per bucket,
 /// plus the scratch space of the largest insert batch so far (two lists for homeless pairs
 /// and a log of evicted keys, about `3 * batch * (size_of::<K>() + size_of::<V>())` bytes),
 /// kept so that later batches need not allocate. [`Table::memory`] counts the
@@ -125,6 +125,8 @@ impl Mirror {
 pub struct CuckooTable<K: Key, V: Value> {
     device: Device,
     options: CuckooOptions,
+    /// The layout `options.layout` resolves to for this pair: `Split` or `Packed`.
+    layout: BucketLayout,
     /// Writers hold it for writing, readers for reading, while they queue their work.
     gate: RwLock<()>,
     /// The events that carry the gate's order to the device.
@@ -165,9 +167,15 @@ impl<K: Key, V: Value> std::fmt::Debug for CuckooTable<K, V> {
 }
 
 impl<K: Key, V: Value> CuckooTable<K, V> {
-    /// Keys (and so pairs) one bucket holds: 32 for `u32` keys, 16 for `u64` keys. A table
-    /// of `b` buckets a subtable and `d` subtables has `b * d * SLOTS_PER_BUCKET` slots.
-    pub const SLOTS_PER_BUCKET: usize = K::SLOTS as usize;
+    /// Pairs one bucket of a table made with `layout` holds: 16 packed, 32 split `u32` keys,
+    /// 16 split `u64` keys. A table of `b` buckets a subtable and `d` subtables has
+    /// `b * d * bucket_slots` slots. [`CuckooError::InvalidOptions`](crate::CuckooError) if
+    /// this pair cannot have that layout ([`BucketLayout::resolve`]).
+    pub fn bucket_slots(layout: BucketLayout) -> Result<usize> {
+        let resolved = layout.resolve(size_of::<K>(), size_of::<V>())?;
+        Ok(resolved.slots(size_of::<K>()) as usize)
+    }
+
     /// 4-byte words of a value.
     const WORDS: usize = size_of::<V>() / 4;
 
@@ -182,12 +190,14 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
     /// filled, on a stream the device lends.
     pub fn new(device: &Device, options: CuckooOptions) -> Result<Self> {
         options.validate()?;
+        let layout = options.layout.resolve(size_of::<K>(), size_of::<V>())?;
+        let slots = layout.slots(size_of::<K>());
         let stream = device.lend_stream()?;
-        let buckets = options.initial_bucket_count(K::SLOTS);
+        let buckets = options.initial_bucket_count(slots);
         let subtables = (0..options.subtables)
             .map(|i| {
                 let hash = hash_coefficients::<K>(options.seed, i);
-                Subtable::allocate(&stream, buckets, Self::WORDS, hash)
+                Self::allocate_subtable(layout, &stream, buckets, hash)
             })
             .collect::<Result<Vec<_>>>()?;
         let shared = Shared {
@@ -197,10 +207,24 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
         stream.synchronize()?;
         let mirror = Mirror {
             counts: vec![0; options.subtables],
-            floor_slots: buckets * options.subtables as u64 * K::SLOTS,
+            floor_slots: buckets * options.subtables as u64 * slots,
             ..Mirror::default()
         };
-        Ok(Self::assemble(device, options, subtables, shared, mirror))
+        Ok(Self::assemble(
+            device, options, layout, subtables, shared, mirror,
+        ))
+    }
+
+    /// An empty subtable of `buckets` buckets in `layout` (resolved): slot words all empty,
+    /// and a values array only when split.
+    fn allocate_subtable(
+        layout: BucketLayout,
+        stream: &Stream,
+        buckets: u64,
+        hash: (u64, u64),
+    ) -> Result<Subtable<K>> {
+        let value_words = layout.value_words_per_bucket(size_of::<K>(), Self::WORDS);
+        Subtable::allocate(stream, buckets, value_words, hash)
     }
 
     /// The table of these parts, which every constructor makes; where the value width is
@@ -208,6 +232,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
     fn assemble(
         device: &Device,
         options: CuckooOptions,
+        layout: BucketLayout,
         subtables: Vec<Subtable<K>>,
         shared: Shared,
         mirror: Mirror,
@@ -221,6 +246,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
         Self {
             device: device.clone(),
             options,
+            layout,
             gate: RwLock::new(()),
             order: Order::default(),
             subtables: subtables.into_iter().map(RwLock::new).collect(),
@@ -234,6 +260,21 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
     /// The options the table was made with.
     pub fn options(&self) -> &CuckooOptions {
         &self.options
+    }
+
+    /// How its buckets hold pairs: [`BucketLayout::Packed`] or [`BucketLayout::Split`], as
+    /// [`CuckooOptions::layout`] resolves for this pair.
+    pub fn layout(&self) -> BucketLayout {
+        self.layout
+    }
+
+    /// Pairs one bucket holds (see [`bucket_slots`](Self::bucket_slots)).
+    pub fn slots_per_bucket(&self) -> usize {
+        self.slots() as usize
+    }
+
+    fn slots(&self) -> u64 {
+        self.layout.slots(size_of::<K>())
     }
 
     /// Buckets of each subtable.
@@ -253,7 +294,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
     /// call for are made when the table next counts its pairs (see
     /// [`fill_factor`](Self::fill_factor)).
     pub fn capacity(&self) -> usize {
-        policy::capacity(&self.subtable_buckets(), K::SLOTS) as usize
+        policy::capacity(&self.subtable_buckets(), self.slots()) as usize
     }
 
     /// Slots below which no downsize takes the table: those it was created with (see
@@ -297,7 +338,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
     /// `len`, `memory`, `export`, `to_image`, `shrink_to` and the next insert.
     pub fn fill_factor(&self) -> Result<f64> {
         let len = self.on_lent_stream(|s| self.count_on(s))?;
-        Ok(policy::fill(&self.subtable_buckets(), K::SLOTS, len))
+        Ok(policy::fill(&self.subtable_buckets(), self.slots(), len))
     }
 
     /// True when the table cannot shrink further (every downsize would pass the minimum
@@ -316,7 +357,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
         Bounds {
             alpha: self.options.alpha,
             beta: self.options.beta,
-            slots: K::SLOTS,
+            slots: self.slots(),
             min_buckets: self.options.min_buckets,
             min_slots: self.capacity_floor() as u64,
             rehash_all: self.options.rehash_all,
@@ -434,6 +475,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
     /// The kernels' view of the table; the address guards go into `guards`, which must
     /// outlive the launch.
     fn describe<'a>(
+        &self,
         view: &'a View<'a, K>,
         stream: &'a Stream,
         guards: &mut Vec<DeviceAddress<'a>>,
@@ -441,6 +483,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
         let mut table = GhCuckooTable {
             subtables: view.subs.len() as u32,
             value_words: Self::WORDS as u32,
+            layout: self.layout.code(),
             ..GhCuckooTable::default()
         };
         for (i, sub) in view.subs.iter().enumerate() {
@@ -462,7 +505,8 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
     fn home(&self, view: &View<'_, K>, placing: bool) -> GhCuckooHome {
         let buckets: Vec<u64> = view.subs.iter().map(|s| s.buckets).collect();
         let mut m = self.mirror.lock();
-        let thresholds = policy::thresholds(&policy::home_weights(&buckets, &m.counts, K::SLOTS));
+        let thresholds =
+            policy::thresholds(&policy::home_weights(&buckets, &m.counts, self.slots()));
         if placing {
             let ranges = policy::choice_ranges(&thresholds, buckets.len());
             for (settled, range) in m.settled.iter_mut().zip(ranges) {
@@ -510,53 +554,4 @@ fn hash_prime<K: Key>() -> u64 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_table_is_send_and_sync() {
-        fn check<T: Send + Sync>() {}
-        check::<CuckooTable<u32, u32>>();
-        check::<CuckooTable<u64, [u32; 16]>>();
-    }
-
-    #[test]
-    fn value_widths_the_table_stores() {
-        for bytes in [4, 8, 12, 16, 64] {
-            assert!(stores_values_of(bytes), "{bytes}");
-        }
-        for bytes in [0, 1, 2, 6, 13, 68, 128] {
-            assert!(!stores_values_of(bytes), "{bytes}");
-        }
-        assert_eq!(CuckooTable::<u32, [u8; 12]>::WORDS, 3);
-        assert_eq!(CuckooTable::<u64, [u64; 2]>::WORDS, 4);
-        assert_eq!(CuckooTable::<u64, u32>::SLOTS_PER_BUCKET, 16);
-    }
-
-    #[test]
-    fn hash_coefficients_are_in_the_family() {
-        for i in 0..8 {
-            let (a, b) = hash_coefficients::<u32>(7, i);
-            assert!(a > 0 && a < PRIME32 && b < PRIME32);
-            let (a, b) = hash_coefficients::<u64>(7, i);
-            assert!(a > 0 && a < PRIME61 && b < PRIME61);
-        }
-        assert_ne!(
-            hash_coefficients::<u32>(7, 0),
-            hash_coefficients::<u32>(7, 1)
-        );
-    }
-
-    #[test]
-    fn fastmod_magic_is_exact() {
-        // The kernels compute h mod b as mulhi(magic * h, b) with magic = ceil(2^64 / b).
-        for b in [1u64, 2, 3, 7, 1000, 735_843, (1 << 31) - 1] {
-            let magic = (u64::MAX / b).wrapping_add(1);
-            for h in [0u32, 1, 2, 12345, u32::MAX - 1, u32::MAX] {
-                let low = magic.wrapping_mul(u64::from(h));
-                let got = ((u128::from(low) * u128::from(b)) >> 64) as u64;
-                assert_eq!(got, u64::from(h) % b, "h = {h}, b = {b}");
-            }
-        }
-    }
-}
+mod tests;

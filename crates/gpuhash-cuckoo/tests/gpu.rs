@@ -8,7 +8,9 @@ use gpuhash_core::image::{Image, PinnedImage, ProbeInPlace};
 use gpuhash_core::table::{ErrorKind, Key, Map, Table, TableError, Value};
 use gpuhash_core::workload::{self, KeySet};
 use gpuhash_core::{Device, DeviceBuffer, Error, PinnedPool};
-use gpuhash_cuckoo::{CuckooError, CuckooOptions, CuckooTable, DuplicateKeys, policy};
+use gpuhash_cuckoo::{
+    BucketLayout, CuckooError, CuckooOptions, CuckooTable, DuplicateKeys, policy,
+};
 use quickcheck::{Arbitrary, Gen, QuickCheck, TestResult};
 
 fn device() -> &'static Device {
@@ -27,16 +29,25 @@ fn all_memory() -> RwLockWriteGuard<'static, ()> {
     MEMORY.write().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The bucket layouts every test of `u32` keys and 4-byte values runs with: the default
+/// (packed buckets for such pairs) and split buckets forced, so that both stay covered.
+const LAYOUTS: [BucketLayout; 2] = [BucketLayout::Auto, BucketLayout::Split];
+
+/// Pairs a bucket of a `u32`/`u32` table of `layout` holds.
+fn slots(layout: BucketLayout) -> u64 {
+    CuckooTable::<u32, u32>::bucket_slots(layout).unwrap() as u64
+}
+
 /// A table that starts as small as it can (one bucket a subtable), so that a few
 /// thousand pairs push it across both fill bounds many times.
 fn small_options() -> CuckooOptions {
     CuckooOptions::with_capacity(0)
 }
 
-/// A table of fixed size (alpha 0 and beta 0.99, so it never resizes) that `pairs` pairs fill
-/// to `load`, with its buckets a subtable.
-fn fixed_size(pairs: u32, load: f64) -> (CuckooOptions, u64) {
-    let buckets = (f64::from(pairs) / load / 32.0 / 3.0).ceil() as u64;
+/// A table of fixed size (alpha 0 and beta 0.99, so it never resizes) of buckets of `slots`
+/// pairs that `pairs` pairs fill to `load`, with its buckets a subtable.
+fn fixed_size(pairs: u32, load: f64, slots: u64) -> (CuckooOptions, u64) {
+    let buckets = (f64::from(pairs) / load / slots as f64 / 3.0).ceil() as u64;
     let options = CuckooOptions::default()
         .initial_buckets(buckets)
         .alpha(0.0)
@@ -163,8 +174,9 @@ impl Arbitrary for Batch {
     }
 }
 
-fn run_sequence(batches: Vec<Batch>, rehash_all: bool) -> TestResult {
+fn run_sequence(batches: Vec<Batch>, rehash_all: bool, layout: BucketLayout) -> TestResult {
     let options = small_options()
+        .layout(layout)
         .rehash_all(rehash_all)
         .alpha(if rehash_all { 0.3 } else { 0.4 });
     let table = CuckooTable::<u32, u32>::new(device(), options).unwrap();
@@ -234,61 +246,81 @@ fn kind(b: &Batch) -> &'static str {
     }
 }
 
-fn sequences_match_the_model(batches: Vec<Batch>) -> TestResult {
-    run_sequence(batches, false)
+/// The sequence on a table of `LAYOUTS[L]`.
+fn sequences_match_the_model<const L: usize>(batches: Vec<Batch>) -> TestResult {
+    run_sequence(batches, false, LAYOUTS[L])
 }
 
-fn sequences_match_the_model_rehashing_everything(batches: Vec<Batch>) -> TestResult {
-    run_sequence(batches, true)
+fn sequences_match_the_model_rehashing_everything<const L: usize>(
+    batches: Vec<Batch>,
+) -> TestResult {
+    run_sequence(batches, true, LAYOUTS[L])
 }
+
+/// One property for each of `LAYOUTS`.
+type Property = fn(Vec<Batch>) -> TestResult;
 
 #[test]
 #[ignore = "needs a CUDA device"]
 fn random_batch_sequences_match_a_hashmap() {
     let _memory = shared_memory();
-    QuickCheck::new()
-        .tests(40)
-        .rng(Gen::new(40))
-        .quickcheck(sequences_match_the_model as fn(Vec<Batch>) -> TestResult);
+    let properties: [Property; 2] = [
+        sequences_match_the_model::<0>,
+        sequences_match_the_model::<1>,
+    ];
+    for property in properties {
+        QuickCheck::new()
+            .tests(40)
+            .rng(Gen::new(40))
+            .quickcheck(property);
+    }
 }
 
 #[test]
 #[ignore = "needs a CUDA device"]
 fn random_batch_sequences_match_a_hashmap_in_rehash_everything_mode() {
     let _memory = shared_memory();
-    QuickCheck::new()
-        .tests(15)
-        .rng(Gen::new(30))
-        .quickcheck(sequences_match_the_model_rehashing_everything as fn(Vec<Batch>) -> TestResult);
+    let properties: [Property; 2] = [
+        sequences_match_the_model_rehashing_everything::<0>,
+        sequences_match_the_model_rehashing_everything::<1>,
+    ];
+    for property in properties {
+        QuickCheck::new()
+            .tests(15)
+            .rng(Gen::new(30))
+            .quickcheck(property);
+    }
 }
 
 #[test]
 #[ignore = "needs a CUDA device"]
 fn fill_crosses_both_bounds_many_times() {
     let _memory = shared_memory();
-    // Grow to 200k pairs and shrink back to 1k, three times, checking after every batch.
-    let table = CuckooTable::<u32, u32>::new(device(), small_options()).unwrap();
-    let mut model = HashMap::new();
-    for round in 0..3u32 {
-        for step in 0..20u32 {
-            let first = round * 1_000_000 + step * 10_000;
-            let (keys, values) = workload::host_pairs(KeySet::Hits, first, 10_000);
-            table.insert(&keys, &values).unwrap();
-            model.extend(keys.into_iter().zip(values));
-            check_against(&table, &model, &[]).unwrap();
-        }
-        let mut keys: Vec<u32> = model.keys().copied().collect();
-        keys.sort_unstable();
-        for chunk in keys.chunks(10_000).take(keys.len() / 10_000 - 1) {
-            assert_eq!(count_removed(table.remove(chunk).unwrap()), chunk.len());
-            for k in chunk {
-                model.remove(k);
+    for layout in LAYOUTS {
+        // Grow to 200k pairs and shrink back to 1k, three times, checking after every batch.
+        let table = CuckooTable::<u32, u32>::new(device(), small_options().layout(layout)).unwrap();
+        let mut model = HashMap::new();
+        for round in 0..3u32 {
+            for step in 0..20u32 {
+                let first = round * 1_000_000 + step * 10_000;
+                let (keys, values) = workload::host_pairs(KeySet::Hits, first, 10_000);
+                table.insert(&keys, &values).unwrap();
+                model.extend(keys.into_iter().zip(values));
+                check_against(&table, &model, &[]).unwrap();
             }
-            check_against(&table, &model, &chunk[..10]).unwrap();
+            let mut keys: Vec<u32> = model.keys().copied().collect();
+            keys.sort_unstable();
+            for chunk in keys.chunks(10_000).take(keys.len() / 10_000 - 1) {
+                assert_eq!(count_removed(table.remove(chunk).unwrap()), chunk.len());
+                for k in chunk {
+                    model.remove(k);
+                }
+                check_against(&table, &model, &chunk[..10]).unwrap();
+            }
         }
+        let stats = table.resize_stats();
+        assert!(stats.upsizes >= 10 && stats.downsizes >= 10, "{stats:?}");
     }
-    let stats = table.resize_stats();
-    assert!(stats.upsizes >= 10 && stats.downsizes >= 10, "{stats:?}");
 }
 
 #[test]
@@ -361,6 +393,61 @@ fn memory_counts_every_array_of_the_table() {
     );
 }
 
+/// The layout each pair gets (packed for a u32 key and any 4-byte value, split for other
+/// pairs and when forced), the slots of its buckets, and the memory it counts: packed
+/// buckets hold 16 pairs in their 128 bytes and have no values array, split u32 buckets 32
+/// keys and their 32 values apart. Both hold the same pairs and answer alike.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn each_pair_gets_its_layout_and_memory_counts_it() {
+    let _memory = shared_memory();
+    let packed = BucketLayout::Packed;
+    let split = BucketLayout::Split;
+    let layout_of = |options: CuckooOptions| {
+        let f = CuckooTable::<u32, f32>::new(device(), options.clone()).unwrap();
+        let one = CuckooTable::<u32, [u32; 1]>::new(device(), options.clone()).unwrap();
+        let wide = CuckooTable::<u64, u32>::new(device(), options.clone()).unwrap();
+        (f.layout(), one.layout(), wide.layout())
+    };
+    assert_eq!(layout_of(small_options()), (packed, packed, split));
+    assert_eq!(
+        layout_of(small_options().layout(split)),
+        (split, split, split)
+    );
+    assert!(matches!(
+        CuckooTable::<u64, u32>::new(device(), small_options().layout(packed)),
+        Err(CuckooError::InvalidOptions(_))
+    ));
+    let (keys, values) = workload::host_pairs(KeySet::Hits, 0, 20_000);
+    let (misses, _) = workload::host_pairs(KeySet::Misses, 0, 1000);
+    for (layout, resolved, slots, value_bytes) in [
+        (BucketLayout::Auto, packed, 16, 0),
+        (packed, packed, 16, 0),
+        (split, split, 32, 32 * 4),
+    ] {
+        let table = CuckooTable::<u32, u32>::new(device(), small_options().layout(layout)).unwrap();
+        assert_eq!(
+            (table.layout(), table.slots_per_bucket()),
+            (resolved, slots)
+        );
+        table.insert(&keys, &values).unwrap();
+        let per_subtable = table.subtable_buckets();
+        let buckets: u64 = per_subtable.iter().sum();
+        assert_eq!(table.capacity() as u64, buckets * slots as u64);
+        // A bucket: 128 bytes of slot words, its values apart (split), a lock word; the
+        // dirty bits, the pair counts of 8 subtables and the side slot (2 + 1 words).
+        let dirty_words: u64 = per_subtable.iter().map(|b| b.div_ceil(32)).sum();
+        let table_bytes = buckets * (128 + value_bytes + 4) + dirty_words * 4 + 8 * 8 + 3 * 4;
+        assert_eq!(
+            table.memory().unwrap().bytes_in_use,
+            table_bytes,
+            "{layout:?}"
+        );
+        let model: HashMap<u32, u32> = keys.iter().copied().zip(values.iter().copied()).collect();
+        check_against(&table, &model, &misses).unwrap();
+    }
+}
+
 /// For batches whose value words start with the pair's index in the batch: every key of
 /// `distinct` is held with the whole value of one of its own pairs (of equal keys in a batch,
 /// one value wins, never a mix).
@@ -412,40 +499,42 @@ fn duplicate_keys_in_one_batch_store_one_value() {
 #[ignore = "needs a CUDA device"]
 fn duplicates_meet_in_both_insert_passes() {
     let _memory = shared_memory();
-    // 2^20 distinct keys, one in 16 twice, in one shuffled batch with distinct values, into
-    // a table sized for load 0.92 (the batch with its copies just fits below beta, so it does
-    // not grow): early pairs go in lock-free, late ones find all their buckets full and go
-    // through the evicting pass, and the copies of a key meet in either.
-    let distinct = 1u32 << 20;
-    let (options, buckets) = fixed_size(distinct, 0.92);
-    let table = CuckooTable::<u32, u32>::new(device(), options).unwrap();
-    let mut rng = Rng(0x1234_5678_9abc_def1);
-    let mut keys = Vec::new();
-    for i in 0..distinct {
-        let key = gpuhash_core::hash::fmix32(i);
-        let copies = if rng.next().is_multiple_of(16) { 2 } else { 1 };
-        keys.extend(std::iter::repeat_n(key, copies));
-    }
-    for i in (1..keys.len()).rev() {
-        keys.swap(i, (rng.next() % (i as u64 + 1)) as usize);
-    }
-    let distinct_keys: Vec<u32> = (0..distinct).map(gpuhash_core::hash::fmix32).collect();
-    // Round 0 into the empty table, round 1 over it (every key held already).
-    for round in 0..2u32 {
-        let values: Vec<u32> = (0..keys.len() as u32).map(|j| j | round << 31).collect();
-        table.insert(&keys, &values).unwrap();
-        assert_eq!(table.len().unwrap(), distinct as usize);
-        assert_eq!(table.subtable_buckets(), vec![buckets; 3], "no resize");
-        for (k, got) in distinct_keys.iter().zip(table.get(&distinct_keys).unwrap()) {
-            let v = got.expect("every key is held");
-            assert_eq!(v >> 31, round, "key {k}: a value of this round");
-            assert_eq!(
-                keys[(v & !(1 << 31)) as usize],
-                *k,
-                "key {k}: one of its own values"
-            );
+    for layout in LAYOUTS {
+        // 2^20 distinct keys, one in 16 twice, in one shuffled batch with distinct values, into
+        // a table sized for load 0.92 (the batch with its copies just fits below beta, so it does
+        // not grow): early pairs go in lock-free, late ones find all their buckets full and go
+        // through the evicting pass, and the copies of a key meet in either.
+        let distinct = 1u32 << 20;
+        let (options, buckets) = fixed_size(distinct, 0.92, slots(layout));
+        let table = CuckooTable::<u32, u32>::new(device(), options.layout(layout)).unwrap();
+        let mut rng = Rng(0x1234_5678_9abc_def1);
+        let mut keys = Vec::new();
+        for i in 0..distinct {
+            let key = gpuhash_core::hash::fmix32(i);
+            let copies = if rng.next().is_multiple_of(16) { 2 } else { 1 };
+            keys.extend(std::iter::repeat_n(key, copies));
         }
-        assert_eq!(table.export().unwrap().len(), distinct as usize);
+        for i in (1..keys.len()).rev() {
+            keys.swap(i, (rng.next() % (i as u64 + 1)) as usize);
+        }
+        let distinct_keys: Vec<u32> = (0..distinct).map(gpuhash_core::hash::fmix32).collect();
+        // Round 0 into the empty table, round 1 over it (every key held already).
+        for round in 0..2u32 {
+            let values: Vec<u32> = (0..keys.len() as u32).map(|j| j | round << 31).collect();
+            table.insert(&keys, &values).unwrap();
+            assert_eq!(table.len().unwrap(), distinct as usize);
+            assert_eq!(table.subtable_buckets(), vec![buckets; 3], "no resize");
+            for (k, got) in distinct_keys.iter().zip(table.get(&distinct_keys).unwrap()) {
+                let v = got.expect("every key is held");
+                assert_eq!(v >> 31, round, "key {k}: a value of this round");
+                assert_eq!(
+                    keys[(v & !(1 << 31)) as usize],
+                    *k,
+                    "key {k}: one of its own values"
+                );
+            }
+            assert_eq!(table.export().unwrap().len(), distinct as usize);
+        }
     }
 }
 
@@ -453,54 +542,56 @@ fn duplicates_meet_in_both_insert_passes() {
 #[ignore = "needs a CUDA device"]
 fn adversarial_keys() {
     let _memory = shared_memory();
-    let table = CuckooTable::<u32, u32>::new(device(), small_options()).unwrap();
-    let mut model = HashMap::new();
-    // Empty batches change nothing.
-    table.insert(&[], &[]).unwrap();
-    assert_eq!(table.get(&[]).unwrap(), vec![]);
-    assert_eq!(count_removed(table.remove(&[]).unwrap()), 0);
-    assert!(table.is_empty().unwrap());
-    // 0 and all ones are ordinary keys.
-    table.insert(&[0, u32::MAX], &[10, 20]).unwrap();
-    model.extend([(0, 10), (u32::MAX, 20)]);
-    check_against(&table, &model, &[1, u32::MAX - 1]).unwrap();
-    // 4096 keys equal in their low 20 bits.
-    let same_low: Vec<u32> = (0..4096u32).map(|i| i << 20 | 0xa_bcde).collect();
-    table.insert(&same_low, &same_low).unwrap();
-    model.extend(same_low.iter().map(|&k| (k, k)));
-    check_against(&table, &model, &[0x000a_bcdf]).unwrap();
-    // A batch far larger than the table.
-    let (keys, values) = workload::host_pairs(KeySet::Hits, 0, 300_000);
-    table.insert(&keys, &values).unwrap();
-    model.extend(keys.iter().copied().zip(values.iter().copied()));
-    let (misses, _) = workload::host_pairs(KeySet::Misses, 0, 1000);
-    check_against(&table, &model, &misses).unwrap();
-    // Zipf-skewed keys (s = 1.2 over 100k ranks), with repeats inside batches.
-    let mut rng = Rng(0x1234_5678);
-    for _ in 0..5 {
-        let keys: Vec<u32> = (0..100_000)
-            .map(|_| {
-                let (n, s) = (100_000f64, 1.2f64);
-                let u = rng.unit();
-                let rank = ((n.powf(1.0 - s) - 1.0) * u + 1.0).powf(1.0 / (1.0 - s));
-                gpuhash_core::hash::fmix32(rank as u32)
-            })
-            .collect();
-        let values: Vec<u32> = keys.iter().map(|k| k ^ 0xffff).collect();
+    for layout in LAYOUTS {
+        let table = CuckooTable::<u32, u32>::new(device(), small_options().layout(layout)).unwrap();
+        let mut model = HashMap::new();
+        // Empty batches change nothing.
+        table.insert(&[], &[]).unwrap();
+        assert_eq!(table.get(&[]).unwrap(), vec![]);
+        assert_eq!(count_removed(table.remove(&[]).unwrap()), 0);
+        assert!(table.is_empty().unwrap());
+        // 0 and all ones are ordinary keys.
+        table.insert(&[0, u32::MAX], &[10, 20]).unwrap();
+        model.extend([(0, 10), (u32::MAX, 20)]);
+        check_against(&table, &model, &[1, u32::MAX - 1]).unwrap();
+        // 4096 keys equal in their low 20 bits.
+        let same_low: Vec<u32> = (0..4096u32).map(|i| i << 20 | 0xa_bcde).collect();
+        table.insert(&same_low, &same_low).unwrap();
+        model.extend(same_low.iter().map(|&k| (k, k)));
+        check_against(&table, &model, &[0x000a_bcdf]).unwrap();
+        // A batch far larger than the table.
+        let (keys, values) = workload::host_pairs(KeySet::Hits, 0, 300_000);
         table.insert(&keys, &values).unwrap();
         model.extend(keys.iter().copied().zip(values.iter().copied()));
+        let (misses, _) = workload::host_pairs(KeySet::Misses, 0, 1000);
         check_against(&table, &model, &misses).unwrap();
-        let gone: Vec<u32> = keys.iter().step_by(3).copied().collect();
-        table.remove(&gone).unwrap();
-        for k in &gone {
-            model.remove(k);
+        // Zipf-skewed keys (s = 1.2 over 100k ranks), with repeats inside batches.
+        let mut rng = Rng(0x1234_5678);
+        for _ in 0..5 {
+            let keys: Vec<u32> = (0..100_000)
+                .map(|_| {
+                    let (n, s) = (100_000f64, 1.2f64);
+                    let u = rng.unit();
+                    let rank = ((n.powf(1.0 - s) - 1.0) * u + 1.0).powf(1.0 / (1.0 - s));
+                    gpuhash_core::hash::fmix32(rank as u32)
+                })
+                .collect();
+            let values: Vec<u32> = keys.iter().map(|k| k ^ 0xffff).collect();
+            table.insert(&keys, &values).unwrap();
+            model.extend(keys.iter().copied().zip(values.iter().copied()));
+            check_against(&table, &model, &misses).unwrap();
+            let gone: Vec<u32> = keys.iter().step_by(3).copied().collect();
+            table.remove(&gone).unwrap();
+            for k in &gone {
+                model.remove(k);
+            }
+            check_against(&table, &model, &gone[..100]).unwrap();
         }
-        check_against(&table, &model, &gone[..100]).unwrap();
+        // Clearing empties everything, the reserved key included.
+        table.clear().unwrap();
+        model.clear();
+        check_against(&table, &model, &[0, u32::MAX]).unwrap();
     }
-    // Clearing empties everything, the reserved key included.
-    table.clear().unwrap();
-    model.clear();
-    check_against(&table, &model, &[0, u32::MAX]).unwrap();
 }
 
 #[test]
@@ -529,15 +620,17 @@ fn u64_keys_match_the_model() {
 #[ignore = "needs a CUDA device"]
 fn mismatched_lengths_change_nothing() {
     let _memory = shared_memory();
-    let table = CuckooTable::<u32, u32>::new(device(), small_options()).unwrap();
-    table.insert(&[1, 2, 3], &[1, 2, 3]).unwrap();
-    let err = table.insert(&[4, 5], &[4]).unwrap_err();
-    assert!(matches!(
-        err,
-        CuckooError::Core(Error::LengthMismatch { .. })
-    ));
-    let model = HashMap::from([(1, 1), (2, 2), (3, 3)]);
-    check_against(&table, &model, &[4, 5]).unwrap();
+    for layout in LAYOUTS {
+        let table = CuckooTable::<u32, u32>::new(device(), small_options().layout(layout)).unwrap();
+        table.insert(&[1, 2, 3], &[1, 2, 3]).unwrap();
+        let err = table.insert(&[4, 5], &[4]).unwrap_err();
+        assert!(matches!(
+            err,
+            CuckooError::Core(Error::LengthMismatch { .. })
+        ));
+        let model = HashMap::from([(1, 1), (2, 2), (3, 3)]);
+        check_against(&table, &model, &[4, 5]).unwrap();
+    }
 }
 
 #[test]
@@ -575,54 +668,58 @@ fn running_out_of_memory_half_way_through_a_batch_undoes_it() {
     let _memory = all_memory();
     let dev = device();
     let stream = dev.new_stream().unwrap();
-    // A fixed size, beta 1 and one swap a pair at most: the second batch, from load 0.5 to
-    // 0.995, fits below beta (nothing grows up front) but leaves pairs homeless, and the
-    // upsize that would take them cannot get its memory; by then pairs of the batch are
-    // placed and old pairs evicted. (The first batch stays below the load at which a single
-    // swap leaves pairs homeless.)
-    let buckets = 1u64 << 17;
-    let capacity = 3 * 32 * buckets as u32;
-    let options = CuckooOptions::default()
-        .initial_buckets(buckets)
-        .alpha(0.0)
-        .beta(1.0)
-        .max_evictions(1);
-    let table = CuckooTable::<u32, u32>::new(dev, options).unwrap();
-    let held = capacity / 2;
-    let (keys, values) = workload::host_pairs(KeySet::Hits, 0, held);
-    table.insert(&keys, &values).unwrap();
-    let model: HashMap<u32, u32> = keys.iter().copied().zip(values.iter().copied()).collect();
-    let sizes = table.subtable_buckets();
-    assert_eq!(
-        sizes,
-        vec![buckets; 3],
-        "the first batch went in without growing"
-    );
-    let (more, more_values) = workload::host_pairs(KeySet::Hits, held, capacity / 1000 * 495);
-    // Room for the batch: uploads, the first pass's flags and old values (13 bytes a pair)
-    // and 24 MB to spare, not for doubling a subtable as well (65 MB). The batch's copy
-    // sorted by partition takes the place of the first batch's, which it frees first (and
-    // which is larger). The synchronize hands what the first batch freed back from the
-    // stream-ordered pool; left there, it would serve the upsize.
-    let room = more.len() * 13 + (24 << 20);
-    dev.synchronize().unwrap();
-    let hog = gpuhash_test_support::fill_device_except(&stream, room);
-    let result = table.insert(&more, &more_values);
-    drop(hog);
-    match result {
-        Err(e) if e.kind() == ErrorKind::OutOfDeviceMemory => {}
-        other => panic!(
-            "expected OutOfDeviceMemory, got {other:?}; subtables {:?} -> {:?}, {:?}",
+    for layout in LAYOUTS {
+        // A fixed size, beta 1 and one swap a pair at most: the second batch, from load 0.5 to
+        // 0.995, fits below beta (nothing grows up front) but leaves pairs homeless, and the
+        // upsize that would take them cannot get its memory; by then pairs of the batch are
+        // placed and old pairs evicted. (The first batch stays below the load at which a single
+        // swap leaves pairs homeless.)
+        // 3 * 2^22 slots in either layout: a subtable takes about 34 MB, doubled 68 MB.
+        let buckets = (1u64 << 22) / slots(layout);
+        let capacity = 3 << 22;
+        let options = CuckooOptions::default()
+            .layout(layout)
+            .initial_buckets(buckets)
+            .alpha(0.0)
+            .beta(1.0)
+            .max_evictions(1);
+        let table = CuckooTable::<u32, u32>::new(dev, options).unwrap();
+        let held = capacity / 2;
+        let (keys, values) = workload::host_pairs(KeySet::Hits, 0, held);
+        table.insert(&keys, &values).unwrap();
+        let model: HashMap<u32, u32> = keys.iter().copied().zip(values.iter().copied()).collect();
+        let sizes = table.subtable_buckets();
+        assert_eq!(
             sizes,
-            table.subtable_buckets(),
-            table.resize_stats()
-        ),
+            vec![buckets; 3],
+            "the first batch went in without growing"
+        );
+        let (more, more_values) = workload::host_pairs(KeySet::Hits, held, capacity / 1000 * 495);
+        // Room for the batch: uploads, the first pass's flags and old values (13 bytes a pair)
+        // and 24 MB to spare, not for doubling a subtable as well (65 MB). The batch's copy
+        // sorted by partition takes the place of the first batch's, which it frees first (and
+        // which is larger). The synchronize hands what the first batch freed back from the
+        // stream-ordered pool; left there, it would serve the upsize.
+        let room = more.len() * 13 + (24 << 20);
+        dev.synchronize().unwrap();
+        let hog = gpuhash_test_support::fill_device_except(&stream, room);
+        let result = table.insert(&more, &more_values);
+        drop(hog);
+        match result {
+            Err(e) if e.kind() == ErrorKind::OutOfDeviceMemory => {}
+            other => panic!(
+                "expected OutOfDeviceMemory, got {other:?}; subtables {:?} -> {:?}, {:?}",
+                sizes,
+                table.subtable_buckets(),
+                table.resize_stats()
+            ),
+        }
+        // A subtable doubled before memory ran out may stay doubled: the pairs held are what
+        // must be as before, and none of the batch.
+        check_against(&table, &model, &more).unwrap();
+        table.insert(&more, &more_values).unwrap();
+        assert_eq!(table.len().unwrap(), keys.len() + more.len());
     }
-    // A subtable doubled before memory ran out may stay doubled: the pairs held are what
-    // must be as before, and none of the batch.
-    check_against(&table, &model, &more).unwrap();
-    table.insert(&more, &more_values).unwrap();
-    assert_eq!(table.len().unwrap(), keys.len() + more.len());
 }
 
 #[test]
@@ -631,57 +728,61 @@ fn device_buffer_forms_agree_with_host_forms() {
     let _memory = shared_memory();
     let dev = device();
     let stream = dev.new_stream().unwrap();
-    let options = CuckooOptions::with_capacity(1 << 20);
-    let table = CuckooTable::<u32, u32>::new(dev, options).unwrap();
-    let n = 1 << 20;
-    let mut keys = DeviceBuffer::<u32>::zeroed(&stream, n).unwrap();
-    let mut values = DeviceBuffer::<u32>::zeroed(&stream, n).unwrap();
-    workload::generate(&stream, KeySet::Hits, 0, &mut keys, Some(&mut values)).unwrap();
-    table.insert_async(&stream, &keys, &values).unwrap();
-    assert_eq!(table.len_on(&stream).unwrap(), n);
-    let mut found = DeviceBuffer::<u8>::zeroed(&stream, n).unwrap();
-    let mut out = DeviceBuffer::<u32>::zeroed(&stream, n).unwrap();
-    table
-        .get_async(&stream, &keys, &mut found, &mut out)
-        .unwrap();
-    assert!(found.to_host(&stream).unwrap().iter().all(|&f| f == 1));
-    assert_eq!(
-        out.to_host(&stream).unwrap(),
-        values.to_host(&stream).unwrap()
-    );
-    let mut misses = DeviceBuffer::<u32>::zeroed(&stream, n).unwrap();
-    workload::generate(&stream, KeySet::Misses, 0, &mut misses, None).unwrap();
-    table.contains_async(&stream, &misses, &mut found).unwrap();
-    assert!(found.to_host(&stream).unwrap().iter().all(|&f| f == 0));
-    let mut removed = DeviceBuffer::<u8>::zeroed(&stream, n).unwrap();
-    table.remove_async(&stream, &keys, &mut removed).unwrap();
-    assert!(removed.to_host(&stream).unwrap().iter().all(|&r| r == 1));
-    assert_eq!(table.len_on(&stream).unwrap(), 0);
-    let exported = table.export_on(&stream).unwrap();
-    assert!(exported.keys.is_empty() && exported.values.is_empty());
+    for layout in LAYOUTS {
+        let options = CuckooOptions::with_capacity(1 << 20).layout(layout);
+        let table = CuckooTable::<u32, u32>::new(dev, options).unwrap();
+        let n = 1 << 20;
+        let mut keys = DeviceBuffer::<u32>::zeroed(&stream, n).unwrap();
+        let mut values = DeviceBuffer::<u32>::zeroed(&stream, n).unwrap();
+        workload::generate(&stream, KeySet::Hits, 0, &mut keys, Some(&mut values)).unwrap();
+        table.insert_async(&stream, &keys, &values).unwrap();
+        assert_eq!(table.len_on(&stream).unwrap(), n);
+        let mut found = DeviceBuffer::<u8>::zeroed(&stream, n).unwrap();
+        let mut out = DeviceBuffer::<u32>::zeroed(&stream, n).unwrap();
+        table
+            .get_async(&stream, &keys, &mut found, &mut out)
+            .unwrap();
+        assert!(found.to_host(&stream).unwrap().iter().all(|&f| f == 1));
+        assert_eq!(
+            out.to_host(&stream).unwrap(),
+            values.to_host(&stream).unwrap()
+        );
+        let mut misses = DeviceBuffer::<u32>::zeroed(&stream, n).unwrap();
+        workload::generate(&stream, KeySet::Misses, 0, &mut misses, None).unwrap();
+        table.contains_async(&stream, &misses, &mut found).unwrap();
+        assert!(found.to_host(&stream).unwrap().iter().all(|&f| f == 0));
+        let mut removed = DeviceBuffer::<u8>::zeroed(&stream, n).unwrap();
+        table.remove_async(&stream, &keys, &mut removed).unwrap();
+        assert!(removed.to_host(&stream).unwrap().iter().all(|&r| r == 1));
+        assert_eq!(table.len_on(&stream).unwrap(), 0);
+        let exported = table.export_on(&stream).unwrap();
+        assert!(exported.keys.is_empty() && exported.values.is_empty());
+    }
 }
 
 #[test]
 #[ignore = "needs a CUDA device"]
 fn high_load_builds_place_every_pair() {
     let _memory = shared_memory();
-    // Tables sized for loads 0.9 and 0.95 (beta raised so they stay that full).
-    for load in [0.9, 0.95] {
-        let n = 1u32 << 22;
-        let (options, buckets) = fixed_size(n, load);
-        let table = CuckooTable::<u32, u32>::new(device(), options).unwrap();
-        let (keys, values) = workload::host_pairs(KeySet::Hits, 0, n);
-        table.insert(&keys, &values).unwrap();
-        assert_eq!(table.len().unwrap(), n as usize);
-        assert_eq!(
-            table.subtable_buckets(),
-            vec![buckets; 3],
-            "no resize at {load}"
-        );
-        let got = table.get(&keys).unwrap();
-        assert!(got.iter().zip(&values).all(|(g, v)| *g == Some(*v)));
-        let (misses, _) = workload::host_pairs(KeySet::Misses, 0, n);
-        assert!(table.contains(&misses).unwrap().iter().all(|&c| !c));
+    for layout in LAYOUTS {
+        // Tables sized for loads 0.9 and 0.95 (beta raised so they stay that full).
+        for load in [0.9, 0.95] {
+            let n = 1u32 << 22;
+            let (options, buckets) = fixed_size(n, load, slots(layout));
+            let table = CuckooTable::<u32, u32>::new(device(), options.layout(layout)).unwrap();
+            let (keys, values) = workload::host_pairs(KeySet::Hits, 0, n);
+            table.insert(&keys, &values).unwrap();
+            assert_eq!(table.len().unwrap(), n as usize);
+            assert_eq!(
+                table.subtable_buckets(),
+                vec![buckets; 3],
+                "no resize at {load}"
+            );
+            let got = table.get(&keys).unwrap();
+            assert!(got.iter().zip(&values).all(|(g, v)| *g == Some(*v)));
+            let (misses, _) = workload::host_pairs(KeySet::Misses, 0, n);
+            assert!(table.contains(&misses).unwrap().iter().all(|&c| !c));
+        }
     }
 }
 
@@ -692,21 +793,41 @@ fn high_load_builds_place_every_pair() {
 #[ignore = "needs a CUDA device"]
 fn removes_and_reinserts_in_place_keep_lookups_exact() {
     let _memory = shared_memory();
-    churn::<u32, [u32; 2]>(|raw| raw);
-    churn::<u64, [u32; 2]>(|raw| (u64::from(raw) << 32) | u64::from(raw.rotate_left(7)));
+    churn::<u32, [u32; 2]>(BucketLayout::Auto, |raw| raw);
+    churn::<u64, [u32; 2]>(BucketLayout::Auto, |raw| {
+        (u64::from(raw) << 32) | u64::from(raw.rotate_left(7))
+    });
+    for layout in LAYOUTS {
+        churn::<u32, u32>(layout, |raw| raw);
+    }
 }
 
-fn churn<K: Key, V>(widen: impl Fn(u32) -> K)
-where
-    V: Value + From<[u32; 2]>,
-{
+/// A value of the churn test from a key's place and the round.
+trait FromPlace {
+    fn from_place(place: u32, round: u32) -> Self;
+}
+
+impl FromPlace for [u32; 2] {
+    fn from_place(place: u32, round: u32) -> Self {
+        [place, round]
+    }
+}
+
+impl FromPlace for u32 {
+    fn from_place(place: u32, round: u32) -> Self {
+        place ^ round << 24
+    }
+}
+
+fn churn<K: Key, V: Value + FromPlace>(layout: BucketLayout, widen: impl Fn(u32) -> K) {
     let n = 1u32 << 16;
     // Sized so that all n keys would fill it to 0.9 (a round holds at most about 2/3 of them).
-    let slots = CuckooTable::<K, V>::SLOTS_PER_BUCKET as f64;
+    let slots = CuckooTable::<K, V>::bucket_slots(layout).unwrap() as f64;
     let options = CuckooOptions::default()
         .initial_buckets((f64::from(n) / 0.9 / slots / 3.0).ceil() as u64)
         .alpha(0.0)
-        .beta(0.99);
+        .beta(0.99)
+        .layout(layout);
     let table = CuckooTable::<K, V>::new(device(), options).unwrap();
     let buckets = table.subtable_buckets();
     let (hits, _) = workload::host_pairs(KeySet::Hits, 0, n);
@@ -735,7 +856,7 @@ where
             }
         } else {
             let values: Vec<V> = (0..chosen.len() as u32)
-                .map(|i| V::from([i, round]))
+                .map(|i| V::from_place(i, round))
                 .collect();
             table.insert(&chosen, &values).unwrap();
             model.extend(chosen.iter().copied().zip(values));
@@ -762,12 +883,16 @@ where
 #[ignore = "needs a CUDA device"]
 fn downsizes_that_spill_residuals_keep_lookups_exact() {
     let _memory = shared_memory();
-    spill::<u32>(|raw| raw);
-    spill::<u64>(|raw| (u64::from(raw.rotate_left(11)) << 32) | u64::from(raw));
+    for layout in LAYOUTS {
+        spill::<u32>(layout, |raw| raw);
+    }
+    spill::<u64>(BucketLayout::Auto, |raw| {
+        (u64::from(raw.rotate_left(11)) << 32) | u64::from(raw)
+    });
 }
 
-fn spill<K: Key>(widen: impl Fn(u32) -> K) {
-    let options = small_options().alpha(0.7).beta(0.99);
+fn spill<K: Key>(layout: BucketLayout, widen: impl Fn(u32) -> K) {
+    let options = small_options().alpha(0.7).beta(0.99).layout(layout);
     let table = CuckooTable::<K, u32>::new(device(), options).unwrap();
     let (hits, values) = workload::host_pairs(KeySet::Hits, 0, 200_000);
     let keys: Vec<K> = hits.iter().map(|&k| widen(k)).collect();
@@ -815,7 +940,7 @@ fn spill<K: Key>(widen: impl Fn(u32) -> K) {
 fn large_sorted_batches_keep_duplicates_and_the_reserved_key_right() {
     let _memory = shared_memory();
     let n = 1u32 << 22;
-    let (options, _) = fixed_size(2 * n, 0.8);
+    let (options, _) = fixed_size(2 * n, 0.8, 32);
     let table = CuckooTable::<u32, [u32; 2]>::new(device(), options).unwrap();
     let (first, _) = workload::host_pairs(KeySet::Hits, 0, n);
     let mut keys = first.clone();
@@ -839,32 +964,38 @@ fn large_sorted_batches_keep_duplicates_and_the_reserved_key_right() {
 #[ignore = "needs a CUDA device"]
 fn readers_on_many_threads_share_the_table() {
     let _memory = shared_memory();
-    let table = CuckooTable::<u32, u32>::with_capacity(device(), 1 << 16).unwrap();
-    let (keys, values) = workload::host_pairs(KeySet::Hits, 0, 100_000);
-    table.insert(&keys, &values).unwrap();
-    std::thread::scope(|scope| {
-        for t in 0..4usize {
-            let (table, keys, values) = (&table, &keys, &values);
-            scope.spawn(move || {
-                for _ in 0..10 {
-                    let got = table.get(&keys[t * 1000..]).unwrap();
-                    assert!(
-                        got.iter()
-                            .zip(&values[t * 1000..])
-                            .all(|(g, v)| *g == Some(*v))
-                    );
+    for layout in LAYOUTS {
+        let table = CuckooTable::<u32, u32>::new(
+            device(),
+            CuckooOptions::with_capacity(1 << 16).layout(layout),
+        )
+        .unwrap();
+        let (keys, values) = workload::host_pairs(KeySet::Hits, 0, 100_000);
+        table.insert(&keys, &values).unwrap();
+        std::thread::scope(|scope| {
+            for t in 0..4usize {
+                let (table, keys, values) = (&table, &keys, &values);
+                scope.spawn(move || {
+                    for _ in 0..10 {
+                        let got = table.get(&keys[t * 1000..]).unwrap();
+                        assert!(
+                            got.iter()
+                                .zip(&values[t * 1000..])
+                                .all(|(g, v)| *g == Some(*v))
+                        );
+                    }
+                });
+            }
+            // A writer between them: new keys only, so every reader's keys stay present.
+            scope.spawn(|| {
+                for i in 0..5 {
+                    let (k, v) = workload::host_pairs(KeySet::Hits, 1_000_000 + i * 50_000, 50_000);
+                    table.insert(&k, &v).unwrap();
                 }
             });
-        }
-        // A writer between them: new keys only, so every reader's keys stay present.
-        scope.spawn(|| {
-            for i in 0..5 {
-                let (k, v) = workload::host_pairs(KeySet::Hits, 1_000_000 + i * 50_000, 50_000);
-                table.insert(&k, &v).unwrap();
-            }
         });
-    });
-    assert_eq!(table.len().unwrap(), 350_000);
+        assert_eq!(table.len().unwrap(), 350_000);
+    }
 }
 
 #[test]
@@ -901,37 +1032,43 @@ fn invalid_options_are_refused() {
 #[ignore = "needs a CUDA device"]
 fn a_capacity_asked_for_is_kept_until_shrunk() {
     let _memory = shared_memory();
-    let table = CuckooTable::<u32, u32>::with_capacity(device(), 1 << 22).unwrap();
-    let (built, built_bytes) = (table.capacity(), table.memory().unwrap().bytes_in_use);
-    assert_eq!(table.capacity_floor(), built);
-    let (keys, values) = workload::host_pairs(KeySet::Hits, 0, 100_000);
-    let (misses, _) = workload::host_pairs(KeySet::Misses, 0, 10_000);
-    let model: HashMap<u32, u32> = keys.iter().copied().zip(values.iter().copied()).collect();
-    table.insert(&keys, &values).unwrap();
-    assert_eq!(table.capacity(), built, "no downsize below the floor");
-    assert_eq!(table.memory().unwrap().bytes_in_use, built_bytes);
-    assert_eq!(table.resize_stats().downsizes, 0);
-    check_against(&table, &model, &misses).unwrap();
+    for layout in LAYOUTS {
+        let table = CuckooTable::<u32, u32>::new(
+            device(),
+            CuckooOptions::with_capacity(1 << 22).layout(layout),
+        )
+        .unwrap();
+        let (built, built_bytes) = (table.capacity(), table.memory().unwrap().bytes_in_use);
+        assert_eq!(table.capacity_floor(), built);
+        let (keys, values) = workload::host_pairs(KeySet::Hits, 0, 100_000);
+        let (misses, _) = workload::host_pairs(KeySet::Misses, 0, 10_000);
+        let model: HashMap<u32, u32> = keys.iter().copied().zip(values.iter().copied()).collect();
+        table.insert(&keys, &values).unwrap();
+        assert_eq!(table.capacity(), built, "no downsize below the floor");
+        assert_eq!(table.memory().unwrap().bytes_in_use, built_bytes);
+        assert_eq!(table.resize_stats().downsizes, 0);
+        check_against(&table, &model, &misses).unwrap();
 
-    let room = policy::slots_for(1 << 20, table.options().beta) as usize;
-    table.shrink_to(1 << 20).unwrap();
-    assert_eq!(table.capacity_floor(), room);
-    let shrunk = table.capacity();
-    assert!(
-        room <= shrunk && shrunk < built,
-        "{room} <= {shrunk} < {built}"
-    );
-    assert!(table.memory().unwrap().bytes_in_use < built_bytes);
-    check_against(&table, &model, &misses).unwrap();
-    // A floor is only ever lowered.
-    table.shrink_to(1 << 22).unwrap();
-    assert_eq!(table.capacity_floor(), room);
+        let room = policy::slots_for(1 << 20, table.options().beta) as usize;
+        table.shrink_to(1 << 20).unwrap();
+        assert_eq!(table.capacity_floor(), room);
+        let shrunk = table.capacity();
+        assert!(
+            room <= shrunk && shrunk < built,
+            "{room} <= {shrunk} < {built}"
+        );
+        assert!(table.memory().unwrap().bytes_in_use < built_bytes);
+        check_against(&table, &model, &misses).unwrap();
+        // A floor is only ever lowered.
+        table.shrink_to(1 << 22).unwrap();
+        assert_eq!(table.capacity_floor(), room);
 
-    table.shrink_to_fit().unwrap();
-    assert_eq!(table.capacity_floor(), 0);
-    assert!(table.capacity() < shrunk);
-    assert!(table.fill_factor().unwrap() >= table.options().alpha);
-    check_against(&table, &model, &misses).unwrap();
+        table.shrink_to_fit().unwrap();
+        assert_eq!(table.capacity_floor(), 0);
+        assert!(table.capacity() < shrunk);
+        assert!(table.fill_factor().unwrap() >= table.options().alpha);
+        check_against(&table, &model, &misses).unwrap();
+    }
 }
 
 /// An insert that runs out of memory leaves a table made for 2^22 pairs with the pairs it
@@ -943,24 +1080,28 @@ fn a_failed_insert_keeps_the_pairs_and_the_capacity_floor() {
     let _memory = all_memory();
     let dev = device();
     let stream = dev.new_stream().unwrap();
-    let table = CuckooTable::<u32, u32>::with_capacity(dev, 1 << 22).unwrap();
-    let built = table.capacity();
-    let (keys, values) = workload::host_pairs(KeySet::Hits, 0, 100_000);
-    table.insert(&keys, &values).unwrap();
-    let model: HashMap<u32, u32> = keys.iter().copied().zip(values.iter().copied()).collect();
-    // 2^26 new pairs: their upload (512 MB) fits in the 1 GB left, the batch's scratch
-    // space (two lists of homeless pairs, 1 GB) does not.
-    let (more, more_values) = workload::host_pairs(KeySet::Hits, 100_000, 1 << 26);
-    dev.synchronize().unwrap();
-    let hog = gpuhash_test_support::fill_device_except(&stream, 1 << 30);
-    let result = table.insert(&more, &more_values);
-    drop(hog);
-    match result {
-        Err(e) if e.kind() == ErrorKind::OutOfDeviceMemory => {}
-        other => panic!("expected OutOfDeviceMemory, got {other:?}"),
+    for layout in LAYOUTS {
+        let table =
+            CuckooTable::<u32, u32>::new(dev, CuckooOptions::with_capacity(1 << 22).layout(layout))
+                .unwrap();
+        let built = table.capacity();
+        let (keys, values) = workload::host_pairs(KeySet::Hits, 0, 100_000);
+        table.insert(&keys, &values).unwrap();
+        let model: HashMap<u32, u32> = keys.iter().copied().zip(values.iter().copied()).collect();
+        // 2^26 new pairs: their upload (512 MB) fits in the 1 GB left, the batch's scratch
+        // space (two lists of homeless pairs, 1 GB) does not.
+        let (more, more_values) = workload::host_pairs(KeySet::Hits, 100_000, 1 << 26);
+        dev.synchronize().unwrap();
+        let hog = gpuhash_test_support::fill_device_except(&stream, 1 << 30);
+        let result = table.insert(&more, &more_values);
+        drop(hog);
+        match result {
+            Err(e) if e.kind() == ErrorKind::OutOfDeviceMemory => {}
+            other => panic!("expected OutOfDeviceMemory, got {other:?}"),
+        }
+        assert_eq!(table.capacity(), built);
+        check_against(&table, &model, &more[..10_000]).unwrap();
     }
-    assert_eq!(table.capacity(), built);
-    check_against(&table, &model, &more[..10_000]).unwrap();
 }
 
 fn last_copy_options(initial_capacity: usize) -> CuckooOptions {
@@ -1037,8 +1178,12 @@ fn last_copy_wins_among_equal_keys_of_batches_above_the_sort_threshold() {
 /// A table grown by upsizes, with removes behind it (dirty buckets, uncounted removes, the
 /// reserved key's side slot emptied), saved and loaded: the loaded table answers as the
 /// saved one did, has its sizes, options and floor, and takes more inserts.
-fn image_round_trip<K: Key, V: Value>(key: impl Fn(u32) -> K, value: impl Fn(u32) -> V) {
-    let table = CuckooTable::<K, V>::new(device(), small_options()).unwrap();
+fn image_round_trip<K: Key, V: Value>(
+    layout: BucketLayout,
+    key: impl Fn(u32) -> K,
+    value: impl Fn(u32) -> V,
+) {
+    let table = CuckooTable::<K, V>::new(device(), small_options().layout(layout)).unwrap();
     let (raw, _) = workload::host_pairs(KeySet::Hits, 0, 60_000);
     let keys: Vec<K> = raw.iter().map(|&k| key(k)).chain([key(u32::MAX)]).collect();
     let values: Vec<V> = (0..keys.len() as u32).map(&value).collect();
@@ -1073,6 +1218,7 @@ fn image_round_trip<K: Key, V: Value>(key: impl Fn(u32) -> K, value: impl Fn(u32
         assert_eq!(copy.subtable_buckets(), table.subtable_buckets());
         assert_eq!(copy.capacity_floor(), table.capacity_floor());
         assert_eq!(copy.options(), table.options());
+        assert_eq!(copy.layout(), table.layout());
         assert_eq!(copy.get(&keys).unwrap(), table.get(&keys).unwrap());
         check_against(copy, &model, &gone).unwrap();
     }
@@ -1107,89 +1253,122 @@ fn get_in_place<K: Key, V: Value>(image: &PinnedImage, keys: &[K]) -> Vec<Option
 #[ignore = "needs a CUDA device"]
 fn in_place_lookups_need_a_mapped_image_of_the_table() {
     let _memory = shared_memory();
-    let table = CuckooTable::<u32, u32>::new(device(), small_options()).unwrap();
-    table.insert(&[1, 2, u32::MAX], &[10, 20, 30]).unwrap();
-    let stream = device().new_stream().unwrap();
-    let keys = DeviceBuffer::from_host(&stream, &[1u32, 3]).unwrap();
-    let mut found = DeviceBuffer::zeroed(&stream, 2).unwrap();
-    let unmapped = table
-        .to_pinned_image(&PinnedPool::new(device(), None))
-        .unwrap();
-    let refused =
-        CuckooTable::<u32, u32>::get_in_place(&stream, &unmapped, &keys, &mut found, None);
-    assert_eq!(refused.unwrap_err().kind(), ErrorKind::InvalidInput);
-    let wide = CuckooTable::<u64, u32>::new(device(), small_options()).unwrap();
-    let foreign = wide
-        .to_pinned_image(&PinnedPool::new_mapped(device(), None))
-        .unwrap();
-    let refused = CuckooTable::<u32, u32>::get_in_place(&stream, &foreign, &keys, &mut found, None);
-    assert_eq!(refused.unwrap_err().kind(), ErrorKind::InvalidInput);
-    let mapped = table
-        .to_pinned_image(&PinnedPool::new_mapped(device(), None))
-        .unwrap();
-    let mut short = DeviceBuffer::zeroed(&stream, 1).unwrap();
-    let refused = CuckooTable::<u32, u32>::get_in_place(&stream, &mapped, &keys, &mut short, None);
-    assert_eq!(refused.unwrap_err().kind(), ErrorKind::InvalidInput);
-    assert_eq!(
-        get_in_place::<u32, u32>(&mapped, &[1, 2, 3, u32::MAX]),
-        vec![Some(10), Some(20), None, Some(30)]
-    );
+    for layout in LAYOUTS {
+        let table = CuckooTable::<u32, u32>::new(device(), small_options().layout(layout)).unwrap();
+        table.insert(&[1, 2, u32::MAX], &[10, 20, 30]).unwrap();
+        let stream = device().new_stream().unwrap();
+        let keys = DeviceBuffer::from_host(&stream, &[1u32, 3]).unwrap();
+        let mut found = DeviceBuffer::zeroed(&stream, 2).unwrap();
+        let unmapped = table
+            .to_pinned_image(&PinnedPool::new(device(), None))
+            .unwrap();
+        let refused =
+            CuckooTable::<u32, u32>::get_in_place(&stream, &unmapped, &keys, &mut found, None);
+        assert_eq!(refused.unwrap_err().kind(), ErrorKind::InvalidInput);
+        let wide = CuckooTable::<u64, u32>::new(device(), small_options()).unwrap();
+        let foreign = wide
+            .to_pinned_image(&PinnedPool::new_mapped(device(), None))
+            .unwrap();
+        let refused =
+            CuckooTable::<u32, u32>::get_in_place(&stream, &foreign, &keys, &mut found, None);
+        assert_eq!(refused.unwrap_err().kind(), ErrorKind::InvalidInput);
+        let mapped = table
+            .to_pinned_image(&PinnedPool::new_mapped(device(), None))
+            .unwrap();
+        let mut short = DeviceBuffer::zeroed(&stream, 1).unwrap();
+        let refused =
+            CuckooTable::<u32, u32>::get_in_place(&stream, &mapped, &keys, &mut short, None);
+        assert_eq!(refused.unwrap_err().kind(), ErrorKind::InvalidInput);
+        assert_eq!(
+            get_in_place::<u32, u32>(&mapped, &[1, 2, 3, u32::MAX]),
+            vec![Some(10), Some(20), None, Some(30)]
+        );
+    }
 }
 
 #[test]
 #[ignore = "needs a CUDA device"]
 fn images_round_trip_at_every_key_width() {
     let _memory = shared_memory();
-    image_round_trip::<u32, u32>(|k| k, |i| i);
-    image_round_trip::<u64, u32>(wide, |i| i);
-    image_round_trip::<u32, [u32; 4]>(|k| k, |i| [i, !i, i ^ 0x55, 7]);
-    image_round_trip::<u64, [u32; 4]>(wide, |i| [i, !i, i ^ 0x55, 7]);
+    for layout in LAYOUTS {
+        image_round_trip::<u32, u32>(layout, |k| k, |i| i);
+    }
+    let auto = BucketLayout::Auto;
+    image_round_trip::<u32, f32>(auto, |k| k, |i| i as f32 * 0.5);
+    image_round_trip::<u32, [u32; 1]>(auto, |k| k, |i| [!i]);
+    image_round_trip::<u64, u32>(auto, wide, |i| i);
+    image_round_trip::<u32, [u32; 4]>(auto, |k| k, |i| [i, !i, i ^ 0x55, 7]);
+    image_round_trip::<u64, [u32; 4]>(auto, wide, |i| [i, !i, i ^ 0x55, 7]);
 }
 
 #[test]
 #[ignore = "needs a CUDA device"]
 fn damaged_and_foreign_images_are_refused() {
     let _memory = shared_memory();
-    let table = CuckooTable::<u32, u32>::new(device(), small_options()).unwrap();
-    table.insert(&[1, 2, u32::MAX], &[10, 20, 30]).unwrap();
-    let mut bytes = Vec::new();
-    table.save(&mut bytes).unwrap();
-    let refused = |result: Result<CuckooTable<u32, u32>, CuckooError>| match result {
-        Err(e) => assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}"),
-        Ok(_) => panic!("an image that is not this table's was loaded"),
-    };
-    for at in [0, 20, bytes.len() / 2, bytes.len() - 1] {
-        let mut damaged = bytes.clone();
-        damaged[at] ^= 0x10;
-        refused(CuckooTable::load(device(), &mut damaged.as_slice()));
+    for layout in LAYOUTS {
+        let table = CuckooTable::<u32, u32>::new(device(), small_options().layout(layout)).unwrap();
+        table.insert(&[1, 2, u32::MAX], &[10, 20, 30]).unwrap();
+        let mut bytes = Vec::new();
+        table.save(&mut bytes).unwrap();
+        let refused = |result: Result<CuckooTable<u32, u32>, CuckooError>| match result {
+            Err(e) => assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}"),
+            Ok(_) => panic!("an image that is not this table's was loaded"),
+        };
+        for at in [0, 20, bytes.len() / 2, bytes.len() - 1] {
+            let mut damaged = bytes.clone();
+            damaged[at] ^= 0x10;
+            refused(CuckooTable::load(device(), &mut damaged.as_slice()));
+        }
+        refused(CuckooTable::load(device(), &mut &bytes[..bytes.len() - 9]));
+        // Images of other widths, and of the other layout under this table's header.
+        let wide_keys = CuckooTable::<u64, u32>::new(device(), small_options()).unwrap();
+        refused(CuckooTable::from_image(
+            device(),
+            &wide_keys.to_image().unwrap(),
+        ));
+        let wide_values = CuckooTable::<u32, [u32; 4]>::new(device(), small_options()).unwrap();
+        refused(CuckooTable::from_image(
+            device(),
+            &wide_values.to_image().unwrap(),
+        ));
+        // The same table under another name or version.
+        let other_layout = if layout == BucketLayout::Split {
+            BucketLayout::Auto
+        } else {
+            BucketLayout::Split
+        };
+        let twin =
+            CuckooTable::<u32, u32>::new(device(), small_options().layout(other_layout)).unwrap();
+        twin.insert(&[1, 2, u32::MAX], &[10, 20, 30]).unwrap();
+        let mut swapped = twin.to_image().unwrap();
+        let own = table.to_image().unwrap();
+        // The twin's arrays with this table's state: the sections do not fit the layout.
+        let mut mixed = gpuhash_core::image::TableImage::new(own.header().clone());
+        mixed.push_section(own.sections()[0].clone());
+        for section in &swapped.sections()[1..] {
+            mixed.push_section(section.clone());
+        }
+        refused(CuckooTable::from_image(device(), &mixed));
+        // The twin's own image loads, in its layout.
+        let twin_loaded = CuckooTable::<u32, u32>::from_image(device(), &swapped).unwrap();
+        assert_eq!(twin_loaded.layout(), twin.layout());
+        swapped = twin_loaded.to_image().unwrap();
+        assert_eq!(swapped, twin.to_image().unwrap());
+        let image = table.to_image().unwrap();
+        let mut header = image.header().clone();
+        header.layout_version += 1;
+        let mut other = gpuhash_core::image::TableImage::new(header);
+        for section in image.sections() {
+            other.push_section(section.clone());
+        }
+        refused(CuckooTable::from_image(device(), &other));
+        // The table itself still loads.
+        let loaded = CuckooTable::<u32, u32>::load(device(), &mut bytes.as_slice()).unwrap();
+        assert_eq!(
+            loaded.get(&[1, 2, 3, u32::MAX]).unwrap(),
+            vec![Some(10), Some(20), None, Some(30)]
+        );
     }
-    refused(CuckooTable::load(device(), &mut &bytes[..bytes.len() - 9]));
-    // Images of other widths.
-    let wide_keys = CuckooTable::<u64, u32>::new(device(), small_options()).unwrap();
-    refused(CuckooTable::from_image(
-        device(),
-        &wide_keys.to_image().unwrap(),
-    ));
-    let wide_values = CuckooTable::<u32, [u32; 4]>::new(device(), small_options()).unwrap();
-    refused(CuckooTable::from_image(
-        device(),
-        &wide_values.to_image().unwrap(),
-    ));
-    // The same table under another name or version.
-    let image = table.to_image().unwrap();
-    let mut header = image.header().clone();
-    header.layout_version += 1;
-    let mut other = gpuhash_core::image::TableImage::new(header);
-    for section in image.sections() {
-        other.push_section(section.clone());
-    }
-    refused(CuckooTable::from_image(device(), &other));
-    // The table itself still loads.
-    let loaded = CuckooTable::<u32, u32>::load(device(), &mut bytes.as_slice()).unwrap();
-    assert_eq!(
-        loaded.get(&[1, 2, 3, u32::MAX]).unwrap(),
-        vec![Some(10), Some(20), None, Some(30)]
-    );
 }
 
 /// `get_async` and `contains_async` on a caller's stream, read back once: one byte a key,
@@ -1246,27 +1425,31 @@ fn batches_on_different_streams_run_in_the_order_they_were_queued() {
     let _memory = shared_memory();
     let dev = device();
     let (reader, writer) = (dev.new_stream().unwrap(), dev.new_stream().unwrap());
-    let table = CuckooTable::<u32, u32>::with_capacity(dev, 1 << 22).unwrap();
-    let (keys, values) = workload::host_pairs(KeySet::Hits, 0, 1 << 22);
-    table.insert(&keys, &values).unwrap();
-    let d_keys = DeviceBuffer::from_host(&reader, &keys).unwrap();
-    let mut found = DeviceBuffer::<u8>::zeroed(&reader, keys.len()).unwrap();
-    let mut out = DeviceBuffer::<u32>::zeroed(&reader, keys.len()).unwrap();
-    let mut removed = DeviceBuffer::<u8>::zeroed(&writer, keys.len()).unwrap();
-    let mut after = DeviceBuffer::<u8>::zeroed(&reader, keys.len()).unwrap();
-    reader.synchronize().unwrap();
-    for _ in 0..4 {
-        table
-            .get_async(&reader, &d_keys, &mut found, &mut out)
-            .unwrap();
+    for layout in LAYOUTS {
+        let table =
+            CuckooTable::<u32, u32>::new(dev, CuckooOptions::with_capacity(1 << 22).layout(layout))
+                .unwrap();
+        let (keys, values) = workload::host_pairs(KeySet::Hits, 0, 1 << 22);
+        table.insert(&keys, &values).unwrap();
+        let d_keys = DeviceBuffer::from_host(&reader, &keys).unwrap();
+        let mut found = DeviceBuffer::<u8>::zeroed(&reader, keys.len()).unwrap();
+        let mut out = DeviceBuffer::<u32>::zeroed(&reader, keys.len()).unwrap();
+        let mut removed = DeviceBuffer::<u8>::zeroed(&writer, keys.len()).unwrap();
+        let mut after = DeviceBuffer::<u8>::zeroed(&reader, keys.len()).unwrap();
+        reader.synchronize().unwrap();
+        for _ in 0..4 {
+            table
+                .get_async(&reader, &d_keys, &mut found, &mut out)
+                .unwrap();
+        }
+        table.remove_async(&writer, &d_keys, &mut removed).unwrap();
+        table.contains_async(&reader, &d_keys, &mut after).unwrap();
+        assert!(found.to_host(&reader).unwrap().iter().all(|&f| f == 1));
+        assert_eq!(out.to_host(&reader).unwrap(), values);
+        assert!(removed.to_host(&writer).unwrap().iter().all(|&r| r == 1));
+        assert!(after.to_host(&reader).unwrap().iter().all(|&f| f == 0));
+        assert!(table.is_empty().unwrap());
     }
-    table.remove_async(&writer, &d_keys, &mut removed).unwrap();
-    table.contains_async(&reader, &d_keys, &mut after).unwrap();
-    assert!(found.to_host(&reader).unwrap().iter().all(|&f| f == 1));
-    assert_eq!(out.to_host(&reader).unwrap(), values);
-    assert!(removed.to_host(&writer).unwrap().iter().all(|&r| r == 1));
-    assert!(after.to_host(&reader).unwrap().iter().all(|&f| f == 0));
-    assert!(table.is_empty().unwrap());
 }
 
 /// Four host threads through the host forms at once, each on keys of its own: inserts,
@@ -1275,39 +1458,41 @@ fn batches_on_different_streams_run_in_the_order_they_were_queued() {
 #[ignore = "needs a CUDA device"]
 fn four_host_threads_share_the_host_forms() {
     let _memory = shared_memory();
-    let table = CuckooTable::<u32, u32>::new(device(), small_options()).unwrap();
-    let models: Vec<HashMap<u32, u32>> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..4u32)
-            .map(|t| {
-                let table = &table;
-                scope.spawn(move || {
-                    let mut model = HashMap::new();
-                    for round in 0..8u32 {
-                        let first = t * 10_000_000 + round * 30_000;
-                        let (keys, values) = workload::host_pairs(KeySet::Hits, first, 30_000);
-                        table.insert(&keys, &values).unwrap();
-                        model.extend(keys.iter().copied().zip(values.iter().copied()));
-                        let got = table.get(&keys).unwrap();
-                        assert!(got.iter().zip(&values).all(|(g, v)| *g == Some(*v)));
-                        let gone: Vec<u32> = keys.iter().step_by(2).copied().collect();
-                        assert_eq!(count_removed(table.remove(&gone).unwrap()), gone.len());
-                        for k in &gone {
-                            model.remove(k);
+    for layout in LAYOUTS {
+        let table = CuckooTable::<u32, u32>::new(device(), small_options().layout(layout)).unwrap();
+        let models: Vec<HashMap<u32, u32>> = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..4u32)
+                .map(|t| {
+                    let table = &table;
+                    scope.spawn(move || {
+                        let mut model = HashMap::new();
+                        for round in 0..8u32 {
+                            let first = t * 10_000_000 + round * 30_000;
+                            let (keys, values) = workload::host_pairs(KeySet::Hits, first, 30_000);
+                            table.insert(&keys, &values).unwrap();
+                            model.extend(keys.iter().copied().zip(values.iter().copied()));
+                            let got = table.get(&keys).unwrap();
+                            assert!(got.iter().zip(&values).all(|(g, v)| *g == Some(*v)));
+                            let gone: Vec<u32> = keys.iter().step_by(2).copied().collect();
+                            assert_eq!(count_removed(table.remove(&gone).unwrap()), gone.len());
+                            for k in &gone {
+                                model.remove(k);
+                            }
+                            let present = table.contains(&keys).unwrap();
+                            for (k, p) in keys.iter().zip(present) {
+                                assert_eq!(p, model.contains_key(k), "thread {t}, key {k}");
+                            }
+                            assert!(table.len().unwrap() >= model.len());
                         }
-                        let present = table.contains(&keys).unwrap();
-                        for (k, p) in keys.iter().zip(present) {
-                            assert_eq!(p, model.contains_key(k), "thread {t}, key {k}");
-                        }
-                        assert!(table.len().unwrap() >= model.len());
-                    }
-                    model
+                        model
+                    })
                 })
-            })
-            .collect();
-        workers.into_iter().map(|w| w.join().unwrap()).collect()
-    });
-    let model: HashMap<u32, u32> = models.into_iter().flatten().collect();
-    check_against(&table, &model, &[]).unwrap();
+                .collect();
+            workers.into_iter().map(|w| w.join().unwrap()).collect()
+        });
+        let model: HashMap<u32, u32> = models.into_iter().flatten().collect();
+        check_against(&table, &model, &[]).unwrap();
+    }
 }
 
 /// Exports while two threads remove (queued, their counts read later) and reinsert keys on
@@ -1318,8 +1503,11 @@ fn four_host_threads_share_the_host_forms() {
 #[ignore = "needs a CUDA device"]
 fn exports_beside_removals_and_reinserts_hold_only_inserted_pairs() {
     let _memory = shared_memory();
-    let narrow = CuckooTable::<u32, u32>::with_capacity(device(), 1 << 18).unwrap();
-    gpuhash_test_support::exports_under_churn(&narrow, 100_000, 12).unwrap();
+    for layout in LAYOUTS {
+        let options = CuckooOptions::with_capacity(1 << 18).layout(layout);
+        let narrow = CuckooTable::<u32, u32>::new(device(), options).unwrap();
+        gpuhash_test_support::exports_under_churn(&narrow, 100_000, 12).unwrap();
+    }
     let wide = CuckooTable::<u64, u64>::with_capacity(device(), 1 << 18).unwrap();
     gpuhash_test_support::exports_under_churn(&wide, 100_000, 12).unwrap();
 }

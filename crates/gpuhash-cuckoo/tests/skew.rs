@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 use bytemuck::Pod;
 use gpuhash_core::table::{Map, Table};
 use gpuhash_core::workload::zipf_keys;
-use gpuhash_cuckoo::CuckooTable;
+use gpuhash_cuckoo::{BucketLayout, CuckooOptions, CuckooTable};
 use gpuhash_test_support::{device, shared_memory};
 
 /// A value of copy `copy` whose words all derive from the copy, so that a value torn
@@ -29,15 +29,17 @@ impl CopyValue for [u32; 4] {
     }
 }
 
-/// Inserts `rounds` Zipf-skewed batches (the later ones meet keys the table holds) and
-/// checks every key against the copies sent for it.
+/// Inserts `rounds` Zipf-skewed batches (the later ones meet keys the table holds) into a
+/// table of `layout` and checks every key against the copies sent for it.
 fn skewed_batches<V: CopyValue + gpuhash_core::table::Value>(
+    layout: BucketLayout,
     count: usize,
     ranks: u32,
     rounds: u32,
 ) {
     let _memory = shared_memory();
-    let table = CuckooTable::<u32, V>::with_capacity(device(), ranks as usize).expect("table");
+    let options = CuckooOptions::with_capacity(ranks as usize).layout(layout);
+    let table = CuckooTable::<u32, V>::new(device(), options).expect("table");
     let mut sent: HashMap<u32, HashSet<u32>> = HashMap::new();
     for round in 0..rounds {
         let keys = zipf_keys(count, ranks, 0x5eed + u64::from(round));
@@ -78,11 +80,14 @@ fn skewed_batches<V: CopyValue + gpuhash_core::table::Value>(
 #[test]
 #[ignore = "needs a CUDA device"]
 fn zipf_batches_of_32_bit_values_finish_and_keep_a_copy() {
-    skewed_batches::<u32>(1 << 22, 1 << 20, 2);
+    // Packed buckets (the default for these pairs), then split ones forced.
+    for layout in [BucketLayout::Auto, BucketLayout::Split] {
+        skewed_batches::<u32>(layout, 1 << 22, 1 << 20, 2);
+    }
 }
 
 #[test]
 #[ignore = "needs a CUDA device"]
 fn zipf_batches_of_wide_values_finish_and_keep_one_whole_copy() {
-    skewed_batches::<[u32; 4]>(1 << 20, 1 << 16, 2);
+    skewed_batches::<[u32; 4]>(BucketLayout::Auto, 1 << 20, 1 << 16, 2);
 }

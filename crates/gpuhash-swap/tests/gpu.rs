@@ -3,18 +3,21 @@
 //! of changed children only, budgets too small to hold a child, lookups of children on the
 //! host probed in place and paged giving the same answers, misses answered by the filters
 //! with no paging, a host budget that runs out, and exports beside threads that remove and
-//! reinsert keys.
+//! reinsert keys. DyHash children of u32 keys and u32 values have packed buckets (the
+//! default for such pairs), those of u64 values split ones: both are paged and probed.
 
 use std::collections::HashMap;
 
 use gpuhash_core::image::Image;
-use gpuhash_core::table::{ErrorKind, Key, Map, Table, TableError};
+use gpuhash_core::table::{ErrorKind, Key, Map, Table, TableError, Value};
 use gpuhash_core::{Device, PinnedPool};
 use gpuhash_cuckoo::{CuckooError, CuckooTable};
 use gpuhash_slab_hash::{SlabHashError, SlabHashMap};
 use gpuhash_swap::policy::child_of;
 use gpuhash_swap::{CostModel, SwapMap, SwapOptions, SwapTable};
-use gpuhash_test_support::{SeededRng, adversarial_keys, device, map_conformance, value_of};
+use gpuhash_test_support::{
+    SeededRng, adversarial_keys, device, map_conformance, value_in_round, value_of,
+};
 
 const CHILDREN: usize = 8;
 const RESIDENT: u64 = 2;
@@ -23,12 +26,12 @@ const FILTER_BITS: u64 = 8;
 
 /// The options of a table of 8 DyHash children of which 2 fit the device budget, for
 /// `capacity` pairs.
-fn paging_options<K: Key>(
+fn paging_options<K: Key, V: Value>(
     device: &Device,
     capacity: usize,
-) -> Result<SwapOptions<CuckooTable<K, u64>>, CuckooError> {
+) -> Result<SwapOptions<CuckooTable<K, V>>, CuckooError> {
     let child_capacity = capacity.div_ceil(CHILDREN).max(1024);
-    let child = CuckooTable::<K, u64>::with_capacity(device, child_capacity)?;
+    let child = CuckooTable::<K, V>::with_capacity(device, child_capacity)?;
     let child_bytes = child.memory()?.bytes_reserved;
     // Each child's filter: FILTER_BITS bits a pair, in blocks of 32 bytes.
     let filters = CHILDREN as u64 * (child_capacity as u64 * FILTER_BITS).div_ceil(256) * 32;
@@ -41,7 +44,10 @@ fn paging_options<K: Key>(
 }
 
 /// A table of 8 DyHash children of which 2 fit the device budget, for `capacity` pairs.
-fn paging<K: Key>(device: &Device, capacity: usize) -> Result<SwapMap<K, u64>, CuckooError> {
+fn paging<K: Key, V: Value>(
+    device: &Device,
+    capacity: usize,
+) -> Result<SwapMap<K, V>, CuckooError> {
     SwapMap::new(device, paging_options(device, capacity)?)
 }
 
@@ -62,7 +68,7 @@ fn always_probe() -> CostModel {
 }
 
 /// [`paging`] with lookups that page or probe as `cost_model` says.
-fn paging_with<K: Key>(capacity: usize, cost_model: CostModel) -> SwapMap<K, u64> {
+fn paging_with<K: Key, V: Value>(capacity: usize, cost_model: CostModel) -> SwapMap<K, V> {
     let options = paging_options(device(), capacity).unwrap();
     SwapMap::new(device(), options.cost_model(cost_model)).unwrap()
 }
@@ -82,13 +88,27 @@ fn conforms_when_lookups_always_page_or_always_probe() {
             paging_options(device, capacity)?.cost_model(always_probe()),
         )
     });
+    // Packed children, probed in place and paged.
+    map_conformance(|device, capacity| {
+        SwapMap::<u32, u32>::new(
+            device,
+            paging_options(device, capacity)?.cost_model(always_probe()),
+        )
+    });
+    map_conformance(|device, capacity| {
+        SwapMap::<u32, u32>::new(
+            device,
+            paging_options(device, capacity)?.cost_model(always_page()),
+        )
+    });
 }
 
 #[test]
 #[ignore = "needs a CUDA device"]
 fn conforms_with_two_of_eight_children_resident() {
-    map_conformance(paging::<u32>);
-    map_conformance(paging::<u64>);
+    map_conformance(paging::<u32, u64>);
+    map_conformance(paging::<u64, u64>);
+    map_conformance(paging::<u32, u32>);
 }
 
 #[test]
@@ -122,8 +142,10 @@ fn slab_hash_children(
 #[test]
 #[ignore = "needs a CUDA device"]
 fn exports_beside_removals_and_reinserts_hold_only_inserted_pairs() {
-    let dyhash = paging::<u32>(device(), 1 << 16).unwrap();
+    let dyhash = paging::<u32, u64>(device(), 1 << 16).unwrap();
     gpuhash_test_support::exports_under_churn(&dyhash, 20_000, 4).unwrap();
+    let packed = paging::<u32, u32>(device(), 1 << 16).unwrap();
+    gpuhash_test_support::exports_under_churn(&packed, 20_000, 4).unwrap();
     let slab_hash = slab_hash_children(device(), 1 << 16).unwrap();
     gpuhash_test_support::exports_under_churn(&slab_hash, 20_000, 4).unwrap();
 }
@@ -131,22 +153,22 @@ fn exports_beside_removals_and_reinserts_hold_only_inserted_pairs() {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn the_plan_pages() {
-    let table = paging::<u32>(device(), 1 << 16).unwrap();
+    let table = paging::<u32, u64>(device(), 1 << 16).unwrap();
     assert_eq!(table.children(), CHILDREN);
     assert_eq!(table.resident_limit(), RESIDENT as usize);
 }
 
 /// Rounds of inserts, removals and lookups of keys spread over every child, held against
 /// a `HashMap`.
-fn matches_a_hash_map<K: Key>() {
-    let table = paging::<K>(device(), 1 << 16).unwrap();
-    let mut model: HashMap<K, u64> = HashMap::new();
+fn matches_a_hash_map<K: Key, V: Value>() {
+    let table = paging::<K, V>(device(), 1 << 16).unwrap();
+    let mut model: HashMap<K, V> = HashMap::new();
     let mut rng = SeededRng::new(7);
     let keys: Vec<K> = rng.distinct_keys(1 << 16);
     for (round, batch) in keys.chunks(1 << 13).enumerate() {
-        let values: Vec<u64> = batch
+        let values: Vec<V> = batch
             .iter()
-            .map(|&k| value_of::<u64>(k.widen()) ^ round as u64)
+            .map(|&k| value_in_round::<V>(k.widen(), round as u64))
             .collect();
         table.insert(batch, &values).unwrap();
         model.extend(batch.iter().copied().zip(values));
@@ -163,7 +185,7 @@ fn matches_a_hash_map<K: Key>() {
     }
     let mut exported = table.export().unwrap();
     exported.sort_unstable_by_key(|&(k, _)| k);
-    let mut expected: Vec<(K, u64)> = model.into_iter().collect();
+    let mut expected: Vec<(K, V)> = model.into_iter().collect();
     expected.sort_unstable_by_key(|&(k, _)| k);
     assert_eq!(exported, expected);
     assert!(table.stats().page_outs > 0, "{:?}", table.stats());
@@ -172,19 +194,20 @@ fn matches_a_hash_map<K: Key>() {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn answers_match_a_hash_map_across_evictions_u32() {
-    matches_a_hash_map::<u32>();
+    matches_a_hash_map::<u32, u64>();
+    matches_a_hash_map::<u32, u32>();
 }
 
 #[test]
 #[ignore = "needs a CUDA device"]
 fn answers_match_a_hash_map_across_evictions_u64() {
-    matches_a_hash_map::<u64>();
+    matches_a_hash_map::<u64, u64>();
 }
 
 #[test]
 #[ignore = "needs a CUDA device"]
 fn an_unchanged_child_is_dropped_not_written_back() {
-    let table = paging_with::<u64>(1 << 16, always_page());
+    let table = paging_with::<u64, u64>(1 << 16, always_page());
     let keys: Vec<u64> = SeededRng::new(9).distinct_keys(1 << 14);
     table.insert(&keys, &keys).unwrap();
     table.get(&keys).unwrap();
@@ -226,9 +249,9 @@ fn a_budget_too_small_is_refused() {
 
 /// Lookups of hits, misses, removed keys and adversarial keys, with the answers of a
 /// `HashMap`, in batches of `batch` keys.
-fn check_lookups<K: Key>(
-    table: &SwapMap<K, u64>,
-    model: &HashMap<K, u64>,
+fn check_lookups<K: Key, V: Value>(
+    table: &SwapMap<K, V>,
+    model: &HashMap<K, V>,
     probes: &[K],
     batch: usize,
 ) {
@@ -244,28 +267,28 @@ fn check_lookups<K: Key>(
 
 /// A table filled with `keys` (the adversarial ones included), a third of them removed
 /// again, and its model.
-fn filled<K: Key>(cost_model: CostModel, keys: &[K]) -> (SwapMap<K, u64>, HashMap<K, u64>) {
-    let table = paging_with::<K>(1 << 16, cost_model);
-    let values: Vec<u64> = keys.iter().map(|&k| value_of::<u64>(k.widen())).collect();
+fn filled<K: Key, V: Value>(cost_model: CostModel, keys: &[K]) -> (SwapMap<K, V>, HashMap<K, V>) {
+    let table = paging_with::<K, V>(1 << 16, cost_model);
+    let values: Vec<V> = keys.iter().map(|&k| value_of::<V>(k.widen())).collect();
     table.insert(keys, &values).unwrap();
     let gone: Vec<K> = keys.iter().step_by(3).copied().collect();
     table.remove(&gone).unwrap();
-    let mut model: HashMap<K, u64> = keys.iter().copied().zip(values).collect();
+    let mut model: HashMap<K, V> = keys.iter().copied().zip(values).collect();
     for key in &gone {
         model.remove(key);
     }
     (table, model)
 }
 
-fn probing_and_paging_agree<K: Key>() {
+fn probing_and_paging_agree<K: Key, V: Value>() {
     let mut keys: Vec<K> = SeededRng::new(11).distinct_keys(1 << 15);
     keys.extend(adversarial_keys::<K>());
     keys.sort_unstable();
     keys.dedup();
     let mut probes = keys.clone();
     probes.extend(SeededRng::new(12).distinct_keys::<K>(1 << 14));
-    let (probing, model) = filled(always_probe(), &keys);
-    let (paged, _) = filled(always_page(), &keys);
+    let (probing, model) = filled::<K, V>(always_probe(), &keys);
+    let (paged, _) = filled::<K, V>(always_page(), &keys);
     for batch in [1 << 10, 1 << 14, probes.len()] {
         let before = probing.stats();
         check_lookups(&probing, &model, &probes, batch);
@@ -285,13 +308,14 @@ fn probing_and_paging_agree<K: Key>() {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn lookups_probed_in_place_and_paged_agree_with_a_hash_map_u32() {
-    probing_and_paging_agree::<u32>();
+    probing_and_paging_agree::<u32, u64>();
+    probing_and_paging_agree::<u32, u32>();
 }
 
 #[test]
 #[ignore = "needs a CUDA device"]
 fn lookups_probed_in_place_and_paged_agree_with_a_hash_map_u64() {
-    probing_and_paging_agree::<u64>();
+    probing_and_paging_agree::<u64, u64>();
 }
 
 #[test]
@@ -299,7 +323,7 @@ fn lookups_probed_in_place_and_paged_agree_with_a_hash_map_u64() {
 fn misses_leave_residency_unchanged() {
     // The default cost model: small batches of misses page nothing in, whatever their
     // filters let through.
-    let table = paging::<u64>(device(), 1 << 16).unwrap();
+    let table = paging::<u64, u64>(device(), 1 << 16).unwrap();
     let keys: Vec<u64> = SeededRng::new(13).distinct_keys(1 << 16);
     let (stored, misses) = keys.split_at(1 << 15);
     table.insert(stored, stored).unwrap();
@@ -338,7 +362,7 @@ fn misses_leave_residency_unchanged() {
 fn a_host_budget_that_runs_out_is_an_error_and_loses_nothing() {
     // The budget holds 8 images: the empty one all children share and 7 of their own, so
     // the page-out of an eighth changed child is refused.
-    let options = paging_options::<u64>(device(), 1 << 16).unwrap();
+    let options = paging_options::<u64, u64>(device(), 1 << 16).unwrap();
     let child = (options.make_child)(device(), options.child_capacity).unwrap();
     let image_class = child
         .to_pinned_image(&PinnedPool::new_mapped(device(), None))

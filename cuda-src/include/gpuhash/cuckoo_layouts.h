@@ -15,8 +15,21 @@
  * inserted as fast and found slower at high load, tiles of 8 were slower at
  * both (docs/benchmarks/cuckoo.md). */
 #define GH_CUCKOO_TILE 2u
-/* Bytes of the keys of one bucket: one cache line. */
+/* Bytes of the slot words of one bucket: one cache line. */
 #define GH_CUCKOO_BUCKET_BYTES 128u
+/* Bucket layouts (GhCuckooTable.layout, GhCuckooResizeParams.layout): the host
+ * launches the kernels of the table's layout (suffix _u32 / _u64 split, _p32
+ * packed); a kernel knows its own and does not read the field.
+ * Split: a slot is a key (32 u32 or 16 u64 a bucket); values lie in an array
+ * apart (struct of arrays), so a miss reads keys only and values may be 4 to 64
+ * bytes. Packed: a slot is one 8-byte word, a u32 key in its low half and its
+ * 4-byte value in the high half, 16 a bucket; the values array is empty, and a
+ * hit reads its value in the same half line as its key. Both mark an empty slot
+ * with the all-ones word. */
+#define GH_CUCKOO_LAYOUT_SPLIT 0u
+#define GH_CUCKOO_LAYOUT_PACKED 1u
+/* Slots of a packed bucket. */
+#define GH_CUCKOO_PACKED_SLOTS 16u
 /* `exclude` value meaning every subtable may take pairs. */
 #define GH_CUCKOO_NO_EXCLUDE 0xffffffffu
 /* Pairs a thread of the place kernel takes from each chunk its block claims. */
@@ -30,9 +43,8 @@
 #define GH_CUCKOO_SIDE_LOCK 1u
 #define GH_CUCKOO_SIDE_VALUE 2u
 
-/* One subtable: `buckets` buckets of GH_CUCKOO_BUCKET_BYTES / sizeof(key) keys.
- * Keys and values are separate arrays (struct of arrays), so a miss reads keys
- * only. The bucket of a key is H_i(key) mod buckets, where H_i depends on the
+/* One subtable: `buckets` buckets of GH_CUCKOO_BUCKET_BYTES of slot words
+ * (keys, or packed pairs: the layout above). The bucket of a key is H_i(key) mod buckets, where H_i depends on the
  * key and the subtable's coefficients only, so doubling `buckets` sends bucket
  * loc to loc or loc + buckets, and halving sends loc and loc + buckets/2 to loc.
  *
@@ -43,9 +55,11 @@
  * not full any more (a remove emptied a slot, a resize rebuilt it from a full
  * or dirty bucket, a key skipped it) is marked dirty, and lookups go on past it. */
 typedef struct GhCuckooSubtable {
-    /* buckets * slots keys (uint32_t or uint64_t); all ones marks an empty slot. */
+    /* buckets * slots slot words (split: uint32_t or uint64_t keys; packed: uint64_t
+     * pairs); all ones marks an empty slot. */
     void *keys;
-    /* buckets * slots * value_words words: slot s of bucket b at (b * slots + s) * value_words. */
+    /* Split: buckets * slots * value_words words, slot s of bucket b at
+     * (b * slots + s) * value_words. Packed: unused. */
     uint32_t *values;
     /* One lock word per bucket, 0 when free. */
     uint32_t *locks;
@@ -68,6 +82,9 @@ typedef struct GhCuckooTable {
     uint32_t *side;
     uint32_t subtables;
     uint32_t value_words;
+    /* GH_CUCKOO_LAYOUT_*. */
+    uint32_t layout;
+    uint32_t pad;
 } GhCuckooTable;
 
 /* Where a new pair starts: the first subtable t with choice(key) < thresholds[t],
@@ -117,7 +134,7 @@ typedef struct GhCuckooUpdateParams {
 /* The lock-free first pass of an insert batch of keys the table does not hold:
  * pair i (i < count, skip == null or skip[i] == 0) claims the first empty slot of
  * the first of its d buckets, in the lookup's order, that has one, with a CAS on
- * the key slot, then writes its value. It never evicts, so during this kernel a
+ * the slot word, then writes its value (split; packed, the CAS wrote it). It never evicts, so during this kernel a
  * slot only goes from empty to full, and a full bucket stays full: two equal keys
  * of the batch, which try a bucket's slots in the same key-fixed order, cannot
  * both be placed (the second sees the first, or loses the CAS to it), and no
@@ -246,6 +263,9 @@ typedef struct GhCuckooResizeParams {
     uint64_t *residual_count;
     uint32_t value_words;
     uint32_t seed;
+    /* GH_CUCKOO_LAYOUT_*. */
+    uint32_t layout;
+    uint32_t pad;
 } GhCuckooResizeParams;
 
 /* Appends every pair of the table's subtables to keys_out / values_out, with

@@ -72,7 +72,7 @@ pub(crate) fn partition<K: Key, V: bytemuck::Pod>(
         (n as u64).div_ceil(u64::from(GH_CUCKOO_SORT_PER_THREAD)),
         GH_CUCKOO_SORT_THREADS,
     );
-    let kernels = kernels::<K>();
+    let kernels = kernels::<K>(params.table.layout);
     // SAFETY: the table's arrays are live (the caller's part); the buffers hold what the
     // kernels touch (asserted) and `offsets` is zeroed (the caller's part); the scan and
     // the scatter run blocks of GH_CUCKOO_SORT_THREADS, as they need. Every buffer is
@@ -124,7 +124,11 @@ pub(crate) fn update<K: Key, V: bytemuck::Pod>(
     let shape = tile_shape(stream, count as u64);
     // SAFETY: the table's arrays are live (the caller's part); keys, values and flags hold
     // `count` entries (asserted), borrowed until the launch is queued.
-    unsafe { kernels::<K>().update.launch(stream, shape, params) }?;
+    unsafe {
+        kernels::<K>(params.table.layout)
+            .update
+            .launch(stream, shape, params)
+    }?;
     Ok(())
 }
 
@@ -196,7 +200,11 @@ pub(crate) fn place<K: Key, V: bytemuck::Pod>(
     // SAFETY: the table's arrays are live and this batch's (the caller's part); every
     // buffer holds what the kernel touches (asserted) and is borrowed until the launch is
     // queued.
-    unsafe { kernels::<K>().place.launch(stream, shape, params) }?;
+    unsafe {
+        kernels::<K>(params.table.layout)
+            .place
+            .launch(stream, shape, params)
+    }?;
     Ok(())
 }
 
@@ -265,7 +273,7 @@ pub(crate) fn insert<K: Key, V: bytemuck::Pod>(
         max_evictions: insert.max_evictions,
         exclude: insert.exclude,
     };
-    let kernels = kernels::<K>();
+    let kernels = kernels::<K>(params.table.layout);
     let kernel = if size_of::<V>() == 4 {
         &kernels.insert1
     } else {

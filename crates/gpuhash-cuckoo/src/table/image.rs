@@ -2,9 +2,13 @@
 //! that gives it meaning, so that a table moves to host memory or a file and back without
 //! rehashing.
 //!
-//! Sections, in order: the state (options, sizes, hash coefficients, pair counts,
-//! capacity floor, settled choices), the side slot, then for each subtable its keys,
-//! values, bucket locks and dirty bits.
+//! Sections, in order: the state (options, bucket layout, sizes, hash coefficients, pair
+//! counts, capacity floor, settled choices), the side slot, then for each subtable its slot
+//! words (keys or packed pairs), values (empty when packed), bucket locks and dirty bits.
+//!
+//! Version 2 records the bucket layout in the state; version 1 images, made before the
+//! packed layout, hold zero there, which is the split layout's code, so they still load
+//! (as split tables).
 
 use bytemuck::{Pod, Zeroable};
 use gpuhash_core::image::{Image, ImageHeader, PinnedImage, ProbeInPlace, TableImage};
@@ -15,13 +19,17 @@ use super::subtable::dirty_words;
 use super::{
     CuckooTable, Mirror, SIDE_HEADER, Shared, Subtable, check_lengths, choice_seed, hash_prime,
 };
-use crate::key::KeyLayout;
-use crate::layouts::{GH_CUCKOO_MAX_SUBTABLES, GhCuckooHome, GhCuckooSubtable, GhCuckooTable};
+use crate::layouts::{
+    GH_CUCKOO_BUCKET_BYTES, GH_CUCKOO_MAX_SUBTABLES, GhCuckooHome, GhCuckooSubtable, GhCuckooTable,
+};
 use crate::policy::{self, ChoiceRange};
-use crate::{CuckooError, CuckooOptions, DuplicateKeys, Result, launch};
+use crate::{BucketLayout, CuckooError, CuckooOptions, DuplicateKeys, Result, launch};
 
-/// The layout version of DyHash images: a table refuses images of another.
-pub const IMAGE_LAYOUT_VERSION: u32 = 1;
+/// The layout version of the DyHash images a table writes. It reads these and version 1
+/// images (split buckets, from before the layout was recorded), and refuses others.
+pub const IMAGE_LAYOUT_VERSION: u32 = 2;
+/// The versions a table reads.
+const READABLE_VERSIONS: [u32; 2] = [1, IMAGE_LAYOUT_VERSION];
 /// How DyHash names itself in an image header.
 const TABLE_NAME: &str = "gpuhash-cuckoo/CuckooTable";
 /// Sections before the subtables': the state, then the side slot.
@@ -56,12 +64,26 @@ pub(super) struct State {
     rehash_all: u32,
     /// 1 for [`DuplicateKeys::LastCopy`], 0 for `AnyCopy`.
     last_copy: u32,
-    pad: u32,
+    /// The bucket layout's `GH_CUCKOO_LAYOUT_*` code (0, split, in version 1 images).
+    layout: u32,
 }
 
 impl State {
-    /// The options it holds, validated.
-    fn options(&self) -> Result<CuckooOptions> {
+    /// The bucket layout it holds, checked against the pair's widths.
+    fn layout(&self, key_bytes: usize, value_bytes: usize) -> Result<BucketLayout> {
+        let layout = BucketLayout::from_code(self.layout).ok_or_else(|| invalid("layout"))?;
+        layout
+            .resolve(key_bytes, value_bytes)
+            .map_err(|_| invalid("layout"))
+    }
+
+    /// The options it holds, validated, with the layout choice that gives `layout`.
+    fn options(
+        &self,
+        layout: BucketLayout,
+        key_bytes: usize,
+        value_bytes: usize,
+    ) -> Result<CuckooOptions> {
         let options = CuckooOptions {
             initial_capacity: usize::try_from(self.initial_capacity)
                 .map_err(|_| invalid("capacity"))?,
@@ -78,13 +100,15 @@ impl State {
             } else {
                 DuplicateKeys::AnyCopy
             },
+            layout: BucketLayout::choice_for(layout, key_bytes, value_bytes),
         };
         options.validate()?;
         Ok(options)
     }
 
-    /// Refuses sizes, coefficients and counts no table of these options has.
-    fn check<K: Key>(&self, options: &CuckooOptions) -> Result<()> {
+    /// Refuses sizes, coefficients and counts no table of these options and `slots` pairs
+    /// a bucket has.
+    fn check<K: Key>(&self, options: &CuckooOptions, slots: u64) -> Result<()> {
         let d = options.subtables;
         let prime = hash_prime::<K>();
         for i in 0..d {
@@ -92,7 +116,7 @@ impl State {
             if buckets == 0 || buckets >= 1 << 31 || a == 0 || a >= prime || b >= prime {
                 return Err(invalid(&format!("subtable {i}'s size or hash")));
             }
-            if self.counts[i] > buckets * K::SLOTS {
+            if self.counts[i] > buckets * slots {
                 return Err(invalid(&format!("subtable {i}'s pair count")));
             }
         }
@@ -196,6 +220,8 @@ impl Sections for PinnedImage {
 pub(super) struct Checked {
     pub(super) state: State,
     pub(super) options: CuckooOptions,
+    /// The resolved bucket layout.
+    pub(super) layout: BucketLayout,
     pub(super) side: Vec<u32>,
 }
 
@@ -205,6 +231,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
         let Checked {
             state,
             options,
+            layout,
             side,
         } = Self::check_image(image)?;
         let stream = device.lend_stream()?;
@@ -227,23 +254,34 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
             floor_slots: state.floor_slots,
             ..Mirror::default()
         };
-        Ok(Self::assemble(device, options, subtables, shared, mirror))
+        Ok(Self::assemble(
+            device, options, layout, subtables, shared, mirror,
+        ))
     }
 
     /// The header, state, section count, side slot and every subtable's section sizes
     /// of `image`, checked against this table type.
     pub(super) fn check_image(image: &impl Sections) -> Result<Checked> {
-        if image.header() != &Self::image_header() {
+        let header = image.header();
+        let ours = Self::image_header();
+        let readable = READABLE_VERSIONS.contains(&header.layout_version);
+        if !readable
+            || header
+                != &(ImageHeader {
+                    layout_version: header.layout_version,
+                    ..ours.clone()
+                })
+        {
             return Err(Error::InvalidInput(format!(
-                "table image: the image holds {:?}, not {:?}",
-                image.header(),
-                Self::image_header()
+                "table image: the image holds {header:?}, not {ours:?} (or version 1)"
             ))
             .into());
         }
         let state = one(image.host::<State>(STATE)?)?;
-        let options = state.options()?;
-        state.check::<K>(&options)?;
+        let (key_bytes, value_bytes) = (size_of::<K>(), size_of::<V>());
+        let layout = state.layout(key_bytes, value_bytes)?;
+        let options = state.options(layout, key_bytes, value_bytes)?;
+        state.check::<K>(&options, layout.slots(key_bytes))?;
         let d = options.subtables;
         if image.count() != FIRST_SUBTABLE + SUBTABLE_SECTIONS * d {
             return Err(invalid("number of sections"));
@@ -252,12 +290,12 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
         if side.len() != SIDE_HEADER + Self::WORDS || side[1] != 0 {
             return Err(invalid("side slot"));
         }
+        let value_words = layout.value_words_per_bucket(key_bytes, Self::WORDS);
         for index in 0..d {
             let buckets = state.buckets[index];
-            let slots = (buckets * K::SLOTS) as usize;
             let first = FIRST_SUBTABLE + SUBTABLE_SECTIONS * index;
-            let fits = image.bytes_of(first)? == slots * size_of::<K>()
-                && image.bytes_of(first + 1)? == slots * Self::WORDS * 4
+            let fits = image.bytes_of(first)? == buckets as usize * GH_CUCKOO_BUCKET_BYTES as usize
+                && image.bytes_of(first + 1)? == (buckets * value_words) as usize * 4
                 && image.bytes_of(first + 2)? == buckets as usize * 4
                 && image.bytes_of(first + 3)? == dirty_words(buckets) * 4;
             if !fits {
@@ -267,6 +305,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
         Ok(Checked {
             state,
             options,
+            layout,
             side,
         })
     }
@@ -345,6 +384,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
             max_evictions: o.max_evictions,
             rehash_all: u32::from(o.rehash_all),
             last_copy: u32::from(o.duplicate_keys == DuplicateKeys::LastCopy),
+            layout: self.layout.code(),
             ..State::zeroed()
         };
         state.counts[..m.counts.len()].copy_from_slice(&m.counts);
@@ -380,12 +420,19 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
     }
 }
 
-/// Lookups read the image where it lies: the find kernel, given the mapped addresses of
-/// the image's sections in place of the device arrays.
+/// Lookups read the image where it lies: the find kernel of the image's bucket layout,
+/// given the mapped addresses of the image's sections in place of the device arrays.
 impl<K: Key, V: Value> ProbeInPlace for CuckooTable<K, V> {
     const PROBES_IN_PLACE: bool = true;
-    /// The home half of the key's first bucket, 64 bytes, and its value.
-    const PROBE_BYTES: u64 = 64 + size_of::<V>() as u64;
+    /// The home half of the key's first bucket, 64 bytes, holding the value too in the
+    /// layout [`BucketLayout::Auto`] gives a `u32` key and a 4-byte value (packed), plus
+    /// the value apart for other pairs (split). An image forced split reads the value apart
+    /// too; this is the cost of the default layout.
+    const PROBE_BYTES: u64 = if size_of::<K>() == 4 && size_of::<V>() == 4 {
+        64
+    } else {
+        64 + size_of::<V>() as u64
+    };
 
     fn get_in_place(
         stream: &Stream,
@@ -398,12 +445,18 @@ impl<K: Key, V: Value> ProbeInPlace for CuckooTable<K, V> {
         if let Some(values) = &values {
             check_lengths("get_in_place: keys and values", keys.len(), values.len())?;
         }
-        let Checked { state, options, .. } = Self::check_image(image)?;
+        let Checked {
+            state,
+            options,
+            layout,
+            ..
+        } = Self::check_image(image)?;
         let d = options.subtables;
         let (_mapped, addresses) = image.mapped_sections(stream)?;
         let mut table = GhCuckooTable {
             subtables: d as u32,
             value_words: Self::WORDS as u32,
+            layout: layout.code(),
             ..GhCuckooTable::default()
         };
         for (index, sub) in table.sub[..d].iter_mut().enumerate() {
@@ -426,7 +479,7 @@ impl<K: Key, V: Value> ProbeInPlace for CuckooTable<K, V> {
             thresholds: policy::thresholds(&policy::home_weights(
                 &state.buckets[..d],
                 &state.counts[..d],
-                K::SLOTS,
+                layout.slots(size_of::<K>()),
             )),
             settled_lo: state.settled_lo,
             settled_hi: state.settled_hi,
@@ -459,57 +512,4 @@ fn bytes<T: Pod>(values: Vec<T>) -> Vec<u8> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn state_of(options: &CuckooOptions) -> State {
-        State {
-            initial_capacity: options.initial_capacity as u64,
-            initial_buckets: options.initial_buckets.unwrap_or(0),
-            subtables: options.subtables as u64,
-            alpha: options.alpha,
-            beta: options.beta,
-            min_buckets: options.min_buckets,
-            seed: options.seed,
-            max_evictions: options.max_evictions,
-            rehash_all: u32::from(options.rehash_all),
-            last_copy: u32::from(options.duplicate_keys == DuplicateKeys::LastCopy),
-            buckets: [4; MAX_SUBTABLES],
-            hash_a: [1; MAX_SUBTABLES],
-            ..State::zeroed()
-        }
-    }
-
-    #[test]
-    fn the_state_keeps_the_options() {
-        let options = CuckooOptions::with_capacity(12345)
-            .initial_buckets(64)
-            .subtables(4)
-            .alpha(0.2)
-            .max_evictions(7)
-            .rehash_all(true)
-            .duplicate_keys(DuplicateKeys::LastCopy);
-        let state = state_of(&options);
-        assert_eq!(state.options().unwrap(), options);
-        state.check::<u32>(&options).unwrap();
-    }
-
-    #[test]
-    fn states_no_table_has_are_refused() {
-        let options = CuckooOptions::default();
-        let mut bad_options = state_of(&options);
-        bad_options.subtables = 9;
-        assert!(bad_options.options().is_err());
-        let mut no_buckets = state_of(&options);
-        no_buckets.buckets[1] = 0;
-        assert!(no_buckets.check::<u32>(&options).is_err());
-        let mut overfull = state_of(&options);
-        overfull.counts[0] = 4 * 32 + 1;
-        assert!(overfull.check::<u32>(&options).is_err());
-        assert!(overfull.check::<u64>(&options).is_err());
-        let mut stray = state_of(&options);
-        stray.counts[5] = 1;
-        assert!(stray.check::<u32>(&options).is_err());
-        assert!(one(Vec::new()).is_err());
-    }
-}
+mod tests;

@@ -191,7 +191,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
         {
             let view = self.view();
             let mut guards = Vec::new();
-            let table = Self::describe(&view, stream, &mut guards);
+            let table = self.describe(&view, stream, &mut guards);
             launch::partition(
                 stream,
                 launch::Partition {
@@ -434,7 +434,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
     ) -> Result<()> {
         let view = self.view();
         let mut guards = Vec::new();
-        let table = Self::describe(&view, stream, &mut guards);
+        let table = self.describe(&view, stream, &mut guards);
         launch::update(
             stream,
             launch::Update {
@@ -463,7 +463,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
             let view = self.view();
             let home = self.home(&view, true);
             let mut guards = Vec::new();
-            let table = Self::describe(&view, stream, &mut guards);
+            let table = self.describe(&view, stream, &mut guards);
             launch::place(
                 stream,
                 launch::Place {
@@ -506,7 +506,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
         let view = self.view();
         let home = self.home(&view, true);
         let mut guards = Vec::new();
-        let table = Self::describe(&view, stream, &mut guards);
+        let table = self.describe(&view, stream, &mut guards);
         let [failed_keys_0, failed_keys_1] = &mut scratch.failed_keys;
         let [failed_values_0, failed_values_1] = &mut scratch.failed_values;
         let (failed_keys, failed_values) = if out == 0 {

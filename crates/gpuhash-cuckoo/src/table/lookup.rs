@@ -22,7 +22,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
     ) -> Result<()> {
         let view = self.view();
         let mut guards = Vec::new();
-        let table = Self::describe(&view, stream, &mut guards);
+        let table = self.describe(&view, stream, &mut guards);
         launch::find(
             stream,
             launch::Find {
@@ -51,7 +51,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
         {
             let view = self.view();
             let mut guards = Vec::new();
-            let table = Self::describe(&view, stream, &mut guards);
+            let table = self.describe(&view, stream, &mut guards);
             let buckets: u64 = view.subs.iter().map(|s| s.buckets).max().unwrap_or(1);
             launch::export(
                 stream,

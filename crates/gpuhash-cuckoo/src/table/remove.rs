@@ -25,7 +25,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
         }
         let view = self.view();
         let mut guards = Vec::new();
-        let table = Self::describe(&view, stream, &mut guards);
+        let table = self.describe(&view, stream, &mut guards);
         launch::remove(
             stream,
             launch::Remove {

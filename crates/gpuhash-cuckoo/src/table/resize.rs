@@ -6,8 +6,8 @@ use std::time::Instant;
 use gpuhash_core::table::{ErrorKind, Key, TableError as _, Value};
 use gpuhash_core::{DeviceBuffer, Error, Stream};
 
+use super::CuckooTable;
 use super::scratch::{Input, Scratch};
-use super::{CuckooTable, Subtable};
 use crate::launch::{self, counter};
 use crate::policy::{self, Bounds, Resize};
 use crate::{CuckooError, Result};
@@ -81,7 +81,8 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
             if buckets >= 1 << 31 {
                 return Err(Error::OutOfDeviceMemory.into());
             }
-            let new = Subtable::<K>::allocate(stream, buckets, words, (sub.hash_a, sub.hash_b))?;
+            let hash = (sub.hash_a, sub.hash_b);
+            let new = Self::allocate_subtable(self.layout, stream, buckets, hash)?;
             {
                 let mut guards = Vec::new();
                 let from = sub.layout(stream, &mut guards);
@@ -96,6 +97,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
                         residual_count: &mut residual_count,
                         value_words: words as u32,
                         seed: self.choice_seed(),
+                        layout: self.layout.code(),
                     },
                 )?;
             }
@@ -141,7 +143,6 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
     /// inserted again. The old arrays stay until all pairs are in the new ones, so a failure
     /// leaves the table as it was.
     fn rehash_all(&self, stream: &Stream, up: bool) -> Result<()> {
-        let words = Self::WORDS;
         let (slotted, counts_before) = {
             let m = self.mirror.lock();
             (m.counts.iter().sum::<u64>() as usize, m.counts.clone())
@@ -167,10 +168,10 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
                 } else {
                     sub.buckets * factor / 4
                 };
-                fresh.push(Subtable::<K>::allocate(
+                fresh.push(Self::allocate_subtable(
+                    self.layout,
                     stream,
                     buckets.max(1),
-                    words,
                     (sub.hash_a, sub.hash_b),
                 )?);
             }

@@ -1,16 +1,20 @@
-//! One subtable's device arrays: keys, values apart from them, bucket locks and dirty
-//! bits, and the layout the kernels read them by.
+//! One subtable's device arrays: slot words (keys, or packed pairs), values apart from
+//! them (split buckets only), bucket locks and dirty bits, and the layout the kernels read
+//! them by.
 
 use gpuhash_core::table::Key;
 use gpuhash_core::{DeviceAddress, DeviceBuffer, Error, Stream};
 
-use crate::key::KeyLayout;
+use crate::key::KeyLayout as _;
 use crate::layouts::GhCuckooSubtable;
 use crate::{Result, launch};
 
 /// One subtable's device arrays.
 pub(super) struct Subtable<K> {
+    /// The slot words, as `K` entries: `buckets * K::PER_BUCKET` of them (128 bytes a
+    /// bucket); packed buckets hold their 8-byte pairs in the same bytes.
     pub(super) keys: DeviceBuffer<K>,
+    /// Split buckets' values; empty for packed ones.
     pub(super) values: DeviceBuffer<u32>,
     pub(super) locks: DeviceBuffer<u32>,
     /// One dirty bit a bucket (GhCuckooSubtable.dirty).
@@ -21,17 +25,22 @@ pub(super) struct Subtable<K> {
 }
 
 impl<K: Key> Subtable<K> {
-    /// Empty arrays of `buckets` buckets: keys all ones (empty), locks free, buckets clean.
+    /// Empty arrays of `buckets` buckets with `value_words` value words a bucket: slot
+    /// words all ones (empty), locks free, buckets clean.
     pub(super) fn allocate(
         stream: &Stream,
         buckets: u64,
-        words: usize,
+        value_words: u64,
         hash: (u64, u64),
     ) -> Result<Self> {
-        let slots = usize::try_from(buckets * K::SLOTS)
-            .map_err(|_| Error::InvalidInput("subtable too large".into()))?;
-        let mut keys = DeviceBuffer::<K>::zeroed(stream, slots)?;
-        let values = DeviceBuffer::<u32>::zeroed(stream, slots * words)?;
+        let too_large = |_| Error::InvalidInput("subtable too large".into());
+        let entries = usize::try_from(buckets * K::PER_BUCKET).map_err(too_large)?;
+        let words = buckets
+            .checked_mul(value_words)
+            .ok_or(Error::InvalidInput("subtable too large".into()))?;
+        let words = usize::try_from(words).map_err(too_large)?;
+        let mut keys = DeviceBuffer::<K>::zeroed(stream, entries)?;
+        let values = DeviceBuffer::<u32>::zeroed(stream, words)?;
         let locks = DeviceBuffer::<u32>::zeroed(stream, buckets as usize)?;
         let dirty = DeviceBuffer::<u32>::zeroed(stream, dirty_words(buckets))?;
         launch::fill(stream, &mut keys, u32::MAX)?;
