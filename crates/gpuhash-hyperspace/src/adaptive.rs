@@ -109,14 +109,16 @@ impl HyperspaceIndex {
     }
 
     /// Records a search batch's fields in the history: the population to route it by, and
-    /// a look at the history when adaptive regrouping is on and one falls due.
+    /// a look at the history when adaptive regrouping is on, the search may `take_look`,
+    /// and one falls due.
     pub(crate) fn observe_searches(
         &self,
         queries: &[Query],
+        take_look: bool,
     ) -> Result<(Population, Option<Advice>)> {
         let mut observations = self.observations.lock();
         observations.record_searches(queries.iter().map(Query::fields))?;
-        let advice = if self.adaptive {
+        let advice = if self.adaptive && take_look {
             observations.advice_due(&self.policy)
         } else {
             None
