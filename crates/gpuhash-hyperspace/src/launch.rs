@@ -7,8 +7,8 @@ use gpuhash_core::{DeviceAddress, DeviceBuffer, Stream};
 use crate::layouts::{
     GhHsBucketsParams, GhHsBuildParams, GhHsCompactParams, GhHsCountParams, GhHsDeleteParams,
     GhHsExportParams, GhHsFillParams, GhHsGetParams, GhHsInsertParams, GhHsPartitionParams,
-    GhHsPermuteParams, GhHsRowsParams, GhHsSearchParams, GhHsSlotDeleteParams, GhHsSpace, GhHsSubtaskParams,
-    GhHsTuples, GhHsTuplesOut,
+    GhHsPermuteParams, GhHsRowsParams, GhHsSearchParams, GhHsSlotDeleteParams, GhHsSpace,
+    GhHsSubtaskParams, GhHsTuples, GhHsTuplesOut,
 };
 use crate::tuples::DeviceTuples;
 
@@ -552,12 +552,12 @@ pub(crate) fn settle_rows(stream: &Stream, rows: SettleRows<'_>) -> gpuhash_core
         count: n as u64,
         exact: u32::from(rows.exact),
         pad: u32::from(rows.pad),
-        flag: g
-            .as_ref()
-            .map_or(std::ptr::null_mut(), |g| g.address as *mut ::core::ffi::c_ulonglong),
-        total: t
-            .as_ref()
-            .map_or(std::ptr::null(), |(t, at)| (t.address + *at as u64 * 8) as *const u64),
+        flag: g.as_ref().map_or(std::ptr::null_mut(), |g| {
+            g.address as *mut ::core::ffi::c_ulonglong
+        }),
+        total: t.as_ref().map_or(std::ptr::null(), |(t, at)| {
+            (t.address + *at as u64 * 8) as *const u64
+        }),
         capacity: rows.capacity,
     };
     // SAFETY: found and room hold n words (checked above), the flag one word at least and

@@ -230,6 +230,7 @@ mod search;
 pub mod shape;
 mod space;
 mod tuples;
+mod writes;
 
 pub use adaptive::AdaptiveReport;
 pub use error::{HyperspaceError, Result};

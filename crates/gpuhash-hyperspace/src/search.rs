@@ -141,7 +141,11 @@ impl Space {
 }
 
 impl Plan<'_> {
-    fn pass<'b>(&'b self, words: &'b DeviceBuffer<u32>, answers: SearchAnswers<'b>) -> SearchPass<'b> {
+    fn pass<'b>(
+        &'b self,
+        words: &'b DeviceBuffer<u32>,
+        answers: SearchAnswers<'b>,
+    ) -> SearchPass<'b> {
         SearchPass {
             queries: words,
             query_of: &self.query_of,
