@@ -1,27 +1,5 @@
-//! [`KeyIndexMap`]: a hyperspace index seen through the table contract as a
-//! `Map<u32, [u32; W]>`, the key mapped to its tuple's other fields (`W - 1` attributes,
-//! then the value), so that code written against [`gpuhash_core::table::Map`], and the
-//! contract's conformance suite, run on the index's key index.
-//!
-//! The contract asks two things the index does not give, and the map adds them:
-//! - **Every `u32` is a key.** The index reserves three key words
-//!   ([`crate::is_reserved_key`]); the map keeps the tuples of those keys in a side store
-//!   on the host (three entries at most), answering for them beside the index.
-//! - **A key repeated in a batch keeps one of its values, whole.** The index rejects such
-//!   batches; the map keeps the last copy of each key before the batch goes in, and a
-//!   removal answers yes for the first copy of a key it held, no for the others.
-//!
-//! An insert is an upsert: the tuples whose keys are new go in by
-//! [`HyperspaceIndex::insert`], the others are replaced by [`HyperspaceIndex::modify`]
-//! (the GHSH paper's insert-then-delete, so a search meanwhile sees them once or twice).
-//! A lookup is the key index's get; a removal its delete; `len`, `clear`, memory and
-//! export are the index's, with the side store's entries added.
-//!
-//! Waits: the device forms read the keys (and an insert's values, a lookup's value
-//! buffer, whose entries for keys not found must stay as they were) back to the host and
-//! run the index's host forms, which wait for their batches; so every device form of this
-//! map waits for its batch. An insert of new and held keys at once runs two batches: should
-//! the second (the modify) fail, the new keys are in and the held ones keep their values.
+//! [`KeyIndexMap`]: a hyperspace index through the table contract (the struct's docs
+//! tell how).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -35,8 +13,32 @@ use crate::index::{HyperspaceIndex, InsertStatus};
 use crate::tuples::{Tuple, Tuples, is_reserved_key};
 use crate::{HyperspaceError, HyperspaceOptions, Result};
 
-/// A hyperspace index of `W - 1` attributes as a `Map<u32, [u32; W]>` (see the module
-/// docs): `[A1, .., A(W-1), value]` under each key. `W` from 2 to 9.
+/// A hyperspace index seen through the table contract as a
+/// `Map<u32, [u32; W]>`, the key mapped to its tuple's other fields (`W - 1` attributes,
+/// then the value), so that code written against [`gpuhash_core::table::Map`], and the
+/// contract's conformance suite, run on the index's key index.
+///
+/// The contract asks two things the index does not give, and the map adds them:
+/// - **Every `u32` is a key.** The index reserves three key words
+///   ([`crate::is_reserved_key`]); the map keeps the tuples of those keys in a side store
+///   on the host (three entries at most), answering for them beside the index.
+/// - **A key repeated in a batch keeps one of its values, whole.** The index rejects such
+///   batches; the map keeps the last copy of each key before the batch goes in, and a
+///   removal answers yes for the first copy of a key it held, no for the others.
+///
+/// An insert is an upsert: the tuples whose keys are new go in by
+/// [`HyperspaceIndex::insert`], the others are replaced by [`HyperspaceIndex::modify`]
+/// (the GHSH paper's insert-then-delete, so a search meanwhile sees them once or twice).
+/// A lookup is the key index's get; a removal its delete; `len`, `clear`, memory and
+/// export are the index's, with the side store's entries added.
+///
+/// Waits: the device forms read the keys (and an insert's values, a lookup's value
+/// buffer, whose entries for keys not found must stay as they were) back to the host and
+/// run the index's host forms, which wait for their batches; so every device form of this
+/// map waits for its batch. An insert of new and held keys at once runs two batches: should
+/// the second (the modify) fail, the new keys are in and the held ones keep their values.
+///
+/// `W` from 2 to 9: an index of `W - 1` attributes.
 #[derive(Debug)]
 pub struct KeyIndexMap<const W: usize> {
     index: HyperspaceIndex,

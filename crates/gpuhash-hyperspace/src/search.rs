@@ -221,7 +221,7 @@ impl HyperspaceIndex {
     /// Every tuple each query matches, as compressed rows on the device, after the work
     /// queued on `stream`. Waits twice a round, for one word each time: the room the
     /// write pass lays out, and the answer's size with whether every query fit its room
-    /// (the module docs of `search.rs` tell the passes).
+    /// (the crate docs' Structure tells the passes).
     ///
     /// The batch's fields go into the query history. Under adaptive regrouping, the batch
     /// that brings a look at the history due asks the policy after its search, and

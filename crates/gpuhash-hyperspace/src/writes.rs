@@ -54,7 +54,9 @@ impl HyperspaceIndex {
 
     /// [`HyperspaceIndex::insert`] from device buffers, on `stream`: `inserted[i]` becomes
     /// 1 where tuple i went in, 0 where the index held its key. Checked and rejected as
-    /// the host form (the module docs tell how); waits for the batch.
+    /// the host form, with the same errors and nothing written: the lengths on the host,
+    /// then the keys and the attribute columns (which the index sketches) read back to
+    /// the host (one wait); waits for the batch.
     pub fn insert_on(
         &self,
         stream: &Stream,
@@ -171,7 +173,8 @@ impl HyperspaceIndex {
 
     /// [`HyperspaceIndex::modify`] from device buffers, on `stream`: `modified[i]` becomes
     /// 1 where the index held key i and took tuple i, else 0. Checked and rejected as the
-    /// host form (the module docs tell how); waits for the batch and its grace period.
+    /// host form, as [`HyperspaceIndex::insert_on`] checks; waits for the batch and its
+    /// grace period.
     pub fn modify_on(
         &self,
         stream: &Stream,
