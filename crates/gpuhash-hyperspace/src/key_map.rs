@@ -74,14 +74,9 @@ where
 
     /// Puts each pair in, the last copy of a repeated key winning.
     fn upsert(&self, keys: &[u32], values: &[[u32; W]]) -> Result<()> {
-        let mut last: HashMap<u32, usize> = HashMap::with_capacity(keys.len());
-        for (i, &key) in keys.iter().enumerate() {
-            last.insert(key, i);
-        }
-        let mut chosen: Vec<usize> = last.into_values().collect();
-        chosen.sort_unstable();
-        let (reserved, plain): (Vec<usize>, Vec<usize>) =
-            chosen.into_iter().partition(|&i| is_reserved_key(keys[i]));
+        let (reserved, plain): (Vec<usize>, Vec<usize>) = last_copies(keys)
+            .into_iter()
+            .partition(|&i| is_reserved_key(keys[i]));
         let tuples = tuples_of(plain.iter().map(|&i| (keys[i], &values[i])));
         let status = self.index.insert(tuples.as_batch())?;
         let held = tuples_of(
@@ -118,8 +113,7 @@ where
 
     /// Removes each key; one for the first copy of a key held, zero otherwise.
     fn remove_keys(&self, keys: &[u32]) -> Result<Vec<u8>> {
-        let mut seen = HashSet::with_capacity(keys.len());
-        let first: Vec<bool> = keys.iter().map(|&k| seen.insert(k)).collect();
+        let first = first_copies(keys);
         let plain: Vec<u32> = keys
             .iter()
             .zip(&first)
@@ -146,6 +140,23 @@ where
             })
             .collect())
     }
+}
+
+/// The positions of the last copy of each key, in batch order.
+fn last_copies(keys: &[u32]) -> Vec<usize> {
+    let mut last: HashMap<u32, usize> = HashMap::with_capacity(keys.len());
+    for (i, &key) in keys.iter().enumerate() {
+        last.insert(key, i);
+    }
+    let mut chosen: Vec<usize> = last.into_values().collect();
+    chosen.sort_unstable();
+    chosen
+}
+
+/// Whether each key is the first copy of its key in the batch.
+fn first_copies(keys: &[u32]) -> Vec<bool> {
+    let mut seen = HashSet::with_capacity(keys.len());
+    keys.iter().map(|&k| seen.insert(k)).collect()
 }
 
 /// Tuples of pairs, as structure of arrays.
@@ -311,13 +322,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_tuple_reads_as_its_attributes_then_its_value() {
-        let tuple = Tuple {
-            key: 7,
-            attributes: vec![1, 2, 3],
-            value: 9,
-        };
-        assert_eq!(words_of::<4>(&tuple), [1, 2, 3, 9]);
+    fn pairs_become_tuples_of_column_major_attributes() {
+        let tuples = tuples_of([(5, &[1, 2, 3]), (6, &[4, 5, 6])].into_iter());
+        assert_eq!(tuples.keys, vec![5, 6]);
+        assert_eq!(tuples.attributes, vec![1, 4, 2, 5]);
+        assert_eq!(tuples.values, vec![3, 6]);
+        assert_eq!(words_of::<3>(&tuples.tuple(1)), [4, 5, 6]);
+        assert!(tuples_of::<3>(std::iter::empty()).is_empty());
+    }
+
+    #[test]
+    fn a_repeated_key_keeps_its_last_copy_and_answers_a_removal_once() {
+        let keys = [7, 3, 7, u32::MAX, 3, 7, u32::MAX];
+        assert_eq!(last_copies(&keys), vec![4, 5, 6]);
+        assert_eq!(
+            first_copies(&keys),
+            vec![true, true, false, true, false, false, false]
+        );
+        assert!(last_copies(&[]).is_empty());
     }
 
     #[test]
