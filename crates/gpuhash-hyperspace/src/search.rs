@@ -253,10 +253,10 @@ impl HyperspaceIndex {
     /// Only the queries are host data (they pick each group's space); nothing waits for
     /// the device. The batch's fields go into the query history, but an async search
     /// never takes an adaptive look at it (the next [`HyperspaceIndex::search_on`] that
-    /// finds one due does). A search queued so is registered against modifies while it is
-    /// being queued, not while its kernels run: under a modify on another thread it may
-    /// miss a tuple being moved without noticing (when the same search also meets another
-    /// tuple twice); [`HyperspaceIndex::search_on`] keeps the once-or-twice guarantee.
+    /// finds one due does). A modify on another thread waits for the search's kernels (an
+    /// event recorded after them) before it takes old copies out, so the async search
+    /// keeps the once-or-twice guarantee too; a row may then hold another number than
+    /// counted, which `incomplete` tells.
     pub fn search_async(
         &self,
         stream: &Stream,
@@ -284,7 +284,7 @@ impl HyperspaceIndex {
             }
         }
         let (population, _) = self.observe_searches(queries, false)?;
-        let _search = self.grace.begin_search();
+        let search = self.grace.begin_search();
         let spaces = self.spaces();
         let batch = self.search_batch(&spaces, stream, queries, &population)?;
         let mut counts = batch.count(stream)?;
@@ -300,7 +300,9 @@ impl HyperspaceIndex {
             total: Some((offsets, n)),
             capacity: capacity as u64,
         };
-        Ok(launch::settle_rows(stream, rows)?)
+        launch::settle_rows(stream, rows)?;
+        // A modify waits for the kernels, not for this return.
+        Ok(search.end_after(stream)?)
     }
 
     /// The search of checked queries, each group in its best space for `population`.

@@ -226,7 +226,7 @@ impl HyperspaceIndex {
             return Err(error);
         }
         stream.synchronize()?;
-        self.grace.wait_for_earlier_searches();
+        self.grace.wait_for_earlier_searches()?;
         take_out(&spaces, stream, &new.keys, &old_slots)?;
         Ok(found)
     }
