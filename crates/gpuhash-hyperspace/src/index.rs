@@ -1,11 +1,12 @@
 //! [`HyperspaceIndex`]: the key index and the attribute subspaces, each holding every
-//! tuple, kept in step by the batches here. Searches are in `search.rs`.
+//! tuple, kept in step by the write batches of `writes.rs`; lookups by key here,
+//! searches in `search.rs`.
 //!
 //! Phase order of each batch (what a concurrent reader may see in between):
 //! - insert: the key index first (it decides which keys are new), then each subspace;
 //! - delete: each subspace first, then the key index;
 //! - modify: new copies into every space, a wait for every search that began before
-//!   they were all in ([`crate::grace`]), then the old copies out of every space, each by
+//!   they were all in ([`crate::grace`], the kernels of async searches included), then the old copies out of every space, each by
 //!   the key slot a lookup found before the insert.
 
 use std::sync::Arc;
