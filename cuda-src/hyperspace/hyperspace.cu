@@ -78,16 +78,10 @@ extern "C" __global__ void gh_hs_insert(GhHsInsertParams p) {
 // modify in flight may hold two; either is right).
 extern "C" __global__ void gh_hs_get(GhHsGetParams p) {
     for_each_item(p.tuples.count, [&](uint64_t i, bool in_range) {
-        const uint32_t key = in_range ? p.tuples.keys[i] : 0;
-        const uint32_t bucket = in_range ? tuple_bucket(p.space, p.tuples, i) : 0;
-        uint32_t queue = __ballot_sync(kFullWarp, in_range);
-        while (queue != 0) {
-            const uint32_t src = __ffs(queue) - 1;
-            queue &= queue - 1;
-            const uint32_t src_key = __shfl_sync(kFullWarp, key, src);
-            const uint64_t src_item = __shfl_sync(kFullWarp, (unsigned long long)i, src);
+        for_each_lane_item(p.space, p.tuples, i, in_range, [&](uint32_t src, uint32_t src_key, uint64_t src_item,
+                                                               uint32_t bucket) {
             uint8_t found = 0;
-            walk_bucket(p.space, __shfl_sync(kFullWarp, bucket, src), [&](SuperNode at, uint32_t word) {
+            walk_bucket(p.space, bucket, [&](SuperNode at, uint32_t word) {
                 const uint32_t spot = gh::find_first(is_data_lane() && word == src_key && is_live_key(word));
                 if (spot == 32u) {
                     return true;
@@ -113,22 +107,17 @@ extern "C" __global__ void gh_hs_get(GhHsGetParams p) {
                     p.out.keys[i] = GH_SLAB_EMPTY_WORD;
                 }
             }
-        }
+        });
     });
 }
 
 // Removes every live copy of each tuple's key from the bucket the tuple hashes to.
 extern "C" __global__ void gh_hs_delete(GhHsDeleteParams p) {
     for_each_item(p.tuples.count, [&](uint64_t i, bool in_range) {
-        const uint32_t key = in_range ? p.tuples.keys[i] : 0;
-        const uint32_t bucket = in_range ? tuple_bucket(p.space, p.tuples, i) : 0;
-        uint32_t queue = __ballot_sync(kFullWarp, in_range);
-        while (queue != 0) {
-            const uint32_t src = __ffs(queue) - 1;
-            queue &= queue - 1;
-            const uint32_t src_key = __shfl_sync(kFullWarp, key, src);
+        for_each_lane_item(p.space, p.tuples, i, in_range, [&](uint32_t src, uint32_t src_key, uint64_t,
+                                                               uint32_t bucket) {
             uint32_t removed = 0;
-            walk_bucket(p.space, __shfl_sync(kFullWarp, bucket, src), [&](SuperNode at, uint32_t word) {
+            walk_bucket(p.space, bucket, [&](SuperNode at, uint32_t word) {
                 const bool mine = is_data_lane() && word == src_key && is_live_key(word) &&
                                   atomicCAS(at.key_node + lane_id(), src_key, GH_SLAB_REMOVED_WORD) == src_key;
                 removed += __popc(__ballot_sync(kFullWarp, mine));
@@ -137,7 +126,7 @@ extern "C" __global__ void gh_hs_delete(GhHsDeleteParams p) {
             if (lane_id() == src && p.removed != nullptr) {
                 p.removed[i] = removed;
             }
-        }
+        });
     });
 }
 

@@ -75,13 +75,13 @@ __device__ __forceinline__ void write_match(const GhHsSpace &space, const GhHsTu
 
 }  // namespace
 
-// subtask s = (query s / touched, the (s % touched)-th bucket of the query): the free
-// dimensions' coordinates count up from the last dimension.
+// subtask s = (query members[s / touched], the (s % touched)-th bucket of the query): the
+// free dimensions' coordinates count up from the last dimension.
 extern "C" __global__ void gh_hs_subtasks(GhHsSubtaskParams p) {
     const uint64_t total = p.query_count * p.touched;
     const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
     for (uint64_t s = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; s < total; s += stride) {
-        const uint64_t query = s / p.touched;
+        const uint64_t query = p.members[s / p.touched];
         uint64_t free_part = s % p.touched;
         uint32_t bucket = 0;
         uint32_t shift = 0;
@@ -164,7 +164,9 @@ __device__ void serve_subtasks(const GhHsSearchParams &p, uint64_t s, bool activ
                 }
                 base = __shfl_sync(kFullWarp, base, 0);
                 const uint64_t k = base + __popc(matches & lanes_below);
-                if (ok && k < p.limits[q]) {
+                // The bound on out's capacity holds of itself when the rows were laid out
+                // from the counts; a caller's buffer sized by a guess relies on it.
+                if (ok && k < p.limits[q] && p.offsets[q] + k < p.out.capacity) {
                     write_match(p.space, p.out, p.offsets[q] + k, words);
                 }
             }
@@ -230,4 +232,28 @@ extern "C" __global__ void gh_hs_compact(GhHsCompactParams p) {
             }
         }
     });
+}
+
+// Settles a write pass's rows: a query that found more than its room (or, exact, another
+// number) raises the flag, and with pad its room becomes what the next pass lays out.
+extern "C" __global__ void gh_hs_settle_rows(GhHsRowsParams p) {
+    const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+    const uint64_t first = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (first == 0 && p.flag != nullptr && p.total != nullptr && *p.total > p.capacity) {
+        atomicOr(p.flag, 1ull);
+    }
+    for (uint64_t q = first; q < p.count; q += stride) {
+        const uint64_t found = p.found[q];
+        if (p.flag != nullptr) {
+            // Read only when checked: the first padding of a batch's counts writes a room
+            // that holds nothing yet.
+            const uint64_t room = p.room[q];
+            if (p.exact ? found != room : found > room) {
+                atomicOr(p.flag, 1ull);
+            }
+        }
+        if (p.pad) {
+            p.room[q] = found + found / 4u + 8u;
+        }
+    }
 }

@@ -111,4 +111,19 @@ __device__ __forceinline__ void walk_bucket(const GhHsSpace &space, uint32_t buc
     }
 }
 
+// Serves the items of this warp's lanes that are in range one at a time, the whole warp on
+// each: serve(src, key, item, bucket) with the key, the item index and the bucket of lane
+// src's tuple, broadcast to every lane.
+template <typename Serve>
+__device__ __forceinline__ void for_each_lane_item(const GhHsSpace &space, const GhHsTuples &tuples, uint64_t i,
+                                                   bool in_range, Serve serve) {
+    const uint32_t key = in_range ? tuples.keys[i] : 0;
+    const uint32_t bucket = in_range ? tuple_bucket(space, tuples, i) : 0;
+    for (uint32_t queue = __ballot_sync(kFullWarp, in_range); queue != 0; queue &= queue - 1) {
+        const uint32_t src = __ffs(queue) - 1;
+        const uint64_t item = __shfl_sync(kFullWarp, (unsigned long long)i, src);
+        serve(src, __shfl_sync(kFullWarp, key, src), item, __shfl_sync(kFullWarp, bucket, src));
+    }
+}
+
 }  // namespace gh::hs

@@ -22,7 +22,6 @@ use crate::options::Subspaces;
 use crate::query::Query;
 use crate::shape::SpaceShape;
 use crate::space::Space;
-use crate::tuples::TupleBatch;
 use crate::{HyperspaceError, Result};
 
 /// Attribute words of a write past which its columns are sketched on threads of their own,
@@ -109,14 +108,16 @@ impl HyperspaceIndex {
     }
 
     /// Records a search batch's fields in the history: the population to route it by, and
-    /// a look at the history when adaptive regrouping is on and one falls due.
+    /// a look at the history when adaptive regrouping is on, the search may `take_look`,
+    /// and one falls due.
     pub(crate) fn observe_searches(
         &self,
         queries: &[Query],
+        take_look: bool,
     ) -> Result<(Population, Option<Advice>)> {
         let mut observations = self.observations.lock();
         observations.record_searches(queries.iter().map(Query::fields))?;
-        let advice = if self.adaptive {
+        let advice = if self.adaptive && take_look {
             observations.advice_due(&self.policy)
         } else {
             None
@@ -156,22 +157,22 @@ impl HyperspaceIndex {
         }
     }
 
-    /// Runs `write`, which puts `batch`'s tuples in (or new copies of them), and on success
-    /// merges sketches of the batch's attribute columns into the population, with `added`
+    /// Runs `write`, which puts a batch of `n` tuples in (or new copies of them), and on
+    /// success merges sketches of its `attributes` columns into the population, with `added`
     /// tuples more (counted from what `write` answered). A large batch is sketched on
     /// threads of their own while `write` runs.
     pub(crate) fn observed_write<T>(
         &self,
-        batch: TupleBatch<'_>,
+        attributes: &[u32],
+        n: usize,
         write: impl FnOnce() -> Result<T>,
         added: impl FnOnce(&T) -> u64,
     ) -> Result<T> {
-        let n = batch.len();
-        let (answer, sketches) = if batch.attributes.len() > SKETCH_BESIDE_ABOVE {
-            sketched_beside(batch.attributes, n, write)
+        let (answer, sketches) = if attributes.len() > SKETCH_BESIDE_ABOVE {
+            sketched_beside(attributes, n, write)
         } else {
             let answer = write();
-            (answer, sketch_columns(batch.attributes, n))
+            (answer, sketch_columns(attributes, n))
         };
         let answer = answer?;
         self.observations.lock().added(added(&answer), &sketches);

@@ -1,8 +1,10 @@
 //! Bulk build (the GHSH paper, section 4.2.1) and the counting sort it shares with
-//! searches: items sorted by a part number with a histogram kernel, a prefix sum on the
-//! host, and a scatter kernel; then the super nodes, numbered bucket after bucket from the
+//! searches: items sorted by a part number with a histogram kernel, a prefix sum (on the
+//! host for the build, which lays super nodes out from it; on the device for searches),
+//! and a scatter kernel; then the super nodes, numbered bucket after bucket from the
 //! prefix sums, are allocated and written whole, any warp taking any super node.
 
+use gpuhash_core::scan::exclusive_scan;
 use gpuhash_core::{DeviceBuffer, Stream};
 use gpuhash_slab_alloc::Exhaustion;
 use gpuhash_slab_list::layouts::GH_SLAB_DATA_LANES;
@@ -13,37 +15,63 @@ use crate::space::{Slabs, Space};
 use crate::tuples::DeviceTuples;
 
 /// The order that sorts `keys` by `key & (parts - 1)` (`parts` a power of two), and the
-/// offsets of each part in it (`parts + 1` of them). Items of one part keep no particular
-/// order.
+/// offsets of each part in it (`parts + 1` of them), on the host: the build lays its super
+/// nodes out from them. Items of one part keep no particular order.
 pub(crate) fn counting_sort(
     stream: &Stream,
     keys: &DeviceBuffer<u32>,
     parts: u64,
 ) -> Result<(DeviceBuffer<u32>, Vec<u64>)> {
-    debug_assert!(parts.is_power_of_two() && parts <= 1 << 32);
-    let mask = (parts - 1) as u32;
-    let mut histogram = DeviceBuffer::<u64>::zeroed(stream, parts as usize)?;
-    launch::partition(
-        stream,
-        keys,
-        mask,
-        Partition::Histogram {
-            histogram: &mut histogram,
-        },
-    )?;
+    let histogram = part_histogram(stream, keys, parts)?;
     let offsets = prefix_offsets(&histogram.to_host(stream)?);
     let mut cursors = DeviceBuffer::from_host(stream, &offsets[..parts as usize])?;
-    let mut order = DeviceBuffer::<u32>::unfilled(stream, keys.len())?;
-    launch::partition(
-        stream,
-        keys,
-        mask,
-        Partition::Scatter {
-            cursors: &mut cursors,
-            order: &mut order,
-        },
-    )?;
+    let order = scatter_parts(stream, keys, parts, &mut cursors)?;
     Ok((order, offsets))
+}
+
+/// The order of [`counting_sort`], its offsets laid out on the device
+/// ([`gpuhash_core::scan`]): queued, nothing waits (searches sort their subtasks so).
+pub(crate) fn counting_order(
+    stream: &Stream,
+    keys: &DeviceBuffer<u32>,
+    parts: u64,
+) -> Result<DeviceBuffer<u32>> {
+    let histogram = part_histogram(stream, keys, parts)?;
+    let mut cursors = DeviceBuffer::unfilled(stream, parts as usize + 1)?;
+    exclusive_scan(stream, &histogram, &mut cursors)?;
+    scatter_parts(stream, keys, parts, &mut cursors)
+}
+
+/// Items of each part `key & (parts - 1)`.
+fn part_histogram(
+    stream: &Stream,
+    keys: &DeviceBuffer<u32>,
+    parts: u64,
+) -> Result<DeviceBuffer<u64>> {
+    debug_assert!(parts.is_power_of_two() && parts <= 1 << 32);
+    let mut histogram = DeviceBuffer::<u64>::zeroed(stream, parts as usize)?;
+    let histogram_pass = Partition::Histogram {
+        histogram: &mut histogram,
+    };
+    launch::partition(stream, keys, (parts - 1) as u32, histogram_pass)?;
+    Ok(histogram)
+}
+
+/// The scatter of a counting sort, from `cursors` (at least `parts` words: where each
+/// part starts).
+fn scatter_parts(
+    stream: &Stream,
+    keys: &DeviceBuffer<u32>,
+    parts: u64,
+    cursors: &mut DeviceBuffer<u64>,
+) -> Result<DeviceBuffer<u32>> {
+    let mut order = DeviceBuffer::<u32>::unfilled(stream, keys.len())?;
+    let scatter = Partition::Scatter {
+        cursors,
+        order: &mut order,
+    };
+    launch::partition(stream, keys, (parts - 1) as u32, scatter)?;
+    Ok(order)
 }
 
 /// Where each group starts when groups of `counts` lie end to end, and the total last.

@@ -1,10 +1,16 @@
 //! The grace period between a modify's insert of new copies and its delete of the old
 //! ones (the GHSH paper's temporary repeated read, across host threads): the delete waits
 //! for every search that began before the new copies were all in, so that such a search,
-//! which may have passed the new copy's place already, still finds the old one.
+//! which may have passed the new copy's place already, still finds the old one. A search
+//! that returns before its kernels have run (an async search) leaves an event behind, and
+//! the wait waits for that event too.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
+use cudarc::driver::CudaEvent;
+use cudarc::driver::sys::CUevent_flags;
+use gpuhash_core::Stream;
 use parking_lot::{Condvar, Mutex};
 
 /// The searches in flight, by ticket, in the order they began.
@@ -18,6 +24,9 @@ pub(crate) struct GracePeriod {
 struct Searches {
     next_ticket: u64,
     open: BTreeSet<u64>,
+    /// Searches whose host side has ended, by ticket, with an event after their last
+    /// kernel (those found complete are dropped as new ones come).
+    queued: Vec<(u64, Arc<CudaEvent>)>,
 }
 
 /// A search in flight; it ends when dropped.
@@ -40,13 +49,39 @@ impl GracePeriod {
         }
     }
 
-    /// Waits until every search that began before this call has ended.
-    pub(crate) fn wait_for_earlier_searches(&self) {
+    /// Waits until every search that began before this call has ended, kernels included.
+    pub(crate) fn wait_for_earlier_searches(&self) -> gpuhash_core::Result<()> {
         let mut searches = self.open.lock();
         let horizon = searches.next_ticket;
         while searches.open.range(..horizon).next().is_some() {
             self.finished.wait(&mut searches);
         }
+        let queued: Vec<Arc<CudaEvent>> = searches
+            .queued
+            .iter()
+            .filter(|(ticket, _)| *ticket < horizon)
+            .map(|(_, event)| Arc::clone(event))
+            .collect();
+        drop(searches);
+        for event in queued {
+            event.synchronize()?;
+        }
+        Ok(())
+    }
+}
+
+impl SearchTicket<'_> {
+    /// Ends the search once the work queued on `stream` so far has run: a modify's wait
+    /// waits for it on the device.
+    pub(crate) fn end_after(self, stream: &Stream) -> gpuhash_core::Result<()> {
+        let event = stream
+            .cuda_stream()
+            .record_event(Some(CUevent_flags::CU_EVENT_DISABLE_TIMING))?;
+        let mut searches = self.grace.open.lock();
+        searches.queued.retain(|(_, event)| !event.is_complete());
+        searches.queued.push((self.ticket, Arc::new(event)));
+        // The ticket, dropped on return, ends the host side.
+        Ok(())
     }
 }
 
@@ -72,7 +107,9 @@ mod tests {
         std::thread::scope(|scope| {
             let waiter = scope.spawn(|| {
                 waiting.store(true, Ordering::SeqCst);
-                grace.wait_for_earlier_searches();
+                grace
+                    .wait_for_earlier_searches()
+                    .expect("no events to wait for");
                 assert!(earlier_ended.load(Ordering::SeqCst));
             });
             while !waiting.load(Ordering::SeqCst) {
@@ -88,6 +125,8 @@ mod tests {
                 .join()
                 .expect("the waiter returns while the later search runs");
         });
-        grace.wait_for_earlier_searches();
+        grace
+            .wait_for_earlier_searches()
+            .expect("no events to wait for");
     }
 }

@@ -1,11 +1,12 @@
 //! [`HyperspaceIndex`]: the key index and the attribute subspaces, each holding every
-//! tuple, kept in step by the batches here. Searches are in `search.rs`.
+//! tuple, kept in step by the write batches of `writes.rs`; lookups by key here,
+//! searches in `search.rs`.
 //!
 //! Phase order of each batch (what a concurrent reader may see in between):
 //! - insert: the key index first (it decides which keys are new), then each subspace;
 //! - delete: each subspace first, then the key index;
 //! - modify: new copies into every space, a wait for every search that began before
-//!   they were all in ([`crate::grace`]), then the old copies out of every space, each by
+//!   they were all in ([`crate::grace`], the kernels of async searches included), then the old copies out of every space, each by
 //!   the key slot a lookup found before the insert.
 
 use std::sync::Arc;
@@ -19,13 +20,13 @@ use crate::adaptive::AdaptiveReport;
 use crate::adaptive::sketched_beside;
 use crate::grace::GracePeriod;
 use crate::launch::Lookup;
-use crate::layouts::{GH_HS_INSERTED, GH_HS_PENDING, GH_HS_PRESENT};
-use crate::observations::{Observations, distinct_found, population_of};
+use crate::observations::{Observations, population_of};
 use crate::options::HyperspaceOptions;
 use crate::regroup::RegroupPolicy;
 use crate::shape::SpaceShape;
 use crate::space::Space;
 use crate::tuples::{self, DeviceTuples, Tuple, TupleBatch, Tuples};
+use gpuhash_slab_list::layouts::GH_SLAB_EMPTY_WORD;
 use parking_lot::{Mutex, RwLock};
 
 /// What an insert did with each tuple.
@@ -223,63 +224,17 @@ impl HyperspaceIndex {
         Ok(space.buckets(&stream, &tuples)?.to_host(&stream)?)
     }
 
-    /// Inserts each tuple whose key the index does not hold; the others leave the index
-    /// as it was. A batch with a key twice, a reserved key ([`crate::is_reserved_key`]) or
-    /// the wrong shape is rejected whole, as is one the allocators cannot make room for
-    /// (the error names why; the tuples of the batch inserted meanwhile are taken out).
-    pub fn insert(&self, batch: TupleBatch<'_>) -> Result<Vec<InsertStatus>> {
-        tuples::check_batch(self.attribute_count, batch)?;
-        if batch.is_empty() {
-            return Ok(Vec::new());
-        }
-        let inserted = |status: &Vec<InsertStatus>| {
-            status
-                .iter()
-                .filter(|&&s| s == InsertStatus::Inserted)
-                .count() as u64
-        };
-        self.observed_write(batch, || self.insert_checked(batch), inserted)
-    }
-
-    /// [`HyperspaceIndex::insert`] of a batch checked already.
-    fn insert_checked(&self, batch: TupleBatch<'_>) -> Result<Vec<InsertStatus>> {
-        let _writes = self.writes.read();
-        let spaces = self.spaces();
-        let spaces = spaces.all();
-        let stream = self.device.lend_stream()?;
-        let tuples = DeviceTuples::from_batch(&stream, batch)?;
-        // Everything the phases need is allocated first: past the key index's insert, an
-        // error takes the batch's copies out again.
-        let mut buffers = PhaseBuffers::new(&stream, spaces.len(), batch.len())?;
-        let inserted = insert_phases(&spaces, &stream, &tuples, &mut buffers);
-        let key_status = match inserted {
-            Ok(key_status) => key_status,
-            Err(error) => {
-                take_out(&spaces, &stream, &tuples.keys, &buffers.slots)?;
-                return Err(error);
-            }
-        };
-        Ok(key_status
-            .iter()
-            .map(|&s| {
-                if u32::from(s) == GH_HS_INSERTED {
-                    InsertStatus::Inserted
-                } else {
-                    InsertStatus::Present
-                }
-            })
-            .collect())
-    }
-
-    /// The tuple of each key, or `None`.
+    /// The tuple of each key, or `None`. Waits once, for the tuples: a key not found
+    /// comes back as the reserved empty word, so its found flag need not cross.
     pub fn get(&self, keys: &[u32]) -> Result<Vec<Option<Tuple>>> {
         let stream = self.device.lend_stream()?;
-        let (found, tuples) = self.lookup(&stream, keys)?;
+        let keys_on = upload(&stream, keys)?;
+        let mut found = DeviceBuffer::<u8>::zeroed(&stream, keys.len())?;
+        let mut tuples = DeviceTuples::unfilled(&stream, self.attribute_count, keys.len())?;
+        self.get_async(&stream, &keys_on, &mut found, &mut tuples)?;
         let tuples = tuples.to_host(&stream, self.attribute_count)?;
-        Ok(found
-            .iter()
-            .enumerate()
-            .map(|(i, &f)| (f != 0).then(|| tuples.tuple(i)))
+        Ok((0..tuples.len())
+            .map(|i| (tuples.keys[i] != GH_SLAB_EMPTY_WORD).then(|| tuples.tuple(i)))
             .collect())
     }
 
@@ -314,118 +269,6 @@ impl HyperspaceIndex {
             attributes: None,
         };
         self.key_index.get(stream, lookup, found, Some(out), None)
-    }
-
-    /// Looks keys up in the key index: found flags (on the host) and tuples (on the
-    /// device, their key the empty word where not found).
-    fn lookup(&self, stream: &Stream, keys: &[u32]) -> Result<(Vec<u8>, DeviceTuples)> {
-        let keys_on = upload(stream, keys)?;
-        let mut found = DeviceBuffer::<u8>::zeroed(stream, keys.len())?;
-        let mut tuples = DeviceTuples::unfilled(stream, self.attribute_count, keys.len())?;
-        self.get_async(stream, &keys_on, &mut found, &mut tuples)?;
-        Ok((found.to_host(stream)?, tuples))
-    }
-
-    /// Removes the tuple of each key; true where there was one (for each copy of a key
-    /// the batch repeats). Each subspace first,
-    /// then the key index, so that a key is gone from every space once it is gone from the
-    /// key index.
-    pub fn delete(&self, keys: &[u32]) -> Result<Vec<bool>> {
-        let stream = self.device.lend_stream()?;
-        let (found, tuples) = self.lookup(&stream, keys)?;
-        let _writes = self.writes.read();
-        // Subspaces first, the key index last.
-        for space in self.spaces().all().iter().rev() {
-            space.delete(&stream, &tuples)?;
-        }
-        stream.synchronize()?;
-        let found: Vec<bool> = found.iter().map(|&f| f != 0).collect();
-        self.observations
-            .lock()
-            .removed(distinct_found(keys, &found));
-        Ok(found)
-    }
-
-    /// Replaces the attributes and value of each tuple whose key the index holds with
-    /// the batch's; true where it did, false for a key the index does not hold.
-    ///
-    /// In the GHSH paper's order: the new copies go into every space, then, once every
-    /// search that began before they were all in has ended, the old copies go out. A
-    /// search running meanwhile finds the tuple once or twice (old and new), never not at
-    /// all. Two batches modifying one key at once from two host threads are not ordered:
-    /// keep such writes on one thread. Rejected whole like [`HyperspaceIndex::insert`].
-    pub fn modify(&self, batch: TupleBatch<'_>) -> Result<Vec<bool>> {
-        tuples::check_batch(self.attribute_count, batch)?;
-        if batch.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.observed_write(batch, || self.modify_checked(batch), |_| 0)
-    }
-
-    /// [`HyperspaceIndex::modify`] of a batch checked already.
-    fn modify_checked(&self, batch: TupleBatch<'_>) -> Result<Vec<bool>> {
-        let _writes = self.writes.read();
-        let spaces = self.spaces();
-        let spaces = spaces.all();
-        let stream = self.device.lend_stream()?;
-        let (found, old) = self.lookup(&stream, batch.keys)?;
-        let old_slots = slots_of(&spaces, &stream, &old)?;
-        let new = DeviceTuples::from_batch(&stream, batch)?;
-        let pending: Vec<u8> = found
-            .iter()
-            .map(|&f| {
-                if f != 0 {
-                    GH_HS_PENDING as u8
-                } else {
-                    GH_HS_PRESENT as u8
-                }
-            })
-            .collect();
-        let mut buffers = PhaseBuffers::new(&stream, spaces.len(), batch.len())?;
-        let inserted = (|| {
-            for (s, space) in spaces.iter().enumerate() {
-                buffers.status[s].copy_from_host(&stream, &pending)?;
-                let (status, slots) = (&mut buffers.status[s], &mut buffers.slots[s]);
-                space.insert(&stream, &new, status, Some(slots), false)?;
-            }
-            Ok(())
-        })();
-        if let Err(error) = inserted {
-            take_out(&spaces, &stream, &new.keys, &buffers.slots)?;
-            return Err(error);
-        }
-        stream.synchronize()?;
-        self.grace.wait_for_earlier_searches();
-        take_out(&spaces, &stream, &new.keys, &old_slots)?;
-        Ok(found.iter().map(|&f| f != 0).collect())
-    }
-
-    /// Replaces the value of each key the index holds, keeping its attributes; true where
-    /// it did. The same road as [`HyperspaceIndex::modify`] with the attributes the key
-    /// index holds (a tuple whose attributes change on another thread meanwhile may get
-    /// the older ones back: writes of one key from two threads are not ordered).
-    pub fn modify_values(&self, keys: &[u32], values: &[u32]) -> Result<Vec<bool>> {
-        gpuhash_core::table::check_pairs(keys.len(), values.len())?;
-        tuples::check_keys(keys)?;
-        let held = self.get(keys)?;
-        let n = keys.len();
-        let mut attributes = vec![0; self.attribute_count * n];
-        for (i, tuple) in held.iter().enumerate() {
-            for (a, &value) in tuple.iter().flat_map(|t| t.attributes.iter()).enumerate() {
-                attributes[a * n + i] = value;
-            }
-        }
-        let batch = TupleBatch {
-            keys,
-            attributes: &attributes,
-            values,
-        };
-        Ok(self
-            .modify(batch)?
-            .into_iter()
-            .zip(&held)
-            .map(|(modified, held)| modified && held.is_some())
-            .collect())
     }
 
     /// Tuples in the index, once the work queued before has run.
@@ -479,90 +322,4 @@ impl HyperspaceIndex {
         self.export_on(&stream)?
             .to_host(&stream, self.attribute_count)
     }
-}
-
-/// The key slot of each tuple's copy in every space (0 where a key was not found).
-fn slots_of(
-    spaces: &[&Space],
-    stream: &Stream,
-    tuples: &DeviceTuples,
-) -> Result<Vec<DeviceBuffer<u64>>> {
-    let n = tuples.len();
-    let mut all = Vec::with_capacity(spaces.len());
-    for space in spaces {
-        let mut found = DeviceBuffer::<u8>::zeroed(stream, n)?;
-        let mut slots = DeviceBuffer::<u64>::zeroed(stream, n)?;
-        let lookup = Lookup {
-            keys: &tuples.keys,
-            attributes: Some(&tuples.attributes),
-        };
-        space.get(stream, lookup, &mut found, None, Some(&mut slots))?;
-        all.push(slots);
-    }
-    Ok(all)
-}
-
-/// Takes out the copies a batch put in: `slots[s]` holds the key slots it took in space s
-/// (0 where it took none), for the first `slots.len()` spaces.
-fn take_out(
-    spaces: &[&Space],
-    stream: &Stream,
-    keys: &DeviceBuffer<u32>,
-    slots: &[DeviceBuffer<u64>],
-) -> Result<()> {
-    for (space, slots) in spaces.iter().zip(slots) {
-        space.delete_slots(stream, slots, keys)?;
-    }
-    stream.synchronize()?;
-    Ok(())
-}
-
-/// A status and a slot id for every element of a batch, in every space.
-struct PhaseBuffers {
-    status: Vec<DeviceBuffer<u8>>,
-    slots: Vec<DeviceBuffer<u64>>,
-}
-
-impl PhaseBuffers {
-    fn new(stream: &Stream, spaces: usize, n: usize) -> Result<Self> {
-        let mut buffers = Self {
-            status: Vec::with_capacity(spaces),
-            slots: Vec::with_capacity(spaces),
-        };
-        for _ in 0..spaces {
-            buffers.status.push(DeviceBuffer::zeroed(stream, n)?);
-            buffers.slots.push(DeviceBuffer::zeroed(stream, n)?);
-        }
-        Ok(buffers)
-    }
-}
-
-/// An insert's phases: the key index (which answers which keys are new), then each
-/// subspace with the new ones. Returns the key index's status of each tuple.
-fn insert_phases(
-    spaces: &[&Space],
-    stream: &Stream,
-    tuples: &DeviceTuples,
-    buffers: &mut PhaseBuffers,
-) -> Result<Vec<u8>> {
-    let (status, slots) = (&mut buffers.status[0], &mut buffers.slots[0]);
-    spaces[0].insert(stream, tuples, status, Some(slots), true)?;
-    let key_status = buffers.status[0].to_host(stream)?;
-    let pending: Vec<u8> = key_status
-        .iter()
-        .map(|&s| {
-            if u32::from(s) == GH_HS_INSERTED {
-                GH_HS_PENDING as u8
-            } else {
-                GH_HS_PRESENT as u8
-            }
-        })
-        .collect();
-    for (s, space) in spaces.iter().enumerate().skip(1) {
-        buffers.status[s].copy_from_host(stream, &pending)?;
-        let (status, slots) = (&mut buffers.status[s], &mut buffers.slots[s]);
-        space.insert(stream, tuples, status, Some(slots), false)?;
-    }
-    stream.synchronize()?;
-    Ok(key_status)
 }

@@ -7,8 +7,8 @@ use gpuhash_core::{DeviceAddress, DeviceBuffer, Stream};
 use crate::layouts::{
     GhHsBucketsParams, GhHsBuildParams, GhHsCompactParams, GhHsCountParams, GhHsDeleteParams,
     GhHsExportParams, GhHsFillParams, GhHsGetParams, GhHsInsertParams, GhHsPartitionParams,
-    GhHsPermuteParams, GhHsSearchParams, GhHsSlotDeleteParams, GhHsSpace, GhHsSubtaskParams,
-    GhHsTuples, GhHsTuplesOut,
+    GhHsPermuteParams, GhHsRowsParams, GhHsSearchParams, GhHsSlotDeleteParams, GhHsSpace,
+    GhHsSubtaskParams, GhHsTuples, GhHsTuplesOut,
 };
 use crate::tuples::DeviceTuples;
 
@@ -39,6 +39,8 @@ unsafe impl KernelParams for GhHsFillParams {}
 // SAFETY: as above.
 unsafe impl KernelParams for GhHsCompactParams {}
 // SAFETY: as above.
+unsafe impl KernelParams for GhHsRowsParams {}
+// SAFETY: as above.
 unsafe impl KernelParams for GhHsExportParams {}
 
 static OPS: KernelImage = gpuhash_core::kernel_image!("hyperspace");
@@ -56,6 +58,7 @@ static EXPORT: Kernel<GhHsExportParams> = Kernel::new(&OPS, "gh_hs_export");
 static SUBTASKS: Kernel<GhHsSubtaskParams> = Kernel::new(&SEARCH_IMAGE, "gh_hs_subtasks");
 static SEARCH: Kernel<GhHsSearchParams> = Kernel::new(&SEARCH_IMAGE, "gh_hs_search");
 static COMPACT: Kernel<GhHsCompactParams> = Kernel::new(&SEARCH_IMAGE, "gh_hs_compact");
+static SETTLE_ROWS: Kernel<GhHsRowsParams> = Kernel::new(&SEARCH_IMAGE, "gh_hs_settle_rows");
 static PARTITION: Kernel<GhHsPartitionParams> = Kernel::new(&BUILD_IMAGE, "gh_hs_partition");
 static PERMUTE: Kernel<GhHsPermuteParams> = Kernel::new(&BUILD_IMAGE, "gh_hs_permute");
 static BUILD: Kernel<GhHsBuildParams> = Kernel::new(&BUILD_IMAGE, "gh_hs_build");
@@ -332,9 +335,13 @@ pub(crate) fn fill(
     unsafe { FILL.launch(stream, grid(stream, n), params) }
 }
 
-/// The (query, bucket) subtasks of a search batch, `query_count * touched` of them.
+/// The (query, bucket) subtasks of a group of a search batch, `members.len() * touched`
+/// of them, naming the batch's queries.
 pub(crate) struct Subtasks<'a> {
+    /// GH_HS_MAX_FIELDS words a query of the batch.
     pub queries: &'a DeviceBuffer<u32>,
+    /// The batch's indices of the group's queries.
+    pub members: &'a DeviceBuffer<u32>,
     pub field_mask: u32,
     pub touched: u64,
     pub query_of: &'a mut DeviceBuffer<u32>,
@@ -350,21 +357,30 @@ pub(crate) fn subtasks(
     if total == 0 {
         return Ok(());
     }
-    let query_count = subtasks.queries.len() as u64 / u64::from(crate::layouts::GH_HS_MAX_FIELDS);
+    let query_count = subtasks.members.len() as u64;
+    if query_count.checked_mul(subtasks.touched) != Some(total) {
+        return Err(gpuhash_core::Error::InvalidInput(
+            "subtasks: not one subtask a query and bucket".into(),
+        ));
+    }
     let q = subtasks.queries.address(stream);
+    let m = subtasks.members.address(stream);
     let qo = subtasks.query_of.address_mut(stream);
     let bo = subtasks.bucket_of.address_mut(stream);
     let params = GhHsSubtaskParams {
         space,
         queries: q.address as *const u32,
+        members: m.address as *const u32,
         query_count,
         field_mask: subtasks.field_mask,
         touched: subtasks.touched,
         subtask_query: qo.address as *mut u32,
         subtask_bucket: bo.address as *mut u32,
     };
-    // SAFETY: queries hold GH_HS_MAX_FIELDS words a query; query_of and bucket_of hold
-    // query_count * touched entries (checked by the caller); the kernel writes below that.
+    // SAFETY: queries hold GH_HS_MAX_FIELDS words for each query of the batch, and every
+    // member names one of them (the caller's group of the same batch); query_of and
+    // bucket_of hold members * touched entries (checked above); the kernel writes below
+    // that.
     unsafe { SUBTASKS.launch(stream, grid(stream, total), params) }
 }
 
@@ -445,16 +461,16 @@ pub(crate) fn search(
             params.limits = l.address as *const u64;
             params.cursors = c.address as *mut ::core::ffi::c_ulonglong;
             params.out = w.params;
-            // SAFETY: as for the count pass; offsets and limits hold one word a query
-            // with offsets[q] + limits[q] <= out's capacity (the caller lays them end to
-            // end), and the kernel writes match k of query q only where k < limits[q].
+            // SAFETY: as for the count pass; offsets, limits and cursors hold one word a
+            // query (checked by the caller), and the kernel writes match k of query q only
+            // where k < limits[q] and offsets[q] + k < out's capacity.
             unsafe { SEARCH.launch(stream, shape, params) }
         }
     }
 }
 
 /// Moves each query's matches from `source` (query q's from `from[q]`) to `out` (query
-/// q's at `to[q]..to[q + 1]`).
+/// q's at `to[q]..to[q + 1]`), for the `to.len() - 1` queries (`from` may hold more).
 pub(crate) fn compact(
     stream: &Stream,
     source: &DeviceTuples,
@@ -463,9 +479,14 @@ pub(crate) fn compact(
     out: &mut DeviceTuples,
     attribute_count: usize,
 ) -> gpuhash_core::Result<()> {
-    let queries = from.len() as u64;
-    if queries == 0 || to.len() as u64 != queries + 1 {
+    let queries = to.len().saturating_sub(1) as u64;
+    if queries == 0 {
         return Ok(());
+    }
+    if (from.len() as u64) < queries {
+        return Err(gpuhash_core::Error::InvalidInput(
+            "compact: fewer sources than queries".into(),
+        ));
     }
     let input = tuples_on(stream, source);
     let f = from.address(stream);
@@ -484,6 +505,65 @@ pub(crate) fn compact(
     // within the capacity laid out for q there, checked by the caller); both hold
     // `attribute_count` attribute columns.
     unsafe { COMPACT.launch(stream, grid(stream, queries * 32), params) }
+}
+
+/// How [`settle_rows`] judges and lays out the rows of a write pass.
+pub(crate) struct SettleRows<'a> {
+    /// What each query found (or counted).
+    pub found: &'a DeviceBuffer<u64>,
+    /// The room each query had; with `pad`, the room the next pass lays out.
+    pub room: &'a mut DeviceBuffer<u64>,
+    /// A query breaks its room by finding another number (else only by finding more).
+    pub exact: bool,
+    /// Whether room becomes found + found / 4 + 8.
+    pub pad: bool,
+    /// Raised (set nonzero) by a query that breaks its room, and by `total` past
+    /// `capacity`; `None`: nothing is judged.
+    pub flag: Option<&'a mut DeviceBuffer<u64>>,
+    /// One word: the total of the rows, judged against `capacity`.
+    pub total: Option<(&'a DeviceBuffer<u64>, usize)>,
+    pub capacity: u64,
+}
+
+/// Settles the rows of a write pass (or pads counts into room), one thread a query.
+pub(crate) fn settle_rows(stream: &Stream, rows: SettleRows<'_>) -> gpuhash_core::Result<()> {
+    let n = rows.found.len();
+    if rows.room.len() != n {
+        return Err(gpuhash_core::Error::LengthMismatch {
+            what: "settle_rows: found and room",
+            left: n,
+            right: rows.room.len(),
+        });
+    }
+    if rows.flag.as_ref().is_some_and(|f| f.is_empty())
+        || rows.total.is_some_and(|(t, at)| at >= t.len())
+    {
+        return Err(gpuhash_core::Error::InvalidInput(
+            "settle_rows: no word for the flag or the total".into(),
+        ));
+    }
+    let f = rows.found.address(stream);
+    let r = rows.room.address_mut(stream);
+    let g = rows.flag.map(|g| g.address_mut(stream));
+    let t = rows.total.map(|(t, at)| (t.address(stream), at));
+    let params = GhHsRowsParams {
+        found: f.address as *const u64,
+        room: r.address as *mut u64,
+        count: n as u64,
+        exact: u32::from(rows.exact),
+        pad: u32::from(rows.pad),
+        flag: g.as_ref().map_or(std::ptr::null_mut(), |g| {
+            g.address as *mut ::core::ffi::c_ulonglong
+        }),
+        total: t.as_ref().map_or(std::ptr::null(), |(t, at)| {
+            (t.address + *at as u64 * 8) as *const u64
+        }),
+        capacity: rows.capacity,
+    };
+    // SAFETY: found and room hold n words (checked above), the flag one word at least and
+    // the total's word lies in its buffer (checked above); the kernel reads found, room
+    // and the total below those bounds and writes room below n and the flag's first word.
+    unsafe { SETTLE_ROWS.launch(stream, grid(stream, n.max(1) as u64), params) }
 }
 
 /// Counting-sort passes over `keys & mask`: the histogram (zeroed by the caller), or the
@@ -528,8 +608,8 @@ pub(crate) fn partition(
             let o = order.address_mut(stream);
             params.cursors = c.address as *mut ::core::ffi::c_ulonglong;
             params.order = o.address as *mut u32;
-            // SAFETY: cursors hold mask + 1 words, the exclusive prefix sums of this
-            // batch's histogram, so every index lands below n, which `order` holds.
+            // SAFETY: cursors hold at least mask + 1 words, the exclusive prefix sums of
+            // this batch's histogram, so every index lands below n, which `order` holds.
             unsafe { PARTITION.launch(stream, grid(stream, n), params) }
         }
     }

@@ -281,6 +281,7 @@ impl Default for GhHsSlotDeleteParams {
 pub struct GhHsSubtaskParams {
     pub space: GhHsSpace,
     pub queries: *const u32,
+    pub members: *const u32,
     pub query_count: u64,
     pub field_mask: u32,
     pub touched: u64,
@@ -289,22 +290,24 @@ pub struct GhHsSubtaskParams {
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of GhHsSubtaskParams"][::core::mem::size_of::<GhHsSubtaskParams>() - 224usize];
+    ["Size of GhHsSubtaskParams"][::core::mem::size_of::<GhHsSubtaskParams>() - 232usize];
     ["Alignment of GhHsSubtaskParams"][::core::mem::align_of::<GhHsSubtaskParams>() - 8usize];
     ["Offset of field: GhHsSubtaskParams::space"]
         [::core::mem::offset_of!(GhHsSubtaskParams, space) - 0usize];
     ["Offset of field: GhHsSubtaskParams::queries"]
         [::core::mem::offset_of!(GhHsSubtaskParams, queries) - 176usize];
+    ["Offset of field: GhHsSubtaskParams::members"]
+        [::core::mem::offset_of!(GhHsSubtaskParams, members) - 184usize];
     ["Offset of field: GhHsSubtaskParams::query_count"]
-        [::core::mem::offset_of!(GhHsSubtaskParams, query_count) - 184usize];
+        [::core::mem::offset_of!(GhHsSubtaskParams, query_count) - 192usize];
     ["Offset of field: GhHsSubtaskParams::field_mask"]
-        [::core::mem::offset_of!(GhHsSubtaskParams, field_mask) - 192usize];
+        [::core::mem::offset_of!(GhHsSubtaskParams, field_mask) - 200usize];
     ["Offset of field: GhHsSubtaskParams::touched"]
-        [::core::mem::offset_of!(GhHsSubtaskParams, touched) - 200usize];
+        [::core::mem::offset_of!(GhHsSubtaskParams, touched) - 208usize];
     ["Offset of field: GhHsSubtaskParams::subtask_query"]
-        [::core::mem::offset_of!(GhHsSubtaskParams, subtask_query) - 208usize];
+        [::core::mem::offset_of!(GhHsSubtaskParams, subtask_query) - 216usize];
     ["Offset of field: GhHsSubtaskParams::subtask_bucket"]
-        [::core::mem::offset_of!(GhHsSubtaskParams, subtask_bucket) - 216usize];
+        [::core::mem::offset_of!(GhHsSubtaskParams, subtask_bucket) - 224usize];
 };
 impl Default for GhHsSubtaskParams {
     fn default() -> Self {
@@ -400,6 +403,48 @@ const _: () = {
         [::core::mem::offset_of!(GhHsCompactParams, attribute_count) - 88usize];
 };
 impl Default for GhHsCompactParams {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone, PartialEq, Eq)]
+pub struct GhHsRowsParams {
+    pub found: *const u64,
+    pub room: *mut u64,
+    pub count: u64,
+    pub exact: u32,
+    pub pad: u32,
+    pub flag: *mut ::core::ffi::c_ulonglong,
+    pub total: *const u64,
+    pub capacity: u64,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of GhHsRowsParams"][::core::mem::size_of::<GhHsRowsParams>() - 56usize];
+    ["Alignment of GhHsRowsParams"][::core::mem::align_of::<GhHsRowsParams>() - 8usize];
+    ["Offset of field: GhHsRowsParams::found"]
+        [::core::mem::offset_of!(GhHsRowsParams, found) - 0usize];
+    ["Offset of field: GhHsRowsParams::room"]
+        [::core::mem::offset_of!(GhHsRowsParams, room) - 8usize];
+    ["Offset of field: GhHsRowsParams::count"]
+        [::core::mem::offset_of!(GhHsRowsParams, count) - 16usize];
+    ["Offset of field: GhHsRowsParams::exact"]
+        [::core::mem::offset_of!(GhHsRowsParams, exact) - 24usize];
+    ["Offset of field: GhHsRowsParams::pad"]
+        [::core::mem::offset_of!(GhHsRowsParams, pad) - 28usize];
+    ["Offset of field: GhHsRowsParams::flag"]
+        [::core::mem::offset_of!(GhHsRowsParams, flag) - 32usize];
+    ["Offset of field: GhHsRowsParams::total"]
+        [::core::mem::offset_of!(GhHsRowsParams, total) - 40usize];
+    ["Offset of field: GhHsRowsParams::capacity"]
+        [::core::mem::offset_of!(GhHsRowsParams, capacity) - 48usize];
+};
+impl Default for GhHsRowsParams {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
         unsafe {

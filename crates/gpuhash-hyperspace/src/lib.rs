@@ -129,7 +129,10 @@
 //!   warp-cooperative baseline, a warp serving 32 subtasks one after another. A count pass,
 //!   then a write pass into a layout with room to spare, then a compaction give compressed
 //!   rows ([`Matches`]: offsets, then tuples as structure of arrays) like the slab hash
-//!   multimap's `get_all`.
+//!   multimap's `get_all`; the passes stay on the device, their counts laid out by
+//!   device scans, and the host waits for two words a round (the room's size, the
+//!   answer's size). [`HyperspaceIndex::search_async`] queues the passes into the
+//!   caller's buffers and waits for nothing.
 //! - **What the index observes** (`src/observations.rs`, behind one lock): the fields of
 //!   every search, each query one search, in a decaying [`history::QueryHistory`]; and a
 //!   [`cost::Population`], the tuple count (kept by inserts and deletes, set exactly by
@@ -171,6 +174,12 @@
 //! the kernels and of [`DeviceTuples`]. A batch is checked whole before anything runs: a
 //! key twice in one batch, a reserved key ([`is_reserved_key`]: the three highest words)
 //! or attributes that are not p columns reject it with an error and change nothing.
+//! Device forms take the batch from device buffers on the caller's stream
+//! ([`HyperspaceIndex::insert_on`], [`HyperspaceIndex::modify_on`],
+//! [`HyperspaceIndex::modify_values_on`], [`HyperspaceIndex::delete_on`],
+//! [`HyperspaceIndex::get_async`], [`HyperspaceIndex::search_async`]) and answer one byte
+//! an element; the writes among them read the keys (and the attribute columns, which the
+//! index sketches) back to check them as the host forms do, and wait for their batch.
 //! Inserts answer per tuple ([`InsertStatus`]: inserted, or present and left alone);
 //! modify (whole tuples), [`HyperspaceIndex::modify_values`] (values alone) and delete
 //! answer per key whether the index held it. Phase order: an insert goes
@@ -201,9 +210,11 @@
 //!
 //! - Removed slots are not reclaimed until `clear`: an index under heavy modify or delete
 //!   churn grows until then.
-//! - The contract's `Map<u32, u32>` does not fit the key index: the contract takes every
-//!   `u32` as a key and keeps one copy of a key repeated in a batch, while the index
-//!   reserves three key words and rejects such batches.
+//! - The index itself does not speak the table contract: it reserves three key words and
+//!   rejects a batch repeating a key, where the contract takes every `u32` and keeps one
+//!   copy. [`KeyIndexMap`] wraps it as a contract `Map<u32, [u32; W]>` that does (a side
+//!   store for the reserved keys, repeats resolved on the host), at the price of a wait
+//!   and a round trip of its keys through the host in every device form.
 //!
 //! ## Features
 #![doc = document_features::document_features!()]
@@ -215,6 +226,7 @@ mod error;
 mod grace;
 pub mod history;
 mod index;
+mod key_map;
 mod launch;
 #[allow(
     dead_code,
@@ -230,11 +242,13 @@ mod search;
 pub mod shape;
 mod space;
 mod tuples;
+mod writes;
 
 pub use adaptive::AdaptiveReport;
 pub use error::{HyperspaceError, Result};
 pub use gpuhash_slab_alloc::Variant;
 pub use index::{HyperspaceIndex, InsertStatus};
+pub use key_map::KeyIndexMap;
 pub use options::{HyperspaceOptions, SearchStrategy, Subspaces};
 pub use query::{DeviceMatches, Matches, Query};
 pub use tuples::{DeviceTuples, Tuple, TupleBatch, Tuples, is_reserved_key};

@@ -8,24 +8,39 @@
 //! grouped strategy, sorted by bucket there (a counting sort on the bucket's low bits:
 //! equal buckets end up in one part, side by side unless the part holds several buckets;
 //! the kernel gives each run of one bucket to one warp, so a split run costs a second
-//! walk, never a wrong answer). Then two passes over every group, as the slab hash
-//! multimap's `get_all`: a count pass, and a write pass that puts each query's matches at its place in a layout with room for
-//! a quarter more than counted (and 8). A batch on another thread may add or remove
-//! copies between the passes (a modify in flight adds one): if a query finds more than
-//! its room, the write pass runs again with the counts it found; otherwise every match the
-//! pass saw was written, and a compaction kernel lays the queries' matches end to end.
-//! So the answer is what one write pass saw, whole: under the modify's grace period, each
-//! tuple once or twice, never not at all.
+//! walk, never a wrong answer). Every group of a batch reads one buffer of the batch's
+//! query words and answers at the batch's own query indices, so the passes of all groups
+//! share one word a query for counts, room, offsets and cursors.
+//!
+//! Then two passes over every group, as the slab hash multimap's `get_all`, all queued on
+//! the caller's stream: a count pass; the room of each query padded on the device to a
+//! quarter more than counted (and 8) and laid end to end by an exclusive scan
+//! ([`gpuhash_core::scan`]), whose total, the room's size, is the first word the host
+//! waits for; a write pass that puts each query's matches at its place in that room; a
+//! settling kernel that raises a flag for any query that found more than its room, and
+//! an exclusive scan of what each found, whose total the host reads with the flag (the
+//! second wait) to size the answer. A batch on another thread may add or remove copies
+//! between the passes (a modify in flight adds one): if a query finds more than its room,
+//! the write pass runs again with room laid out from what every query found; otherwise
+//! every match the pass saw was written, and a compaction kernel lays the queries' matches
+//! end to end. So the answer is what one write pass saw, whole: under the modify's grace
+//! period, each tuple once or twice, never not at all.
+//!
+//! [`HyperspaceIndex::search_async`] queues the same passes into the caller's buffers and
+//! waits for nothing: the rows are laid out from the counts themselves, and a settling
+//! kernel raises the caller's `incomplete` word when a query wrote another number than it
+//! counted or the rows pass the caller's capacity.
 
 use std::collections::BTreeMap;
 
+use gpuhash_core::scan::{exclusive_scan, scanned_total};
 use gpuhash_core::{DeviceBuffer, Stream};
 
 use crate::Result;
-use crate::build::{counting_sort, prefix_offsets};
+use crate::build::counting_order;
 use crate::cost::{self, Population};
 use crate::index::{HyperspaceIndex, Spaces};
-use crate::launch::{self, SearchAnswers, SearchPass, Subtasks};
+use crate::launch::{self, SearchAnswers, SearchPass, SettleRows, Subtasks};
 use crate::layouts::GH_HS_MAX_FIELDS;
 use crate::options::SearchStrategy;
 use crate::query::{DeviceMatches, Matches, Query, check_queries};
@@ -36,15 +51,21 @@ use crate::tuples::DeviceTuples;
 /// One group's subtasks in its space, ready for the passes.
 struct Plan<'a> {
     space: &'a Space,
-    /// The batch's indices of the group's queries.
-    members: Vec<usize>,
-    /// GH_HS_MAX_FIELDS words a query: word f the value of field f.
-    words: DeviceBuffer<u32>,
     field_mask: u32,
     scan_field: u32,
     grouped: bool,
     query_of: DeviceBuffer<u32>,
     bucket_of: DeviceBuffer<u32>,
+}
+
+/// A batch's groups, planned, and the words of its queries, which every pass reads at the
+/// batch's query indices: counts, offsets, limits and cursors are one word a query of the
+/// batch, shared by every group.
+struct SearchBatch<'a> {
+    plans: Vec<Plan<'a>>,
+    /// GH_HS_MAX_FIELDS words a query: word f the value of field f.
+    words: DeviceBuffer<u32>,
+    queries: usize,
 }
 
 /// The field whose chain a search scans: the first named field the space hashes (its
@@ -59,12 +80,13 @@ pub(crate) fn scan_field(shape: &SpaceShape, named: FieldSet) -> Field {
 }
 
 impl Space {
-    /// Subtasks of the queries `words` (GH_HS_MAX_FIELDS a query) naming `named`.
+    /// Subtasks of the batch's queries `members` (of `words`, GH_HS_MAX_FIELDS a query),
+    /// which name `named`.
     fn plan(
         &self,
         stream: &Stream,
-        members: Vec<usize>,
-        words: &[u32],
+        words: &DeviceBuffer<u32>,
+        members: &[u32],
         named: FieldSet,
         grouped: bool,
     ) -> Result<Plan<'_>> {
@@ -79,13 +101,14 @@ impl Space {
             ))
             .into());
         };
-        let words = DeviceBuffer::from_host(stream, words)?;
+        let members = DeviceBuffer::from_host(stream, members)?;
         let mut query_of = DeviceBuffer::unfilled(stream, count)?;
         let mut bucket_of = DeviceBuffer::unfilled(stream, count)?;
         let field_mask = u32::from(named.mask());
         self.run(stream, |space| {
             let subtasks = Subtasks {
-                queries: &words,
+                queries: words,
+                members: &members,
                 field_mask,
                 touched,
                 query_of: &mut query_of,
@@ -98,7 +121,7 @@ impl Space {
                 .shape()
                 .bucket_count()
                 .min((count as u64).next_power_of_two());
-            let (order, _) = counting_sort(stream, &bucket_of, parts)?;
+            let order = counting_order(stream, &bucket_of, parts)?;
             let mut sorted_queries = DeviceBuffer::unfilled(stream, count)?;
             let mut sorted_buckets = DeviceBuffer::unfilled(stream, count)?;
             launch::permute(stream, &query_of, 0, &order, &mut sorted_queries, 0)?;
@@ -108,8 +131,6 @@ impl Space {
         }
         Ok(Plan {
             space: self,
-            members,
-            words,
             field_mask,
             scan_field: scan_field(self.shape(), named).index(),
             grouped,
@@ -120,9 +141,13 @@ impl Space {
 }
 
 impl Plan<'_> {
-    fn pass<'b>(&'b self, answers: SearchAnswers<'b>) -> SearchPass<'b> {
+    fn pass<'b>(
+        &'b self,
+        words: &'b DeviceBuffer<u32>,
+        answers: SearchAnswers<'b>,
+    ) -> SearchPass<'b> {
         SearchPass {
-            queries: &self.words,
+            queries: words,
             query_of: &self.query_of,
             bucket_of: &self.bucket_of,
             field_mask: self.field_mask,
@@ -131,42 +156,45 @@ impl Plan<'_> {
             answers,
         }
     }
+}
 
-    /// Matches of each query of the group.
-    fn count(&self, stream: &Stream) -> Result<Vec<u64>> {
-        let mut counts = DeviceBuffer::<u64>::zeroed(stream, self.members.len())?;
-        self.space.run(stream, |space| {
-            let pass = self.pass(SearchAnswers::Count {
-                counts: &mut counts,
-            });
-            launch::search(stream, space, pass)
-        })?;
-        Ok(counts.to_host(stream)?)
+impl SearchBatch<'_> {
+    /// Matches of each query of the batch, counted on the device.
+    fn count(&self, stream: &Stream) -> Result<DeviceBuffer<u64>> {
+        let mut counts = DeviceBuffer::<u64>::zeroed(stream, self.queries)?;
+        for plan in &self.plans {
+            plan.space.run(stream, |space| {
+                let answers = SearchAnswers::Count {
+                    counts: &mut counts,
+                };
+                launch::search(stream, space, plan.pass(&self.words, answers))
+            })?;
+        }
+        Ok(counts)
     }
 
-    /// Writes the group's matches at the batch's `offsets`, at most `limits` a query;
-    /// returns how many each query found.
+    /// Writes each query's matches into `out` from `offsets[q]`, at most `limits[q]` (and
+    /// never past `out`'s end); returns how many each query found, on the device.
     fn write(
         &self,
         stream: &Stream,
-        offsets: &[u64],
-        limits: &[u64],
+        offsets: &DeviceBuffer<u64>,
+        limits: &DeviceBuffer<u64>,
         out: &mut DeviceTuples,
-    ) -> Result<Vec<u64>> {
-        let own = |all: &[u64]| -> Vec<u64> { self.members.iter().map(|&q| all[q]).collect() };
-        let offsets = DeviceBuffer::from_host(stream, &own(offsets))?;
-        let limits = DeviceBuffer::from_host(stream, &own(limits))?;
-        let mut cursors = DeviceBuffer::<u64>::zeroed(stream, self.members.len())?;
-        self.space.run(stream, |space| {
-            let pass = self.pass(SearchAnswers::Write {
-                offsets: &offsets,
-                limits: &limits,
-                cursors: &mut cursors,
-                out,
-            });
-            launch::search(stream, space, pass)
-        })?;
-        Ok(cursors.to_host(stream)?)
+    ) -> Result<DeviceBuffer<u64>> {
+        let mut cursors = DeviceBuffer::<u64>::zeroed(stream, self.queries)?;
+        for plan in &self.plans {
+            plan.space.run(stream, |space| {
+                let answers = SearchAnswers::Write {
+                    offsets,
+                    limits,
+                    cursors: &mut cursors,
+                    out: &mut *out,
+                };
+                launch::search(stream, space, plan.pass(&self.words, answers))
+            })?;
+        }
+        Ok(cursors)
     }
 }
 
@@ -191,7 +219,9 @@ impl HyperspaceIndex {
     }
 
     /// Every tuple each query matches, as compressed rows on the device, after the work
-    /// queued on `stream`; waits to size them.
+    /// queued on `stream`. Waits twice a round, for one word each time: the room the
+    /// write pass lays out, and the answer's size with whether every query fit its room
+    /// (the crate docs' Structure tells the passes).
     ///
     /// The batch's fields go into the query history. Under adaptive regrouping, the batch
     /// that brings a look at the history due asks the policy after its search, and
@@ -200,7 +230,7 @@ impl HyperspaceIndex {
     /// [`HyperspaceIndex::adaptive_report`] tells it).
     pub fn search_on(&self, stream: &Stream, queries: &[Query]) -> Result<DeviceMatches> {
         check_queries(self.attribute_count(), queries)?;
-        let (population, advice) = self.observe_searches(queries)?;
+        let (population, advice) = self.observe_searches(queries, true)?;
         let matches = self.search_routed(stream, queries, &population)?;
         if let Some(advice) = advice {
             // After the search has ended: a modify waiting for it may hold writes back
@@ -208,6 +238,71 @@ impl HyperspaceIndex {
             self.adapt(advice);
         }
         Ok(matches)
+    }
+
+    /// Queues a search on `stream` into the caller's device buffers and returns without
+    /// waiting (the device form of [`HyperspaceIndex::search_on`]): `offsets` (one more
+    /// than the queries) receives the compressed rows' offsets, the last the number of
+    /// matches, and the matches go into `out` (its capacity, `out.len()`, an upper bound
+    /// the caller chose) from `offsets[q]`. `incomplete` (one word) becomes 0 when every
+    /// query's matches are all in `out`, else nonzero: `out` was too short for
+    /// `offsets[queries]` matches (rows past its end are cut), or the index changed between
+    /// the count and the write pass (a batch on another stream), so that a row may hold
+    /// fewer or more than it says; search again then, with an `out` of at least the total.
+    ///
+    /// Only the queries are host data (they pick each group's space); nothing waits for
+    /// the device. The batch's fields go into the query history, but an async search
+    /// never takes an adaptive look at it (the next [`HyperspaceIndex::search_on`] that
+    /// finds one due does). A modify on another thread waits for the search's kernels (an
+    /// event recorded after them) before it takes old copies out, so the async search
+    /// keeps the once-or-twice guarantee too; a row may then hold another number than
+    /// counted, which `incomplete` tells.
+    pub fn search_async(
+        &self,
+        stream: &Stream,
+        queries: &[Query],
+        offsets: &mut DeviceBuffer<u64>,
+        out: &mut DeviceTuples,
+        incomplete: &mut DeviceBuffer<u64>,
+    ) -> Result<()> {
+        check_queries(self.attribute_count(), queries)?;
+        let n = queries.len();
+        let capacity = out.len();
+        let lengths = [
+            ("queries plus one and offsets", n + 1, offsets.len()),
+            ("one word and incomplete", 1, incomplete.len()),
+            ("answer keys and values", capacity, out.values.len()),
+            (
+                "p columns of answer keys and answer attributes",
+                capacity.saturating_mul(self.attribute_count()),
+                out.attributes.len(),
+            ),
+        ];
+        for (what, left, right) in lengths {
+            if left != right {
+                return Err(gpuhash_core::Error::LengthMismatch { what, left, right }.into());
+            }
+        }
+        let (population, _) = self.observe_searches(queries, false)?;
+        let search = self.grace.begin_search();
+        let spaces = self.spaces();
+        let batch = self.search_batch(&spaces, stream, queries, &population)?;
+        let mut counts = batch.count(stream)?;
+        exclusive_scan(stream, &counts, offsets)?;
+        let found = batch.write(stream, offsets, &counts, out)?;
+        incomplete.fill_zero(stream)?;
+        let rows = SettleRows {
+            found: &found,
+            room: &mut counts,
+            exact: true,
+            pad: false,
+            flag: Some(incomplete),
+            total: Some((offsets, n)),
+            capacity: capacity as u64,
+        };
+        launch::settle_rows(stream, rows)?;
+        // A modify waits for the kernels, not for this return.
+        Ok(search.end_after(stream)?)
     }
 
     /// The search of checked queries, each group in its best space for `population`.
@@ -219,92 +314,111 @@ impl HyperspaceIndex {
     ) -> Result<DeviceMatches> {
         let _search = self.grace.begin_search();
         let spaces = self.spaces();
-        let plans = self.plans(&spaces, stream, queries, population)?;
-        let mut limits = vec![0u64; queries.len()];
-        for plan in &plans {
-            for (&q, count) in plan.members.iter().zip(plan.count(stream)?) {
-                limits[q] = count;
-            }
-        }
+        let batch = self.search_batch(&spaces, stream, queries, population)?;
+        let n = queries.len();
+        let p = self.attribute_count();
+        let counts = batch.count(stream)?;
+        // Room for a quarter more than counted (and 8): a batch on another thread may add
+        // copies (a modify in flight) between the passes.
+        let mut room = DeviceBuffer::<u64>::unfilled(stream, n)?;
+        launch::settle_rows(stream, padding(&counts, &mut room, None))?;
         loop {
-            // Room for a quarter more than counted: a batch on another thread may add
-            // copies (a modify in flight) between the passes.
-            let room: Vec<u64> = limits.iter().map(|&l| l + l / 4 + 8).collect();
-            let padded = prefix_offsets(&room);
-            let total = *padded.last().unwrap_or(&0) as usize;
-            let mut written = DeviceTuples::unfilled(stream, self.attribute_count(), total)?;
-            let mut found = vec![0u64; queries.len()];
-            for plan in &plans {
-                let counts = plan.write(stream, &padded, &room, &mut written)?;
-                for (&q, count) in plan.members.iter().zip(counts) {
-                    found[q] = count;
-                }
+            let mut padded = DeviceBuffer::<u64>::unfilled(stream, n + 1)?;
+            exclusive_scan(stream, &room, &mut padded)?;
+            let capacity = words_to_usize(scanned_total(stream, &padded)?)?;
+            let mut written = DeviceTuples::unfilled(stream, p, capacity)?;
+            let found = batch.write(stream, &padded, &room, &mut written)?;
+            // A query that found more than its room runs again with the room of what it
+            // found; the room is laid out again from every query's find.
+            let mut overflow = DeviceBuffer::<u64>::zeroed(stream, 1)?;
+            launch::settle_rows(stream, padding(&found, &mut room, Some(&mut overflow)))?;
+            let mut offsets = DeviceBuffer::<u64>::unfilled(stream, n + 1)?;
+            exclusive_scan(stream, &found, &mut offsets)?;
+            let (total, overflowed) = total_and_flag(stream, &offsets, &overflow)?;
+            if !overflowed {
+                let mut out = DeviceTuples::unfilled(stream, p, words_to_usize(total)?)?;
+                launch::compact(stream, &written, &padded, &offsets, &mut out, p)?;
+                return Ok(DeviceMatches {
+                    offsets,
+                    tuples: out,
+                });
             }
-            if found.iter().zip(&room).all(|(f, r)| f <= r) {
-                return self.compacted(stream, &written, &padded, &found);
-            }
-            limits = found;
         }
-    }
-
-    /// The answer from a write pass's padded layout: query q's `found[q]` matches from
-    /// `padded[q]` on, laid end to end.
-    fn compacted(
-        &self,
-        stream: &Stream,
-        written: &DeviceTuples,
-        padded: &[u64],
-        found: &[u64],
-    ) -> Result<DeviceMatches> {
-        let offsets = prefix_offsets(found);
-        let total = *offsets.last().unwrap_or(&0) as usize;
-        let mut out = DeviceTuples::unfilled(stream, self.attribute_count(), total)?;
-        let from = DeviceBuffer::from_host(stream, &padded[..found.len()])?;
-        let offsets = DeviceBuffer::from_host(stream, &offsets)?;
-        launch::compact(
-            stream,
-            written,
-            &from,
-            &offsets,
-            &mut out,
-            self.attribute_count(),
-        )?;
-        Ok(DeviceMatches {
-            offsets,
-            tuples: out,
-        })
     }
 
     /// The batch's queries grouped by the fields they name, each group planned in its
     /// best space.
-    fn plans<'a>(
+    fn search_batch<'a>(
         &self,
         spaces: &'a Spaces<'a>,
         stream: &Stream,
         queries: &[Query],
         population: &Population,
-    ) -> Result<Vec<Plan<'a>>> {
-        let mut groups: BTreeMap<FieldSet, Vec<usize>> = BTreeMap::new();
+    ) -> Result<SearchBatch<'a>> {
+        let stride = GH_HS_MAX_FIELDS as usize;
+        let mut words = vec![0u32; queries.len() * stride];
+        let mut groups: BTreeMap<FieldSet, Vec<u32>> = BTreeMap::new();
         for (q, query) in queries.iter().enumerate() {
-            groups.entry(query.fields()).or_default().push(q);
+            groups.entry(query.fields()).or_default().push(q as u32);
+            for &(field, value) in query.predicates() {
+                words[q * stride + field.index() as usize] = value;
+            }
         }
+        let words = DeviceBuffer::from_host(stream, &words)?;
         let grouped = self.options.read().search == SearchStrategy::Grouped;
         let all = spaces.all();
-        groups
+        let plans = groups
             .into_iter()
             .map(|(named, members)| {
-                let stride = GH_HS_MAX_FIELDS as usize;
-                let mut words = vec![0u32; members.len() * stride];
-                for (k, &q) in members.iter().enumerate() {
-                    for &(field, value) in queries[q].predicates() {
-                        words[k * stride + field.index() as usize] = value;
-                    }
-                }
                 let space = all[best_space(spaces, named, population)];
-                space.plan(stream, members, &words, named, grouped)
+                space.plan(stream, &words, &members, named, grouped)
             })
-            .collect()
+            .collect::<Result<_>>()?;
+        Ok(SearchBatch {
+            plans,
+            words,
+            queries: queries.len(),
+        })
     }
+}
+
+/// The settling that lays out room from `found` (counts or a write pass's finds), judging
+/// the room it replaces when `overflow` is given.
+fn padding<'a>(
+    found: &'a DeviceBuffer<u64>,
+    room: &'a mut DeviceBuffer<u64>,
+    overflow: Option<&'a mut DeviceBuffer<u64>>,
+) -> SettleRows<'a> {
+    SettleRows {
+        found,
+        room,
+        exact: false,
+        pad: true,
+        flag: overflow,
+        total: None,
+        capacity: 0,
+    }
+}
+
+/// The last of `offsets` and whether `flag` (one word) is raised, read together: one wait.
+fn total_and_flag(
+    stream: &Stream,
+    offsets: &DeviceBuffer<u64>,
+    flag: &DeviceBuffer<u64>,
+) -> Result<(u64, bool)> {
+    let last = offsets.len() - 1;
+    let mut words = stream.device().pinned_pool().take::<u64>(2)?;
+    offsets.copy_to_pinned_range_async(stream, last..last + 1, &mut words, 0)?;
+    flag.copy_to_pinned_range_async(stream, 0..1, &mut words, 1)?;
+    // Reading the pinned buffer waits for the copies into it.
+    Ok((words[0], words[1] != 0))
+}
+
+/// A count of tuples as a buffer length.
+fn words_to_usize(count: u64) -> Result<usize> {
+    usize::try_from(count).map_err(|_| {
+        gpuhash_core::Error::InvalidInput(format!("{count} matches do not fit the host")).into()
+    })
 }
 
 /// Of `spaces`, the one a search naming `fields` runs in: [`cost::best_space`], the key

@@ -163,20 +163,25 @@ impl DeviceTuples {
 /// Checks the shape of a batch of `p` attributes a tuple: as many values as keys, p
 /// columns of attributes.
 pub(crate) fn check_shape(p: usize, batch: TupleBatch<'_>) -> Result<()> {
-    let n = batch.len();
-    if batch.values.len() != n {
+    check_lengths(p, batch.len(), batch.values.len(), batch.attributes.len())
+}
+
+/// Checks the lengths of `n` tuples of `p` attributes: `values` values, `attributes`
+/// attribute words (on the host or the device).
+pub(crate) fn check_lengths(p: usize, n: usize, values: usize, attributes: usize) -> Result<()> {
+    if values != n {
         return Err(gpuhash_core::Error::LengthMismatch {
             what: "keys and values",
             left: n,
-            right: batch.values.len(),
+            right: values,
         }
         .into());
     }
-    if Some(batch.attributes.len()) != p.checked_mul(n) {
+    if Some(attributes) != p.checked_mul(n) {
         return Err(HyperspaceError::AttributeCount {
             expected: p,
             tuples: n,
-            words: batch.attributes.len(),
+            words: attributes,
         });
     }
     Ok(())

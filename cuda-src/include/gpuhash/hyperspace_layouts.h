@@ -117,13 +117,16 @@ typedef struct GhHsSlotDeleteParams {
     uint8_t *removed;
 } GhHsSlotDeleteParams;
 
-/* Subtasks of a search batch: subtask s = (query s / touched, its (s % touched)-th bucket),
- * the buckets of a query being every coordinate of the dimensions it leaves free. queries
- * holds GH_HS_MAX_FIELDS words a query (word f the value of field f; only fields in
- * field_mask count). */
+/* Subtasks of a search batch: subtask s = (query members[s / touched], its
+ * (s % touched)-th bucket), the buckets of a query being every coordinate of the dimensions
+ * it leaves free. queries holds GH_HS_MAX_FIELDS words a query of the whole batch (word f
+ * the value of field f; only fields in field_mask count); members names the batch's
+ * queries this group runs (query_count of them), so that every pass answers at the batch's
+ * own query indices. */
 typedef struct GhHsSubtaskParams {
     GhHsSpace space;
     const uint32_t *queries;
+    const uint32_t *members;
     uint64_t query_count;
     uint32_t field_mask;
     uint64_t touched;
@@ -135,8 +138,8 @@ typedef struct GhHsSubtaskParams {
  * every live tuple of the bucket whose fields in field_mask equal the query's words,
  * scanning chain scan_field and checking the other named fields on the matching lanes.
  * Count pass (out.keys null): counts[q] += matches. Write pass: the matches of query q go
- * to out at offsets[q] + k for k < limits[q], cursors[q] counting them (it may pass
- * limits[q]: nothing is written there). With grouped set, a warp serves 32 subtasks at a
+ * to out at offsets[q] + k for k < limits[q] and offsets[q] + k < out.capacity, cursors[q]
+ * counting them (it may pass limits[q]: nothing is written there). With grouped set, a warp serves 32 subtasks at a
  * time and compares every subtask of one bucket on each node it reads (subtasks sorted by
  * bucket: warp pre-combination data sharing); else one subtask at a time (warp-cooperative
  * work sharing). */
@@ -167,6 +170,21 @@ typedef struct GhHsCompactParams {
     uint64_t query_count;
     uint32_t attribute_count;
 } GhHsCompactParams;
+
+/* Settles the rows of a write pass, one thread a query: a query whose found[q] breaks its
+ * room[q] (passes it; with exact set, differs from it) raises *flag, as does *total past
+ * capacity when total is given; with pad set, room[q] then becomes found[q] + found[q] / 4
+ * + 8, the room the next write pass lays out. flag and total may be null. */
+typedef struct GhHsRowsParams {
+    const uint64_t *found;
+    uint64_t *room;
+    uint64_t count;
+    uint32_t exact;
+    uint32_t pad;
+    unsigned long long *flag;
+    const uint64_t *total;
+    uint64_t capacity;
+} GhHsRowsParams;
 
 /* *total += live tuples of every bucket (counts null), or counts[b] = live tuples of
  * bucket b. */

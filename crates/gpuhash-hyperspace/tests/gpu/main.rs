@@ -8,6 +8,8 @@ mod build;
 mod column_scan;
 mod common;
 mod concurrency;
+mod contract;
+mod device_forms;
 mod operations;
 mod regroup;
 mod sequences;
