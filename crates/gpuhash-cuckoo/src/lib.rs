@@ -291,7 +291,8 @@ mod layouts;
 mod options;
 pub mod policy;
 mod table;
+pub mod view;
 
 pub use error::{CuckooError, Result};
 pub use options::{CuckooOptions, DuplicateKeys};
-pub use table::{CuckooTable, IMAGE_LAYOUT_VERSION, ResizeStats};
+pub use table::{CuckooTable, DeviceView, IMAGE_LAYOUT_VERSION, ResizeStats};
