@@ -9,7 +9,9 @@ use cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg};
 use gpuhash_core::DeviceBuffer;
 use gpuhash_core::table::{ErrorKind, Key, Map, TableError, Value};
 use gpuhash_cuckoo::{CuckooError, CuckooOptions, CuckooTable, view};
-use gpuhash_test_support::{SeededRng, adversarial_keys, device, shared_memory, values_of};
+use gpuhash_test_support::{
+    SeededRng, adversarial_keys, device, key_from_bits, shared_memory, values_of,
+};
 
 /// Kernels that answer each query as `get` does: `found[i]` and the value's words. The
 /// `_u64` kernel also serves a table of `u32` keys, where it must find nothing.
