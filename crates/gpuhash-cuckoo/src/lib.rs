@@ -19,6 +19,12 @@
 //! [`Value`] of 4 to 64 bytes in whole 4-byte words; another width does not compile
 //! (`CuckooTable::<u32, u16>::new` fails when it is instantiated).
 //!
+//! A kernel of the caller's own can probe the table too, fused with its other work (a
+//! join that filters and sums in one pass): [`CuckooTable::device_view`] lends the table's
+//! device view, a plain `#[repr(C)]` [`view::GhCuckooView`], and [`view`] ships the
+//! headers whose `gh_cuckoo_find_u32` / `_u64` find a key from one thread, with an NVRTC
+//! compile against them ([`view::compile_ptx`]).
+//!
 //! [`Map`]: gpuhash_core::table::Map
 //! [`Table`]: gpuhash_core::table::Table
 //! [`Image`]: gpuhash_core::image::Image
