@@ -139,28 +139,29 @@ typedef unsigned long long uint64_t;
 ";
 
 /// Writes [`HEADERS`] under `dir` (creating the folders they need), for a compile that
-/// takes `-I dir`.
+/// takes `-I dir`. Each file is written beside its place and renamed there, so that a
+/// compile of another process reading the same directory never sees half a header.
 pub fn write_headers(dir: &Path) -> std::io::Result<()> {
     for (name, source) in HEADERS {
         let path = dir.join(name);
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent)?;
         }
-        std::fs::write(path, source)?;
+        let partial = path.with_extension(format!("partial-{}", std::process::id()));
+        std::fs::write(&partial, source)?;
+        std::fs::rename(&partial, &path)?;
     }
     Ok(())
 }
 
-/// A directory holding [`HEADERS`], written once a process (under the system's temporary
-/// directory), for `-I`.
+/// A directory holding [`HEADERS`], for `-I`: under the system's temporary directory,
+/// named by a fingerprint of the headers (so runs of one build share it, and builds with
+/// other headers do not), written once a process and left there.
 pub fn headers_dir() -> Result<&'static Path> {
     static DIR: OnceLock<std::result::Result<PathBuf, String>> = OnceLock::new();
     let written = DIR.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!(
-            "gpuhash-cuckoo-{}-headers-{}",
-            env!("CARGO_PKG_VERSION"),
-            std::process::id()
-        ));
+        let dir =
+            std::env::temp_dir().join(format!("gpuhash-cuckoo-headers-{:016x}", fingerprint()));
         write_headers(&dir)
             .map(|()| dir.clone())
             .map_err(|e| format!("cannot write the headers to {}: {e}", dir.display()))
@@ -169,6 +170,17 @@ pub fn headers_dir() -> Result<&'static Path> {
         Ok(dir) => Ok(dir.as_path()),
         Err(e) => Err(Error::InvalidInput(e.clone()).into()),
     }
+}
+
+/// FNV-1a over the headers' names and texts.
+fn fingerprint() -> u64 {
+    let bytes = HEADERS
+        .iter()
+        .flat_map(|(name, source)| [name.as_bytes(), source.as_bytes()])
+        .flatten();
+    bytes.fold(0xcbf2_9ce4_8422_2325, |hash, &b| {
+        (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// Compiles `source` (CUDA C++, which may include `gpuhash/cuckoo_view.cuh`) with NVRTC

@@ -173,11 +173,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 }
 
-/// Inserts the orders from host slices; the time in ms.
+/// Inserts the orders from host slices; the time in ms of the second build (the first, into
+/// the table emptied after it, loads the kernels).
 fn build_table<M: Map<Key = u32, Value = u32>>(
     map: &M,
     columns: &Columns,
 ) -> Result<f64, M::Error> {
+    map.insert(&columns.order_keys, &columns.order_days)?;
+    map.clear()?;
     let started = Instant::now();
     map.insert(&columns.order_keys, &columns.order_days)?;
     Ok(ms(started))
@@ -196,22 +199,28 @@ fn host_ways<M: Map<Key = u32, Value = u32>>(
     let bytes_build = columns.order_keys.len() as u64 * 8;
     let (kernels_rows, kernels_hits) = device_work(map, stream, keys)?;
 
+    // Each way runs twice and the second run counts: the first touches the answer
+    // buffers' pages and the pinned pool's.
     let mut found = vec![0u8; rows];
     let mut days = vec![0u32; rows];
-    let started = Instant::now();
-    map.get_into(keys, &mut found, &mut days)?;
-    let host_started = Instant::now();
-    let every_row = sum_prices(&columns.line_prices, |i| found[i] != 0);
-    let host_rows = ms(host_started);
-    let probe_rows = ms(started);
+    let (mut every_row, mut probe_rows, mut host_rows) = (Answer::default(), 0.0, 0.0);
+    let (mut compact, mut probe_hits, mut host_hits) = (Answer::default(), 0.0, 0.0);
+    for _ in 0..2 {
+        let started = Instant::now();
+        map.get_into(keys, &mut found, &mut days)?;
+        let host_started = Instant::now();
+        every_row = sum_prices(&columns.line_prices, |i| found[i] != 0);
+        host_rows = ms(host_started);
+        probe_rows = ms(started);
 
-    let started = Instant::now();
-    let hits = map.get_hits(keys)?;
-    let host_started = Instant::now();
-    let index = &hits.index;
-    let compact = sum_over(index.len(), |h| columns.line_prices[index[h] as usize]);
-    let host_hits = ms(host_started);
-    let probe_hits = ms(started);
+        let started = Instant::now();
+        let hits = map.get_hits(keys)?;
+        let host_started = Instant::now();
+        let index = &hits.index;
+        compact = sum_over(index.len(), |h| columns.line_prices[index[h] as usize]);
+        host_hits = ms(host_started);
+        probe_hits = ms(started);
+    }
 
     Ok(vec![
         (
@@ -291,12 +300,16 @@ fn fused(
     let kernels = f64::from(timer.stop()?);
     drop((orders, prices));
 
-    // End to end: the columns staged up through pinned memory, the kernel, two numbers back.
-    let started = Instant::now();
-    let orders = staging::upload(stream, &columns.line_orders)?;
-    let prices = staging::upload(stream, &columns.line_prices)?;
-    let answer = launch_fused(table, &kernel, stream, &orders, &prices)?;
-    let probe = ms(started);
+    // End to end: the columns staged up through pinned memory, the kernel, two numbers
+    // back; the second of two runs (the first fills the pinned pool).
+    let (mut answer, mut probe) = (Answer::default(), 0.0);
+    for _ in 0..2 {
+        let started = Instant::now();
+        let orders = staging::upload(stream, &columns.line_orders)?;
+        let prices = staging::upload(stream, &columns.line_prices)?;
+        answer = launch_fused(table, &kernel, stream, &orders, &prices)?;
+        probe = ms(started);
+    }
     Ok((
         Split {
             table: "DyHash",
