@@ -23,10 +23,6 @@ pub enum CuckooError {
         /// The keys that are not in the table.
         keys: Vec<u64>,
     },
-    /// A kernel of the caller's did not compile ([`crate::view::compile_ptx`]), or no NVRTC
-    /// library could be loaded: NVRTC's log.
-    #[error("NVRTC could not compile the kernel: {0}")]
-    Compile(String),
 }
 
 impl TableError for CuckooError {
@@ -35,7 +31,6 @@ impl TableError for CuckooError {
             CuckooError::Core(e) => e.kind(),
             CuckooError::InvalidOptions(_) => ErrorKind::InvalidInput,
             CuckooError::NotInserted { .. } => ErrorKind::NotInserted,
-            CuckooError::Compile(_) => ErrorKind::InvalidInput,
         }
     }
 }

@@ -50,13 +50,6 @@ unsafe impl KernelParams for GhCuckooPartitionParams {}
 // (gpuhash/cuckoo_view.cuh): raw device pointers and integers only.
 unsafe impl cudarc::driver::DeviceRepr for crate::layouts::GhCuckooView {}
 
-/// Whether an NVRTC library can be loaded: cudarc panics at the first NVRTC call without
-/// one, so [`crate::view::compile_ptx`] asks first.
-pub(crate) fn nvrtc_present() -> bool {
-    // SAFETY: only tries to open the library by its usual names; calls nothing in it.
-    unsafe { cudarc::nvrtc::sys::is_culib_present() }
-}
-
 /// One fat binary a phase, as `cuda-src/cuckoo/` splits its kernels.
 static LOOKUP_IMAGE: KernelImage = gpuhash_core::kernel_image!("lookup");
 static INSERT_IMAGE: KernelImage = gpuhash_core::kernel_image!("insert");

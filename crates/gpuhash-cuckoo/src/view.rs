@@ -19,10 +19,11 @@
 //!   [`Map::get`](gpuhash_core::table::Map::get) answers; `gh_cuckoo_share_view` first
 //!   copies the view into the block's shared memory. The headers it includes come along
 //!   (`cuckoo/bucket.cuh`, `state.cuh`, `probe.cuh`, `locate.cuh` and the layouts), and a
-//!   `stdint.h` for NVRTC, which has no C library.
+//!   `stdint.h` for NVRTC, which has no C library ([`gpuhash_core::nvrtc::STDINT`]).
 //! - The **compile**: [`compile_ptx`] compiles a kernel source against those headers with
-//!   NVRTC (through cudarc) for the device's architecture; [`headers_dir`] writes them to
-//!   a directory for a compile of the caller's own (`-I` that directory). In an nvcc
+//!   NVRTC (through cudarc, [`gpuhash_core::nvrtc`]) for the device's architecture;
+//!   [`headers_dir`] writes them to a directory for a compile of the caller's own (`-I`
+//!   that directory). In an nvcc
 //!   build, `-I cuda-src/include -I cuda-src` of a gpuhash checkout does the same.
 //!
 //! A find on a view of a table of `u64` keys through `gh_cuckoo_find_u32` (or the other
@@ -74,12 +75,12 @@
 //! ```
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
-use cudarc::nvrtc::{CompileOptions, Ptx};
-use gpuhash_core::{Device, Error};
+use cudarc::nvrtc::Ptx;
+use gpuhash_core::Device;
+use gpuhash_core::nvrtc::{self, Header};
 
-use crate::{CuckooError, Result, launch};
+use crate::Result;
 
 pub use crate::layouts::{GhCuckooHome, GhCuckooSubtable, GhCuckooTable, GhCuckooView};
 pub use crate::table::DeviceView;
@@ -87,7 +88,7 @@ pub use crate::table::DeviceView;
 /// The headers a kernel that probes a view needs, as `(include name, source)` pairs: the
 /// name is the path under an include directory (`gpuhash/cuckoo_view.cuh`, which a kernel
 /// includes, and those it includes in turn), the source the text the crate was built with.
-pub const HEADERS: &[(&str, &str)] = &[
+pub const HEADERS: &[Header] = &[
     (
         "gpuhash/cuckoo_view.cuh",
         include_str!("../../../cuda-src/include/gpuhash/cuckoo_view.cuh"),
@@ -120,76 +121,25 @@ pub const HEADERS: &[(&str, &str)] = &[
         "cuckoo/locate.cuh",
         include_str!("../../../cuda-src/cuckoo/locate.cuh"),
     ),
-    ("stdint.h", STDINT),
+    nvrtc::STDINT,
 ];
 
-/// The fixed-width integers of `<stdint.h>` for NVRTC, which ships no C library: the
-/// layouts include it. (An nvcc build finds the system's instead.)
-const STDINT: &str = "\
-// Fixed-width integers for NVRTC, which has no C library headers.
-#pragma once
-typedef signed char int8_t;
-typedef unsigned char uint8_t;
-typedef short int16_t;
-typedef unsigned short uint16_t;
-typedef int int32_t;
-typedef unsigned int uint32_t;
-typedef long long int64_t;
-typedef unsigned long long uint64_t;
-";
-
-/// Writes [`HEADERS`] under `dir` (creating the folders they need), for a compile that
-/// takes `-I dir`. Each file is written beside its place and renamed there, so that a
-/// compile of another process reading the same directory never sees half a header.
+/// Writes [`HEADERS`] under `dir`, for a compile of the caller's own that takes `-I dir`
+/// ([`nvrtc::write_headers`]).
 pub fn write_headers(dir: &Path) -> std::io::Result<()> {
-    for (name, source) in HEADERS {
-        let path = dir.join(name);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        let partial = path.with_extension(format!("partial-{}", std::process::id()));
-        std::fs::write(&partial, source)?;
-        std::fs::rename(&partial, &path)?;
-    }
-    Ok(())
+    nvrtc::write_headers(dir, HEADERS)
 }
 
-/// A directory holding [`HEADERS`], for `-I`: under the system's temporary directory,
-/// named by a fingerprint of the headers (so runs of one build share it, and builds with
-/// other headers do not), written once a process and left there.
-pub fn headers_dir() -> Result<&'static Path> {
-    static DIR: OnceLock<std::result::Result<PathBuf, String>> = OnceLock::new();
-    let written = DIR.get_or_init(|| {
-        let dir =
-            std::env::temp_dir().join(format!("gpuhash-cuckoo-headers-{:016x}", fingerprint()));
-        write_headers(&dir)
-            .map(|()| dir.clone())
-            .map_err(|e| format!("cannot write the headers to {}: {e}", dir.display()))
-    });
-    match written {
-        Ok(dir) => Ok(dir.as_path()),
-        Err(e) => Err(Error::InvalidInput(e.clone()).into()),
-    }
-}
-
-/// FNV-1a over the headers' names and texts.
-fn fingerprint() -> u64 {
-    let bytes = HEADERS
-        .iter()
-        .flat_map(|(name, source)| [name.as_bytes(), source.as_bytes()])
-        .flatten();
-    bytes.fold(0xcbf2_9ce4_8422_2325, |hash, &b| {
-        (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
+/// A directory holding [`HEADERS`], for `-I` ([`nvrtc::headers_dir`]).
+pub fn headers_dir() -> Result<PathBuf> {
+    Ok(nvrtc::headers_dir(HEADERS)?)
 }
 
 /// Compiles `source` (CUDA C++, which may include `gpuhash/cuckoo_view.cuh`) with NVRTC
-/// for `device`'s architecture, the headers on its include path; load the PTX with
-/// cudarc (`stream.cuda_stream().context().load_module(ptx)`).
-///
-/// Errors: [`CuckooError::Compile`] with NVRTC's log when the source does not compile, or
-/// when no NVRTC library (`libnvrtc`, CUDA 13) can be loaded; [`Error::InvalidInput`]
-/// when the headers cannot be written or the source holds a NUL byte.
+/// for `device`'s architecture, [`HEADERS`] on its include path; load the PTX with cudarc
+/// (`stream.cuda_stream().context().load_module(ptx)`). Errors as
+/// [`nvrtc::compile_ptx`]'s: a source that does not compile, or no NVRTC library, is
+/// [`gpuhash_core::Error::Compile`] with NVRTC's log.
 pub fn compile_ptx(device: &Device, source: &str) -> Result<Ptx> {
     compile_ptx_for(device.properties().compute_capability, source)
 }
@@ -197,27 +147,5 @@ pub fn compile_ptx(device: &Device, source: &str) -> Result<Ptx> {
 /// [`compile_ptx`] for a compute capability `(major, minor)` rather than a device's (PTX
 /// for `compute_{major}{minor}`), so that a program compiles before it opens a device.
 pub fn compile_ptx_for(compute_capability: (i32, i32), source: &str) -> Result<Ptx> {
-    if source.contains('\0') {
-        return Err(Error::InvalidInput("compile_ptx: the source holds a NUL byte".into()).into());
-    }
-    if !launch::nvrtc_present() {
-        return Err(CuckooError::Compile(
-            "no NVRTC library (libnvrtc of CUDA 13) could be loaded".into(),
-        ));
-    }
-    let (major, minor) = compute_capability;
-    let options = CompileOptions {
-        include_paths: vec![headers_dir()?.display().to_string()],
-        options: vec![
-            format!("--gpu-architecture=compute_{major}{minor}"),
-            "--std=c++17".into(),
-        ],
-        ..Default::default()
-    };
-    cudarc::nvrtc::compile_ptx_with_opts(source, options).map_err(|e| match e {
-        cudarc::nvrtc::CompileError::CompileError { log, .. } => {
-            CuckooError::Compile(log.to_string_lossy().into_owned())
-        }
-        other => CuckooError::Compile(other.to_string()),
-    })
+    Ok(nvrtc::compile_ptx(compute_capability, source, HEADERS)?)
 }
