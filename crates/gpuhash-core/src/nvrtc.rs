@@ -2,10 +2,10 @@
 //! headers a table ships: how a table's device view is probed from the caller's fused
 //! kernel (DyHash's `gpuhash_cuckoo::view`, the slab hash's `gpuhash_slab_hash::view`).
 //!
-//! A table lists its headers as [`Header`]s, `(include name, source)` pairs embedded in
-//! the crate; [`compile_ptx`] writes them to a directory ([`headers_dir`]), passes it as an
-//! include path, and compiles for a compute capability. NVRTC ships no C library, so the
-//! `<stdint.h>` that the layouts include comes along as [`STDINT`].
+//! A table ships its headers as [`Headers`], `(include name, source)` pairs embedded in
+//! the crate; [`Headers::compile_ptx`] writes them to a directory ([`Headers::dir`]),
+//! passes it as an include path, and compiles for the device's architecture. NVRTC ships
+//! no C library, so the `<stdint.h>` that the layouts include comes along as [`STDINT`].
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -13,7 +13,38 @@ use std::path::{Path, PathBuf};
 use cudarc::nvrtc::{CompileOptions, Ptx};
 use parking_lot::Mutex;
 
-use crate::{Error, Result};
+use crate::{Device, Error, Result};
+
+/// The headers a table ships for kernels that probe its device view.
+#[derive(Debug, Clone, Copy)]
+pub struct Headers(pub &'static [Header]);
+
+impl Headers {
+    /// Writes the headers under `dir`, for a compile of the caller's own that takes
+    /// `-I dir` ([`write_headers`]).
+    pub fn write(&self, dir: &Path) -> std::io::Result<()> {
+        write_headers(dir, self.0)
+    }
+
+    /// A directory holding the headers, for `-I` ([`headers_dir`]).
+    pub fn dir(&self) -> Result<PathBuf> {
+        headers_dir(self.0)
+    }
+
+    /// Compiles `source` (CUDA C++ that includes the table's view header) with NVRTC for
+    /// `device`'s architecture, the headers on its include path; load the PTX with cudarc
+    /// (`stream.cuda_stream().context().load_module(ptx)`). Errors as [`compile_ptx`]'s.
+    pub fn compile_ptx(&self, device: &Device, source: &str) -> Result<Ptx> {
+        compile_ptx(device.properties().compute_capability, source, self.0)
+    }
+
+    /// [`Headers::compile_ptx`] for a compute capability `(major, minor)` rather than a
+    /// device's (PTX for `compute_{major}{minor}`), so that a program compiles before it
+    /// opens a device.
+    pub fn compile_ptx_for(&self, compute_capability: (i32, i32), source: &str) -> Result<Ptx> {
+        compile_ptx(compute_capability, source, self.0)
+    }
+}
 
 /// A header a kernel may include: the name it is included by (a path under an include
 /// directory, such as `gpuhash/cuckoo_view.cuh`) and its text.

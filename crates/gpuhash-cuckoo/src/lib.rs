@@ -23,7 +23,7 @@
 //! join that filters and sums in one pass): [`CuckooTable::device_view`] lends the table's
 //! device view, a plain `#[repr(C)]` [`view::GhCuckooView`], and [`view`] ships the
 //! headers whose `gh_cuckoo_find_u32` / `_u64` find a key from one thread, with an NVRTC
-//! compile against them ([`view::compile_ptx`]).
+//! compile against them ([`view::HEADERS`]).
 //!
 //! [`Map`]: gpuhash_core::table::Map
 //! [`Table`]: gpuhash_core::table::Table

@@ -20,10 +20,10 @@
 //!   copies the view into the block's shared memory. The headers it includes come along
 //!   (`cuckoo/bucket.cuh`, `state.cuh`, `probe.cuh`, `locate.cuh` and the layouts), and a
 //!   `stdint.h` for NVRTC, which has no C library ([`gpuhash_core::nvrtc::STDINT`]).
-//! - The **compile**: [`compile_ptx`] compiles a kernel source against those headers with
-//!   NVRTC (through cudarc, [`gpuhash_core::nvrtc`]) for the device's architecture;
-//!   [`headers_dir`] writes them to a directory for a compile of the caller's own (`-I`
-//!   that directory). In an nvcc
+//! - The **compile**: `HEADERS.compile_ptx(&device, source)` ([`Headers::compile_ptx`])
+//!   compiles a kernel source against those headers with NVRTC (through cudarc) for the
+//!   device's architecture; `HEADERS.dir()` writes them to a directory for a compile of
+//!   the caller's own (`-I` that directory). In an nvcc
 //!   build, `-I cuda-src/include -I cuda-src` of a gpuhash checkout does the same.
 //!
 //! A find on a view of a table of `u64` keys through `gh_cuckoo_find_u32` (or the other
@@ -54,7 +54,7 @@
 //! let device = Device::default()?;
 //! let table = CuckooTable::<u32, u32>::with_capacity(&device, 1024)?;
 //! table.insert(&[1, 2, 3], &[10, 20, 30])?;
-//! let ptx = view::compile_ptx(&device, SOURCE)?;
+//! let ptx = view::HEADERS.compile_ptx(&device, SOURCE)?;
 //! let stream = device.new_stream()?;
 //! let module = stream.cuda_stream().context().load_module(ptx)?;
 //! let kernel = module.load_function("count_hits")?;
@@ -74,13 +74,7 @@
 //! # Ok(()) }
 //! ```
 
-use std::path::{Path, PathBuf};
-
-use cudarc::nvrtc::Ptx;
-use gpuhash_core::Device;
-use gpuhash_core::nvrtc::{self, Header};
-
-use crate::Result;
+use gpuhash_core::nvrtc::{Headers, STDINT};
 
 pub use crate::layouts::{GhCuckooHome, GhCuckooSubtable, GhCuckooTable, GhCuckooView};
 pub use crate::table::DeviceView;
@@ -88,7 +82,7 @@ pub use crate::table::DeviceView;
 /// The headers a kernel that probes a view needs, as `(include name, source)` pairs: the
 /// name is the path under an include directory (`gpuhash/cuckoo_view.cuh`, which a kernel
 /// includes, and those it includes in turn), the source the text the crate was built with.
-pub const HEADERS: &[Header] = &[
+pub const HEADERS: Headers = Headers(&[
     (
         "gpuhash/cuckoo_view.cuh",
         include_str!("../../../cuda-src/include/gpuhash/cuckoo_view.cuh"),
@@ -121,31 +115,5 @@ pub const HEADERS: &[Header] = &[
         "cuckoo/locate.cuh",
         include_str!("../../../cuda-src/cuckoo/locate.cuh"),
     ),
-    nvrtc::STDINT,
-];
-
-/// Writes [`HEADERS`] under `dir`, for a compile of the caller's own that takes `-I dir`
-/// ([`nvrtc::write_headers`]).
-pub fn write_headers(dir: &Path) -> std::io::Result<()> {
-    nvrtc::write_headers(dir, HEADERS)
-}
-
-/// A directory holding [`HEADERS`], for `-I` ([`nvrtc::headers_dir`]).
-pub fn headers_dir() -> Result<PathBuf> {
-    Ok(nvrtc::headers_dir(HEADERS)?)
-}
-
-/// Compiles `source` (CUDA C++, which may include `gpuhash/cuckoo_view.cuh`) with NVRTC
-/// for `device`'s architecture, [`HEADERS`] on its include path; load the PTX with cudarc
-/// (`stream.cuda_stream().context().load_module(ptx)`). Errors as
-/// [`nvrtc::compile_ptx`]'s: a source that does not compile, or no NVRTC library, is
-/// [`gpuhash_core::Error::Compile`] with NVRTC's log.
-pub fn compile_ptx(device: &Device, source: &str) -> Result<Ptx> {
-    compile_ptx_for(device.properties().compute_capability, source)
-}
-
-/// [`compile_ptx`] for a compute capability `(major, minor)` rather than a device's (PTX
-/// for `compute_{major}{minor}`), so that a program compiles before it opens a device.
-pub fn compile_ptx_for(compute_capability: (i32, i32), source: &str) -> Result<Ptx> {
-    Ok(nvrtc::compile_ptx(compute_capability, source, HEADERS)?)
-}
+    STDINT,
+]);

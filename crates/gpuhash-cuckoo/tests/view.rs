@@ -47,7 +47,9 @@ const HOPPER: (i32, i32) = (9, 0);
 #[test]
 #[ignore = "needs the NVRTC library"]
 fn the_public_header_compiles_with_nvrtc() {
-    let ptx = view::compile_ptx_for(HOPPER, PROBES).expect("the probes compile");
+    let ptx = view::HEADERS
+        .compile_ptx_for(HOPPER, PROBES)
+        .expect("the probes compile");
     let text = ptx.to_src();
     assert!(text.contains(".entry probe_u32"), "{text}");
     assert!(text.contains(".entry probe_u64"), "{text}");
@@ -56,7 +58,8 @@ fn the_public_header_compiles_with_nvrtc() {
 #[test]
 #[ignore = "needs the NVRTC library"]
 fn a_kernel_that_does_not_compile_is_an_error_with_the_log() {
-    let error = view::compile_ptx_for(HOPPER, "extern \"C\" __global__ void k() { nope(); }")
+    let error = view::HEADERS
+        .compile_ptx_for(HOPPER, "extern \"C\" __global__ void k() { nope(); }")
         .expect_err("undefined function");
     assert_eq!(error.kind(), ErrorKind::InvalidInput);
     match error {
@@ -67,20 +70,24 @@ fn a_kernel_that_does_not_compile_is_an_error_with_the_log() {
 
 #[test]
 fn a_source_with_a_nul_byte_is_refused_before_nvrtc() {
-    let error = view::compile_ptx_for(HOPPER, "int x;\0").expect_err("NUL byte");
+    let error = view::HEADERS
+        .compile_ptx_for(HOPPER, "int x;\0")
+        .expect_err("NUL byte");
     assert_eq!(error.kind(), ErrorKind::InvalidInput);
 }
 
 #[test]
 fn the_headers_are_shipped_and_written_out() {
     let dir = std::env::temp_dir().join(format!("gpuhash-view-test-{}", std::process::id()));
-    view::write_headers(&dir).expect("writable temporary directory");
-    for (name, source) in view::HEADERS {
+    view::HEADERS
+        .write(&dir)
+        .expect("writable temporary directory");
+    for (name, source) in view::HEADERS.0 {
         assert_eq!(&std::fs::read_to_string(dir.join(name)).unwrap(), source);
     }
-    let names: Vec<&str> = view::HEADERS.iter().map(|(name, _)| *name).collect();
+    let names: Vec<&str> = view::HEADERS.0.iter().map(|(name, _)| *name).collect();
     // Every quoted include of a shipped header is shipped too.
-    for (_, source) in view::HEADERS {
+    for (_, source) in view::HEADERS.0 {
         for line in source.lines().filter(|l| l.starts_with("#include \"")) {
             let included = line.trim_start_matches("#include \"").trim_end_matches('"');
             assert!(names.contains(&included), "{included} is not shipped");
@@ -98,7 +105,9 @@ fn probe_through_view<K: Key, V: Value, Q: Key>(
 ) -> (Vec<u8>, Vec<V>) {
     let device = device();
     let stream = device.new_stream().unwrap();
-    let ptx = view::compile_ptx(device, PROBES).expect("the probes compile");
+    let ptx = view::HEADERS
+        .compile_ptx(device, PROBES)
+        .expect("the probes compile");
     let module = stream.cuda_stream().context().load_module(ptx).unwrap();
     let function: CudaFunction = module.load_function(kernel).unwrap();
     let keys = DeviceBuffer::from_host(&stream, queries).unwrap();

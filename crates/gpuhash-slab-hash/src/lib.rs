@@ -221,6 +221,7 @@ mod set;
 mod shape;
 pub mod sizing;
 mod table;
+pub mod view;
 
 pub use error::{Result, SlabHashError};
 pub use gpuhash_core::last_copy::DuplicateKeys;
@@ -232,6 +233,7 @@ pub use multimap::SlabHashMultiMap;
 pub use op::{Op, OpCode, Outcome};
 pub use options::SlabHashOptions;
 pub use set::SlabHashSet;
+pub use view::DeviceView;
 
 #[cfg(doc)]
 use gpuhash_core::{

@@ -286,7 +286,7 @@ fn fused(
     columns: &Columns,
 ) -> Result<(Split, Answer), Box<dyn std::error::Error>> {
     let device = stream.device();
-    let ptx = view::compile_ptx(device, FUSED_JOIN)?;
+    let ptx = view::HEADERS.compile_ptx(device, FUSED_JOIN)?;
     let module = stream.cuda_stream().context().load_module(ptx)?;
     let kernel = module.load_function("join_count_sum")?;
     let rows = columns.line_orders.len();
