@@ -46,7 +46,7 @@ impl<K: Key, V: Key> SlabHashMap<K, V> {
             .into());
         }
         let slabs = table.slabs.read();
-        let raw = table.with_table(&slabs, stream, None, |table| Ok(table))?;
+        let raw = table.with_table(&slabs, stream, None, Ok)?;
         let view = GhSlabView {
             table: raw,
             key_words: K::WORDS,
