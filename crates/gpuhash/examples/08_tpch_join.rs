@@ -8,10 +8,10 @@
 //!   sums the prices of the rows found;
 //! - **compact answers**: `get_hits` ships back only the hits (row index and value), and
 //!   the host sums their prices;
-//! - **fused** (DyHash only): one kernel of this program's, compiled at run time with
-//!   NVRTC against the table's public device view (`gpuhash::cuckoo::view`), reads the
-//!   `lineitem` columns on the device, probes, keeps the rows whose order date lies in the
-//!   range and adds count and sum with atomics; two numbers come back.
+//! - **fused**: one kernel of this program's, compiled at run time with NVRTC against the
+//!   table's public device view (`gpuhash::cuckoo::view`, `gpuhash::slab_hash::view`),
+//!   reads the `lineitem` columns on the device, probes, keeps the rows whose order date
+//!   lies in the range and adds count and sum with atomics; two numbers come back.
 //!
 //! A CPU version on every core (a std `HashMap` built, then probed by one thread a core)
 //! runs in the same program; every answer must equal it (the program exits with an error
@@ -34,8 +34,8 @@ use std::time::Instant;
 use common::ms;
 use cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg};
 use gpuhash::core::hits::DeviceHits;
+use gpuhash::core::nvrtc::Headers;
 use gpuhash::core::{PinnedBuffer, staging};
-use gpuhash::cuckoo::view;
 use gpuhash::prelude::*;
 use tpchgen::generators::{LineItemGenerator, OrderGenerator};
 
@@ -43,21 +43,23 @@ use tpchgen::generators::{LineItemGenerator, OrderGenerator};
 const FROM_DAY: u32 = 9131;
 const UNTIL_DAY: u32 = 9496;
 
-/// The fused kernel: filter, probe and reduce in one pass over `lineitem`'s columns.
+/// The fused kernel: filter, probe and reduce in one pass over `lineitem`'s columns, for
+/// any table whose view header the prelude includes and whose view and find it names
+/// (`ORDERS_VIEW`, `FIND_ORDER`).
 const FUSED_JOIN: &str = r#"
-#include "gpuhash/cuckoo_view.cuh"
-
-extern "C" __global__ void join_count_sum(GhCuckooView view, const uint32_t *orderkeys,
+extern "C" __global__ void join_count_sum(ORDERS_VIEW view, const uint32_t *orderkeys,
                                           const unsigned long long *prices, unsigned long long rows,
                                           uint32_t from_day, uint32_t until_day,
                                           unsigned long long *count_and_sum) {
-    __shared__ GhCuckooView orders;
-    gh_cuckoo_share_view(view, &orders);
+    // The view in shared memory: a find indexes it by numbers known at run time.
+    __shared__ ORDERS_VIEW orders;
+    if (threadIdx.x == 0) orders = view;
+    __syncthreads();
     unsigned long long count = 0, sum = 0;
     for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < rows;
          i += (unsigned long long)gridDim.x * blockDim.x) {
         uint32_t day;
-        if (gh_cuckoo_find_u32(&orders, orderkeys[i], &day) && day >= from_day && day < until_day) {
+        if (FIND_ORDER(&orders, orderkeys[i], &day) && day >= from_day && day < until_day) {
             count += 1;
             sum += prices[i];
         }
@@ -72,6 +74,81 @@ extern "C" __global__ void join_count_sum(GhCuckooView view, const uint32_t *ord
     }
 }
 "#;
+
+/// The addresses and numbers the fused kernel takes after the view.
+struct JoinArgs {
+    orders: u64,
+    prices: u64,
+    rows: u64,
+    out: u64,
+}
+
+/// A table the fused kernel probes through its device view.
+trait ProbedInKernel: Map<Key = u32, Value = u32> {
+    /// Its name in the table of results.
+    const NAME: &'static str;
+    /// What goes before [`FUSED_JOIN`]: the view header, `ORDERS_VIEW` and `FIND_ORDER`.
+    const PRELUDE: &'static str;
+    /// The headers the view header needs.
+    const HEADERS: Headers;
+
+    /// Queues `kernel` on `stream` with the table's view and then `args`.
+    fn launch_join(
+        &self,
+        stream: &Stream,
+        kernel: &CudaFunction,
+        config: LaunchConfig,
+        args: &JoinArgs,
+    ) -> Result<(), Box<dyn std::error::Error>>;
+}
+
+/// The two tables' [`ProbedInKernel`]s, alike but for their view types.
+macro_rules! probed_in_kernel {
+    ($table:ty, $name:literal, $headers:expr, $prelude:literal) => {
+        impl ProbedInKernel for $table {
+            const NAME: &'static str = $name;
+            const PRELUDE: &'static str = $prelude;
+            const HEADERS: Headers = $headers;
+
+            fn launch_join(
+                &self,
+                stream: &Stream,
+                kernel: &CudaFunction,
+                config: LaunchConfig,
+                args: &JoinArgs,
+            ) -> Result<(), Box<dyn std::error::Error>> {
+                let view = self.device_view(stream)?;
+                let mut launch = stream.cuda_stream().launch_builder(kernel);
+                launch
+                    .arg(view.raw())
+                    .arg(&args.orders)
+                    .arg(&args.prices)
+                    .arg(&args.rows)
+                    .arg(&FROM_DAY)
+                    .arg(&UNTIL_DAY)
+                    .arg(&args.out);
+                // SAFETY: the caller's `args` address `rows` keys and prices and two
+                // counters, alive until the stream is read; the table's view lives until
+                // the launch is queued on its stream.
+                unsafe { launch.launch(config) }?;
+                Ok(())
+            }
+        }
+    };
+}
+
+probed_in_kernel!(
+    CuckooTable<u32, u32>,
+    "DyHash",
+    gpuhash::cuckoo::view::HEADERS,
+    "#include \"gpuhash/cuckoo_view.cuh\"\n#define ORDERS_VIEW GhCuckooView\n#define FIND_ORDER gh_cuckoo_find_u32\n"
+);
+probed_in_kernel!(
+    SlabHashMap<u32, u32>,
+    "slab hash",
+    gpuhash::slab_hash::view::HEADERS,
+    "#include \"gpuhash/slab_hash_view.cuh\"\n#define ORDERS_VIEW GhSlabView\n#define FIND_ORDER gh_slab_find_u32\n"
+);
 
 /// The columns the query reads.
 struct Columns {
@@ -163,6 +240,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for (split, answer) in host_ways(&slab, "slab hash", build, &stream, &columns)? {
         check(split, answer);
     }
+    let (split, answer) = fused(&slab, build, &stream, &columns)?;
+    check(split, answer);
 
     print_splits(&splits, &bus, cpu_build + cpu_probe);
     if mismatches.is_empty() {
@@ -278,15 +357,15 @@ fn device_work<M: Map<Key = u32, Value = u32>>(
     Ok((timed(false)?, timed(true)?))
 }
 
-/// Way (c): the fused kernel, compiled with NVRTC and probing DyHash through its view.
-fn fused(
-    table: &CuckooTable<u32, u32>,
+/// Way (c): the fused kernel, compiled with NVRTC and probing the table through its view.
+fn fused<T: ProbedInKernel>(
+    table: &T,
     build: f64,
     stream: &Stream,
     columns: &Columns,
 ) -> Result<(Split, Answer), Box<dyn std::error::Error>> {
-    let device = stream.device();
-    let ptx = view::HEADERS.compile_ptx(device, FUSED_JOIN)?;
+    let source = format!("{}{FUSED_JOIN}", T::PRELUDE);
+    let ptx = T::HEADERS.compile_ptx(stream.device(), &source)?;
     let module = stream.cuda_stream().context().load_module(ptx)?;
     let kernel = module.load_function("join_count_sum")?;
     let rows = columns.line_orders.len();
@@ -312,7 +391,7 @@ fn fused(
     }
     Ok((
         Split {
-            table: "DyHash",
+            table: T::NAME,
             way: "fused kernel",
             build,
             probe,
@@ -326,8 +405,8 @@ fn fused(
 }
 
 /// Runs the fused kernel over device columns and reads its two numbers back.
-fn launch_fused(
-    table: &CuckooTable<u32, u32>,
+fn launch_fused<T: ProbedInKernel>(
+    table: &T,
     kernel: &CudaFunction,
     stream: &Stream,
     orders: &DeviceBuffer<u32>,
@@ -335,7 +414,6 @@ fn launch_fused(
 ) -> Result<Answer, Box<dyn std::error::Error>> {
     let mut count_and_sum = DeviceBuffer::<u64>::zeroed(stream, 2)?;
     {
-        let view = table.device_view(stream)?;
         let (orders_at, prices_at) = (orders.address(stream), prices.address(stream));
         let out_at = count_and_sum.address_mut(stream);
         let rows = orders.len() as u64;
@@ -343,24 +421,18 @@ fn launch_fused(
         let blocks = rows
             .div_ceil(256)
             .clamp(1, u64::from(properties.multiprocessors) * 8);
-        let mut launch = stream.cuda_stream().launch_builder(kernel);
-        launch
-            .arg(view.raw())
-            .arg(&orders_at.address)
-            .arg(&prices_at.address)
-            .arg(&rows)
-            .arg(&FROM_DAY)
-            .arg(&UNTIL_DAY)
-            .arg(&out_at.address);
         let config = LaunchConfig {
             grid_dim: (blocks as u32, 1, 1),
             block_dim: (256, 1, 1),
             shared_mem_bytes: 0,
         };
-        // SAFETY: the kernel reads `rows` keys and prices from buffers of that length and
-        // adds to two counters, all allocated here and alive until the stream is read
-        // below; the table's view lives until the launch is queued on its stream.
-        unsafe { launch.launch(config) }?;
+        let args = JoinArgs {
+            orders: orders_at.address,
+            prices: prices_at.address,
+            rows,
+            out: out_at.address,
+        };
+        table.launch_join(stream, kernel, config, &args)?;
     }
     let out = count_and_sum.to_host(stream)?;
     Ok(Answer {
