@@ -7,6 +7,10 @@
 //! read, walk, extend and free the chains). Its three tables speak the table
 //! contract of [`gpuhash_core::table`]: [`SlabHashMap`] is a [`Map`], [`SlabHashSet`] a
 //! [`Set`], [`SlabHashMultiMap`] a [`MultiMap`], all three a [`Table`] and an [`Image`].
+//! A kernel of the caller's own can probe a map too, fused with its other work:
+//! [`SlabHashMap::device_view`] lends the map's device view, a plain `#[repr(C)]`
+//! [`view::GhSlabView`], and [`view`] ships the headers whose `gh_slab_find_u32` / `_u64`
+//! find a key from one thread, with an NVRTC compile against them ([`view::HEADERS`]).
 //!
 //! ## Example
 //!
