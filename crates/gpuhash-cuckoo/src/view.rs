@@ -23,8 +23,8 @@
 //! - The **compile**: `HEADERS.compile_ptx(&device, source)` ([`Headers::compile_ptx`])
 //!   compiles a kernel source against those headers with NVRTC (through cudarc) for the
 //!   device's architecture; `HEADERS.dir()` writes them to a directory for a compile of
-//!   the caller's own (`-I` that directory). In an nvcc
-//!   build, `-I cuda-src/include -I cuda-src` of a gpuhash checkout does the same.
+//!   the caller's own (`-I` that directory). In an nvcc build, `-I cuda-src/include
+//!   -I cuda-src` of a gpuhash checkout does the same.
 //!
 //! A find on a view of a table of `u64` keys through `gh_cuckoo_find_u32` (or the other
 //! way round) finds nothing: the view says its key width.

@@ -535,7 +535,9 @@ fn sum_over(n: usize, price: impl Fn(usize) -> u64 + Sync) -> Answer {
     sum_parts(n, &|h| Some(price(h)))
 }
 
-fn sum_parts(n: usize, kept: &(dyn Fn(usize) -> Option<u64> + Sync)) -> Answer {
+/// Count and sum of the prices `kept` gives for `0..n` (none for a row left out), on every
+/// core.
+fn sum_parts<F: Fn(usize) -> Option<u64> + Sync>(n: usize, kept: &F) -> Answer {
     let chunk = n.div_ceil(common::threads()).max(1);
     std::thread::scope(|scope| {
         let workers: Vec<_> = (0..n)
