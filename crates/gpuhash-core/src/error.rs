@@ -60,6 +60,10 @@ pub enum Error {
     /// An input is outside what the call accepts.
     #[error("invalid input: {0}")]
     InvalidInput(String),
+    /// A kernel source did not compile at run time ([`crate::nvrtc`]), or no NVRTC library
+    /// could be loaded: NVRTC's log, or what failed.
+    #[error("NVRTC could not compile the kernel: {0}")]
+    Compile(String),
     /// Any other error the CUDA driver reported.
     #[error("CUDA driver error: {0}")]
     Driver(DriverError),

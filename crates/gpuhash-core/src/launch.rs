@@ -147,3 +147,10 @@ impl<P: KernelParams> Kernel<P> {
         Ok(())
     }
 }
+
+/// Whether an NVRTC library can be loaded: cudarc panics at the first NVRTC call without
+/// one, so [`crate::nvrtc::compile_ptx`] asks first.
+pub(crate) fn nvrtc_present() -> bool {
+    // SAFETY: only tries to open the library by its usual names; calls nothing in it.
+    unsafe { cudarc::nvrtc::sys::is_culib_present() }
+}

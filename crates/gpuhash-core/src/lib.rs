@@ -4,7 +4,8 @@
 //! device memory ([`DeviceBuffer`]), pinned host memory and copies to and from it that run
 //! at the bus's speed ([`pinned`]; the caller's own memory pinned in place is a
 //! [`HostRegistered`]), event timing ([`EventTimer`]), loading and launching
-//! the CUDA kernels each crate embeds ([`launch`]), one [`Error`] type, and the pieces all
+//! the CUDA kernels each crate embeds ([`launch`]) and compiling the caller's own at run time
+//! against a table's headers ([`nvrtc`]), one [`Error`] type, and the pieces all
 //! tables share: the [`table`] contract (the traits every table implements, their host forms
 //! staged through pinned memory by [`staging`]), table [`image`]s, the [`hash`] functions, the
 //! standard benchmark [`workload`], and [`last_copy`], which finds the last copy of each key
@@ -65,6 +66,7 @@ pub mod image;
 pub mod last_copy;
 pub mod launch;
 pub mod layouts;
+pub mod nvrtc;
 pub mod pinned;
 pub mod scan;
 pub mod staging;

@@ -149,7 +149,9 @@ impl Error {
             | Error::UnsupportedDevice { .. } => ErrorKind::NoDevice,
             Error::OutOfDeviceMemory => ErrorKind::OutOfDeviceMemory,
             Error::OutOfPinnedMemory => ErrorKind::OutOfPinnedMemory,
-            Error::LengthMismatch { .. } | Error::InvalidInput(_) => ErrorKind::InvalidInput,
+            Error::LengthMismatch { .. } | Error::InvalidInput(_) | Error::Compile(_) => {
+                ErrorKind::InvalidInput
+            }
             Error::Driver(_) => ErrorKind::Device,
         }
     }

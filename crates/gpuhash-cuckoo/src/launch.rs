@@ -47,6 +47,10 @@ unsafe impl KernelParams for GhCuckooFillParams {}
 // SAFETY: as above.
 unsafe impl KernelParams for GhCuckooPartitionParams {}
 
+// SAFETY: bindgen's repr(C) copy of the view that the caller's kernels take by value
+// (gpuhash/cuckoo_view.cuh): raw device pointers and integers only.
+unsafe impl cudarc::driver::DeviceRepr for crate::layouts::GhCuckooView {}
+
 /// One fat binary a phase, as `cuda-src/cuckoo/` splits its kernels.
 static LOOKUP_IMAGE: KernelImage = gpuhash_core::kernel_image!("lookup");
 static INSERT_IMAGE: KernelImage = gpuhash_core::kernel_image!("insert");

@@ -134,6 +134,33 @@ const _: () = {
 };
 #[repr(C)]
 #[derive(Debug, Copy, Clone, PartialEq, Eq)]
+pub struct GhCuckooView {
+    pub table: GhCuckooTable,
+    pub home: GhCuckooHome,
+    pub key_words: u32,
+    pub pad: u32,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of GhCuckooView"][::core::mem::size_of::<GhCuckooView>() - 656usize];
+    ["Alignment of GhCuckooView"][::core::mem::align_of::<GhCuckooView>() - 8usize];
+    ["Offset of field: GhCuckooView::table"][::core::mem::offset_of!(GhCuckooView, table) - 0usize];
+    ["Offset of field: GhCuckooView::home"][::core::mem::offset_of!(GhCuckooView, home) - 544usize];
+    ["Offset of field: GhCuckooView::key_words"]
+        [::core::mem::offset_of!(GhCuckooView, key_words) - 644usize];
+    ["Offset of field: GhCuckooView::pad"][::core::mem::offset_of!(GhCuckooView, pad) - 648usize];
+};
+impl Default for GhCuckooView {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone, PartialEq, Eq)]
 pub struct GhCuckooFindParams {
     pub table: GhCuckooTable,
     pub home: GhCuckooHome,

@@ -21,6 +21,12 @@
 //! [`Value`] of 4 to 64 bytes in whole 4-byte words; another width does not compile
 //! (`CuckooTable::<u32, u16>::new` fails when it is instantiated).
 //!
+//! A kernel of the caller's own can probe the table too, fused with its other work (a
+//! join that filters and sums in one pass): [`CuckooTable::device_view`] lends the table's
+//! device view, a plain `#[repr(C)]` [`view::GhCuckooView`], and [`view`] ships the
+//! headers whose `gh_cuckoo_find_u32` / `_u64` find a key from one thread, with an NVRTC
+//! compile against them ([`view::HEADERS`]).
+//!
 //! [`Map`]: gpuhash_core::table::Map
 //! [`Table`]: gpuhash_core::table::Table
 //! [`Image`]: gpuhash_core::image::Image
@@ -314,8 +320,9 @@ mod layouts;
 mod options;
 pub mod policy;
 mod table;
+pub mod view;
 
 pub use error::{CuckooError, Result};
 pub use layout::BucketLayout;
 pub use options::{CuckooOptions, DuplicateKeys};
-pub use table::{CuckooTable, IMAGE_LAYOUT_VERSION, ResizeStats};
+pub use table::{CuckooTable, DeviceView, IMAGE_LAYOUT_VERSION, ResizeStats};

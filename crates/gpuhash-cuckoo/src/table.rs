@@ -10,6 +10,7 @@
 
 mod combining;
 mod contract;
+mod device_view;
 mod image;
 mod insert;
 mod lookup;
@@ -19,6 +20,7 @@ mod resize;
 mod scratch;
 mod subtable;
 
+pub use device_view::DeviceView;
 pub use image::IMAGE_LAYOUT_VERSION;
 
 use std::marker::PhantomData;

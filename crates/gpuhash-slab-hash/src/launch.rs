@@ -22,6 +22,9 @@ unsafe impl KernelParams for GhSlabGatherParams {}
 unsafe impl KernelParams for GhFillParams {}
 // SAFETY: as above.
 unsafe impl KernelParams for GhSlabMarkParams {}
+// SAFETY: bindgen's repr(C) copy of the view that the caller's kernels take by value
+// (gpuhash/slab_hash_view.cuh): raw device pointers and integers only.
+unsafe impl cudarc::driver::DeviceRepr for crate::layouts::GhSlabView {}
 
 static IMAGE: KernelImage = gpuhash_core::kernel_image!("slab_hash");
 

@@ -70,6 +70,32 @@ impl Default for GhSlabTable {
 }
 #[repr(C)]
 #[derive(Debug, Copy, Clone, PartialEq, Eq)]
+pub struct GhSlabView {
+    pub table: GhSlabTable,
+    pub key_words: u32,
+    pub value_words: u32,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of GhSlabView"][::core::mem::size_of::<GhSlabView>() - 88usize];
+    ["Alignment of GhSlabView"][::core::mem::align_of::<GhSlabView>() - 8usize];
+    ["Offset of field: GhSlabView::table"][::core::mem::offset_of!(GhSlabView, table) - 0usize];
+    ["Offset of field: GhSlabView::key_words"]
+        [::core::mem::offset_of!(GhSlabView, key_words) - 80usize];
+    ["Offset of field: GhSlabView::value_words"]
+        [::core::mem::offset_of!(GhSlabView, value_words) - 84usize];
+};
+impl Default for GhSlabView {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone, PartialEq, Eq)]
 pub struct GhSlabOpsParams {
     pub table: GhSlabTable,
     pub ops: *const u32,

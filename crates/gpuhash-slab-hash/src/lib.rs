@@ -7,6 +7,10 @@
 //! read, walk, extend and free the chains). Its three tables speak the table
 //! contract of [`gpuhash_core::table`]: [`SlabHashMap`] is a [`Map`], [`SlabHashSet`] a
 //! [`Set`], [`SlabHashMultiMap`] a [`MultiMap`], all three a [`Table`] and an [`Image`].
+//! A kernel of the caller's own can probe a map too, fused with its other work:
+//! [`SlabHashMap::device_view`] lends the map's device view, a plain `#[repr(C)]`
+//! [`view::GhSlabView`], and [`view`] ships the headers whose `gh_slab_find_u32` / `_u64`
+//! find a key from one thread, with an NVRTC compile against them ([`view::HEADERS`]).
 //!
 //! ## Example
 //!
@@ -221,6 +225,7 @@ mod set;
 mod shape;
 pub mod sizing;
 mod table;
+pub mod view;
 
 pub use error::{Result, SlabHashError};
 pub use gpuhash_core::last_copy::DuplicateKeys;
@@ -232,6 +237,7 @@ pub use multimap::SlabHashMultiMap;
 pub use op::{Op, OpCode, Outcome};
 pub use options::SlabHashOptions;
 pub use set::SlabHashSet;
+pub use view::DeviceView;
 
 #[cfg(doc)]
 use gpuhash_core::{

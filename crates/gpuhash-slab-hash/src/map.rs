@@ -12,6 +12,7 @@ use crate::layouts::{
 };
 use crate::shape::{Kind, Shape};
 use crate::table::{Batch, SlabTable};
+use crate::view::{DeviceView, GhSlabView};
 use crate::{Op, OpCode, Outcome, Result};
 
 /// A concurrent GPU hash map over slab lists, keys and values `u32` or `u64`; it speaks
@@ -32,6 +33,27 @@ pub struct SlabHashMap<K: Key = u32, V: Key = u32> {
 table_contract!([K: Key, V: Key] SlabHashMap<K, V>, "pairs", Shape::of::<K, V>(Kind::Map));
 
 impl<K: Key, V: Key> SlabHashMap<K, V> {
+    /// Lends the map to the caller's own kernels on `stream` (a kernel of theirs that
+    /// probes it with `gh_slab_find_u32` / `_u64`, fused with their other work); see
+    /// [`DeviceView`] for how long the view is valid and [`crate::view`] for the headers
+    /// and the NVRTC compile.
+    pub fn device_view<'a>(&'a self, stream: &Stream) -> Result<DeviceView<'a>> {
+        let table = &self.table;
+        if stream.device().properties().ordinal != table.device.properties().ordinal {
+            return Err(gpuhash_core::Error::InvalidInput(
+                "device_view: the stream is of another device than the map".into(),
+            )
+            .into());
+        }
+        let slabs = table.slabs.read();
+        let raw = table.with_table(&slabs, stream, None, Ok)?;
+        let view = GhSlabView {
+            table: raw,
+            key_words: K::WORDS,
+            value_words: V::WORDS,
+        };
+        Ok(DeviceView::new(view, stream, slabs))
+    }
     /// Runs a batch of mixed operations in one launch, as concurrent work: operations on
     /// different keys do not wait for each other, and of operations on the same key any
     /// order may win. Inserts that find no free slab run again once the table has made

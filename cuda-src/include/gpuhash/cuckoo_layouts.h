@@ -103,6 +103,18 @@ typedef struct GhCuckooHome {
     uint32_t seed;
 } GhCuckooHome;
 
+/* The table as code outside gpuhash sees it: what gpuhash_cuckoo::DeviceView
+ * hands out, passed by value to the caller's own kernel and probed there with
+ * gh_cuckoo_find_u32 / _u64 (gpuhash/cuckoo_view.cuh). Its layout is part of the
+ * crate's public interface: fields are only ever added at the end. */
+typedef struct GhCuckooView {
+    GhCuckooTable table;
+    GhCuckooHome home;
+    /* 32-bit words of a key: 1 for uint32_t keys, 2 for uint64_t keys. */
+    uint32_t key_words;
+    uint32_t pad;
+} GhCuckooView;
+
 /* Looks up keys[i] for i < count, probing first the subtable `home` names. found_out[i] = 1 when present (may be null),
  * values_out[i * value_words ...] = its value when present (may be null, else
  * left unwritten for misses); *hits (may be null) gains the number found. */

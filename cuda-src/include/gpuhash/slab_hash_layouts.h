@@ -69,6 +69,17 @@ typedef struct GhSlabTable {
     GhSlabAllocContext alloc;
 } GhSlabTable;
 
+/* A slab hash map as code outside gpuhash sees it: what gpuhash_slab_hash::DeviceView
+ * hands out, passed by value to the caller's own kernel and probed there with
+ * gh_slab_find_u32 / _u64 (gpuhash/slab_hash_view.cuh). Its layout is part of the crate's
+ * public interface: fields are only ever added at the end. */
+typedef struct GhSlabView {
+    GhSlabTable table;
+    /* 32-bit words of a key (1 or 2) and of a value (1 or 2). */
+    uint32_t key_words;
+    uint32_t value_words;
+} GhSlabView;
+
 /* One operation per element: ops[i], or uniform_op when ops is null. */
 typedef struct GhSlabOpsParams {
     GhSlabTable table;

@@ -1,0 +1,190 @@
+//! The map's device view (`gpuhash/slab_hash_view.cuh`) probed from kernels compiled at
+//! run time with NVRTC, every answer held against the map's own `get`. The compile test
+//! needs the NVRTC library only; the probes a CUDA device too. Run on a GPU machine with
+//! `--include-ignored` (see docs/gpu-testing.md).
+
+use std::collections::HashSet;
+
+use cudarc::driver::{LaunchConfig, PushKernelArg};
+use gpuhash_core::DeviceBuffer;
+use gpuhash_core::table::{Key, Map};
+use gpuhash_slab_hash::{SlabHashMap, SlabHashOptions, view};
+use gpuhash_test_support::{
+    SeededRng, adversarial_keys, device, key_from_bits, shared_memory, values_of,
+};
+
+/// Kernels that answer each query as `get` does: `found[i]` and the value's words (as many
+/// as the view says). The `_u64` kernel also serves a map of `u32` keys, where it must
+/// find nothing.
+const PROBES: &str = r#"
+#include "gpuhash/slab_hash_view.cuh"
+
+template <typename K, typename Find>
+__device__ void probe_all(const GhSlabView &view, const K *keys, unsigned long long n,
+                          unsigned char *found, uint32_t *values, Find find) {
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        found[i] = find(&view, keys[i], values + i * view.value_words) ? 1 : 0;
+    }
+}
+
+extern "C" __global__ void probe_u32(GhSlabView view, const uint32_t *keys, unsigned long long n,
+                                     unsigned char *found, uint32_t *values) {
+    probe_all(view, keys, n, found, values, gh_slab_find_u32);
+}
+
+extern "C" __global__ void probe_u64(GhSlabView view, const uint64_t *keys, unsigned long long n,
+                                     unsigned char *found, uint32_t *values) {
+    probe_all(view, keys, n, found, values, gh_slab_find_u64);
+}
+"#;
+
+#[test]
+#[ignore = "needs the NVRTC library"]
+fn the_public_header_compiles_with_nvrtc() {
+    let ptx = view::HEADERS
+        .compile_ptx_for((9, 0), PROBES)
+        .expect("the probes compile");
+    let text = ptx.to_src();
+    assert!(text.contains(".entry probe_u32"), "{text}");
+    assert!(text.contains(".entry probe_u64"), "{text}");
+}
+
+#[test]
+fn every_quoted_include_of_a_shipped_header_is_shipped() {
+    let names: Vec<&str> = view::HEADERS.0.iter().map(|(name, _)| *name).collect();
+    for (_, source) in view::HEADERS.0 {
+        for line in source.lines().filter(|l| l.starts_with("#include \"")) {
+            let included = line.trim_start_matches("#include \"").trim_end_matches('"');
+            assert!(names.contains(&included), "{included} is not shipped");
+        }
+    }
+}
+
+/// `found` and values of `queries` (keys of the kernel's width) as the NVRTC kernel
+/// `kernel` answers them through a view of `map`.
+fn probe_through_view<K: Key, V: Key, Q: Key>(
+    map: &SlabHashMap<K, V>,
+    kernel: &str,
+    queries: &[Q],
+) -> (Vec<u8>, Vec<V>) {
+    let device = device();
+    let stream = device.new_stream().unwrap();
+    let ptx = view::HEADERS
+        .compile_ptx(device, PROBES)
+        .expect("the probes compile");
+    let module = stream.cuda_stream().context().load_module(ptx).unwrap();
+    let function = module.load_function(kernel).unwrap();
+    let keys = DeviceBuffer::from_host(&stream, queries).unwrap();
+    let mut found = DeviceBuffer::<u8>::zeroed(&stream, queries.len()).unwrap();
+    let mut values = DeviceBuffer::<V>::zeroed(&stream, queries.len()).unwrap();
+    {
+        let view = map.device_view(&stream).unwrap();
+        let keys_at = keys.address(&stream);
+        let found_at = found.address_mut(&stream);
+        let values_at = values.address_mut(&stream);
+        let n = queries.len() as u64;
+        let mut launch = stream.cuda_stream().launch_builder(&function);
+        launch
+            .arg(view.raw())
+            .arg(&keys_at.address)
+            .arg(&n)
+            .arg(&found_at.address)
+            .arg(&values_at.address);
+        let config = LaunchConfig {
+            grid_dim: (n.div_ceil(256).clamp(1, 1024) as u32, 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: the kernel reads `n` keys and writes `n` flags and `n` values of the
+        // map's width, all allocated above with those lengths; the view lives until the
+        // launch is queued on its stream.
+        unsafe { launch.launch(config) }.unwrap();
+    }
+    (
+        found.to_host(&stream).unwrap(),
+        values.to_host(&stream).unwrap(),
+    )
+}
+
+/// Probes `queries` through the view and through `get`, and holds them equal.
+fn assert_view_answers_as_get<K: Key, V: Key>(map: &SlabHashMap<K, V>, queries: &[K], what: &str) {
+    let kernel = if K::WORDS == 1 {
+        "probe_u32"
+    } else {
+        "probe_u64"
+    };
+    let (found, values) = probe_through_view(map, kernel, queries);
+    let expected = map.get(queries).unwrap();
+    for (i, want) in expected.iter().enumerate() {
+        let got = (found[i] != 0).then_some(values[i]);
+        assert_eq!(got, *want, "{what}: key {:?} (query {i})", queries[i]);
+    }
+}
+
+/// Present keys (random and adversarial: the three reserved words among them), absent
+/// keys, then the same after removes left tombstones and after growth linked more slabs.
+fn view_matches_get<K: Key, V: Key>() {
+    let _memory = shared_memory();
+    let mut rng = SeededRng::new(u64::from(K::WORDS * 2 + V::WORDS));
+    // Few buckets, so that lists run several slabs long.
+    let map = SlabHashMap::<K, V>::new(device(), SlabHashOptions::with_capacity(1 << 12)).unwrap();
+    let adversarial = adversarial_keys::<K>();
+    let mut keys: Vec<K> = rng.distinct_keys(100_000);
+    let held: HashSet<K> = keys.iter().copied().collect();
+    let reserved: Vec<K> = (0..3)
+        .map(|below| key_from_bits(u64::MAX - below))
+        .collect();
+    let present: Vec<K> = adversarial
+        .iter()
+        .copied()
+        .filter(|k| reserved.contains(k) || held.contains(k) || rng.next_u64().is_multiple_of(2))
+        .collect();
+    keys.extend(present.iter().filter(|k| !held.contains(k)));
+    map.insert(&keys, &values_of::<K, V>(&keys)).unwrap();
+
+    let mut queries: Vec<K> = keys.iter().step_by(3).copied().collect();
+    queries.extend(&adversarial);
+    queries.extend(rng.distinct_keys::<K>(30_000));
+    assert_view_answers_as_get(&map, &queries, "after inserts");
+
+    let removed: Vec<K> = keys.iter().step_by(2).copied().collect();
+    map.remove(&removed).unwrap();
+    assert_view_answers_as_get(&map, &queries, "after removes");
+
+    let more: Vec<K> = rng.distinct_keys(300_000);
+    map.insert(&more, &values_of::<K, V>(&more)).unwrap();
+    queries.extend(more.iter().step_by(5));
+    assert_view_answers_as_get(&map, &queries, "after growth");
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn the_view_answers_as_get_for_u32_keys_and_values() {
+    view_matches_get::<u32, u32>();
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn the_view_answers_as_get_for_u32_keys_and_u64_values() {
+    view_matches_get::<u32, u64>();
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn the_view_answers_as_get_for_u64_keys() {
+    view_matches_get::<u64, u32>();
+    view_matches_get::<u64, u64>();
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn a_view_probed_at_the_other_key_width_finds_nothing() {
+    let _memory = shared_memory();
+    let map = SlabHashMap::<u32, u32>::with_capacity(device(), 1024).unwrap();
+    let keys: Vec<u32> = (0..1000).chain([u32::MAX]).collect();
+    map.insert(&keys, &keys).unwrap();
+    let widened: Vec<u64> = keys.iter().map(|&k| u64::from(k)).collect();
+    let (found, _) = probe_through_view(&map, "probe_u64", &widened);
+    assert!(found.iter().all(|&f| f == 0));
+}
