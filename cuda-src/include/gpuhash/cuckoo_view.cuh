@@ -36,17 +36,19 @@ namespace gh_cuckoo {
 
 // Whether a lookup of a key that is not in what it just read of `bucket` may
 // stop there: the key is settled and the bucket clean with an empty slot read.
-__device__ __forceinline__ bool stops_at(const Start &from, const Seen &seen, const GhCuckooSubtable &sub,
+__device__ __forceinline__ bool stops_at(const Start &from, uint32_t empty, const GhCuckooSubtable &sub,
                                          uint64_t bucket) {
-    return from.settled && seen.empty != 0 && !is_dirty(sub, bucket, false);
+    return from.settled && empty != 0 && !is_dirty(sub, bucket, false);
 }
 
-// One thread's lookup of `key`, in the order of the table's own find: the home
-// half of its first bucket, the other half, then the later buckets whole, up to
-// a clean bucket with an empty slot when the key is settled; the reserved key in
-// the side slot. Copies value_words words to `value_out` (when not null) if found.
-template <typename K>
-__device__ bool find_alone(const GhCuckooView &view, K key, uint32_t *value_out) {
+// One thread's lookup of `key` in a table of bucket layout L, in the order of the
+// table's own find: the home half of its first bucket, the other half, then the
+// later buckets whole, up to a clean bucket with an empty slot when the key is
+// settled; the reserved key in the side slot. Copies value_words words to
+// `value_out` (when not null) if found.
+template <typename L>
+__device__ bool find_alone(const GhCuckooView &view, typename L::Key key, uint32_t *value_out) {
+    using K = typename L::Key;
     const GhCuckooTable &table = view.table;
     const uint32_t words = table.value_words;
     if (key == Keys<K>::kEmpty) {
@@ -56,22 +58,22 @@ __device__ bool find_alone(const GhCuckooView &view, K key, uint32_t *value_out)
     }
     const uint32_t d = table.subtables;
     const Start from = start_of(view.home, d, key);
-    const uint32_t start = home_slot(key, view.home.seed);
+    const uint32_t start = home_slot<L>(key, view.home.seed);
     for (uint32_t j = 0; j < d; ++j) {
         const GhCuckooSubtable &sub = table.sub[probe_subtable(from.first, j, d)];
         const uint64_t bucket = bucket_of(sub, key);
-        Seen seen = look_alone(sub, bucket, start, j == 0 ? Part::kHomeHalf : Part::kLine, false, key);
-        if (j == 0 && seen.key == 0 && !stops_at(from, seen, sub, bucket)) {
-            const Seen other = look_alone(sub, bucket, start, Part::kOtherHalf, false, key);
-            seen = {other.key, seen.empty | other.empty};
+        auto seen = look_alone<L>(sub, bucket, start, j == 0 ? Part::kHomeHalf : Part::kLine, false, key);
+        if (j == 0 && seen.key == 0 && !stops_at(from, seen.empty, sub, bucket)) {
+            const auto other = look_alone<L>(sub, bucket, start, Part::kOtherHalf, false, key);
+            seen = {other.key, seen.empty | other.empty, other.hit};
         }
         if (seen.key != 0) {
             if (value_out != nullptr) {
-                copy_value(value_out, sub.values + slot_index<K>(bucket, __ffs(seen.key) - 1) * words, words, 0, 1);
+                copy_slot_value<L>(value_out, sub, bucket, __ffs(seen.key) - 1, seen.hit, words, 0, 1);
             }
             return true;
         }
-        if (stops_at(from, seen, sub, bucket)) return false;
+        if (stops_at(from, seen.empty, sub, bucket)) return false;
     }
     return false;
 }
@@ -80,12 +82,16 @@ __device__ bool find_alone(const GhCuckooView &view, K key, uint32_t *value_out)
 
 // Finds `key` in a table of uint32_t keys: true with its value (value_words
 // words, `view->table.value_words`) in value_out when present (value_out may be
-// null), false when absent or when the view is of a table of other keys.
+// null), false when absent or when the view is of a table of other keys. Reads
+// either bucket layout (`view->table.layout`).
 __device__ __forceinline__ bool gh_cuckoo_find_u32(const GhCuckooView *view, uint32_t key, uint32_t *value_out) {
-    return view->key_words == 1 && gh_cuckoo::find_alone<uint32_t>(*view, key, value_out);
+    if (view->key_words != 1) return false;
+    return view->table.layout == GH_CUCKOO_LAYOUT_PACKED
+               ? gh_cuckoo::find_alone<gh_cuckoo::Packed32>(*view, key, value_out)
+               : gh_cuckoo::find_alone<gh_cuckoo::Split<uint32_t>>(*view, key, value_out);
 }
 
-// As gh_cuckoo_find_u32, for a table of uint64_t keys.
+// As gh_cuckoo_find_u32, for a table of uint64_t keys (always split buckets).
 __device__ __forceinline__ bool gh_cuckoo_find_u64(const GhCuckooView *view, uint64_t key, uint32_t *value_out) {
-    return view->key_words == 2 && gh_cuckoo::find_alone<uint64_t>(*view, key, value_out);
+    return view->key_words == 2 && gh_cuckoo::find_alone<gh_cuckoo::Split<uint64_t>>(*view, key, value_out);
 }

@@ -98,7 +98,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
             let view = self.view();
             let mut guards = Vec::new();
             GhCuckooView {
-                table: Self::describe(&view, stream, &mut guards),
+                table: self.describe(&view, stream, &mut guards),
                 home: self.home(&view, false),
                 key_words: K::WORDS,
                 pad: 0,
