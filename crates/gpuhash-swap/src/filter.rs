@@ -46,16 +46,30 @@ impl Filters {
         self.filters.iter().map(|f| f.size_bytes() as u64).sum()
     }
 
-    /// Empties child `child`'s filter and adds `keys` to it.
-    pub(crate) fn rebuild<K: Pod>(
-        &mut self,
+    /// Blocks of each filter.
+    pub(crate) fn blocks(&self) -> u32 {
+        self.blocks
+    }
+
+    /// A new filter of `blocks` blocks holding `keys`, queued on `stream`.
+    pub(crate) fn built<K: Pod>(
         stream: &Stream,
-        child: usize,
+        blocks: u32,
         keys: &DeviceBuffer<K>,
-    ) -> Result<()> {
-        let filter = &mut self.filters[child];
-        filter.fill_zero(stream)?;
-        launch::filter_add(stream, keys, self.blocks, filter)
+    ) -> Result<DeviceBuffer<u32>> {
+        let mut filter = DeviceBuffer::zeroed(stream, launch::filter_words(blocks))?;
+        launch::filter_add(stream, keys, blocks, &mut filter)?;
+        Ok(filter)
+    }
+
+    /// Puts `filter`, made by [`Filters::built`], in child `child`'s place.
+    pub(crate) fn replace(&mut self, child: usize, filter: DeviceBuffer<u32>) {
+        assert_eq!(
+            filter.len(),
+            launch::filter_words(self.blocks),
+            "a filter of its blocks"
+        );
+        self.filters[child] = filter;
     }
 
     /// Empties child `child`'s filter.

@@ -137,6 +137,7 @@
 //! ## Features
 #![doc = document_features::document_features!()]
 
+mod batch;
 mod contract;
 mod filter;
 mod launch;
