@@ -21,7 +21,7 @@ use gpuhash_core::image::ProbeInPlace;
 use gpuhash_core::table::{Map, check_pairs};
 use gpuhash_core::{DeviceBuffer, Stream};
 
-use crate::filter::Survivors;
+use crate::filter::{self, Survivors};
 use crate::launch;
 use crate::partition::Partition;
 use crate::policy::{Access, next_page_in, resident_first, segments};
@@ -124,19 +124,29 @@ impl<T: ProbeInPlace> SwapTable<T> {
         segment: Range<usize>,
     ) -> Result<(), T::Error> {
         let children = residency.count();
-        let partition = Partition::of(stream, children, keys, verb.values(), segment.clone())?;
+        // Which children a lookup reaches through its filter: those on the host now (the
+        // set is fixed before any child of the segment pages in or out). The partition's
+        // count kernel counts the keys their filters pass, in the one wait a segment has;
+        // one more kernel compacts those keys for the whole segment.
+        let on_host: Vec<bool> = (0..children)
+            .map(|child| !verb.changes() && !residency.is_resident(child))
+            .collect();
+        let filters = residency.filters().set(&on_host);
+        let partition = Partition::of(
+            stream,
+            children,
+            keys,
+            verb.values(),
+            segment.clone(),
+            filters.as_ref(),
+        )?;
+        let survivors = filter::check(stream, &partition, filters.as_ref())?;
+        drop(filters);
         // Misses of children on the host are answered by these zeros.
         let mut answers = Answers {
             found: DeviceBuffer::zeroed(stream, segment.len())?,
             values: DeviceBuffer::unfilled(stream, segment.len())?,
         };
-        // Which children a lookup reaches through its filter: those on the host now (the
-        // set is fixed before any child of the segment pages in or out). One kernel checks
-        // the whole segment against their filters.
-        let on_host: Vec<bool> = (0..children)
-            .map(|child| !verb.changes() && !residency.is_resident(child))
-            .collect();
-        let survivors = residency.filters().check(stream, &partition, &on_host)?;
         let visits = self.visits(residency, &partition, &survivors, &on_host);
         let mut work = Segment {
             stream,

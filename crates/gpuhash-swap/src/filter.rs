@@ -77,27 +77,9 @@ impl Filters {
         self.filters[child].fill_zero(stream)
     }
 
-    /// Checks the keys of the children `consult` marks against their filters; waits for
-    /// `stream` (the host needs each child's count of keys passed).
-    pub(crate) fn check<K: Pod, V: Pod>(
-        &self,
-        stream: &Stream,
-        partition: &Partition<K, V>,
-        consult: &[bool],
-    ) -> Result<Survivors<K>> {
-        let len = partition.keys().len();
-        let mut survivors = Survivors {
-            keys: DeviceBuffer::unfilled(stream, len)?,
-            places: DeviceBuffer::unfilled(stream, len)?,
-            ranges: vec![0..0; consult.len()],
-        };
-        if !consult.iter().any(|&c| c) {
-            return Ok(survivors);
-        }
-        let starts: Vec<u32> = partition.ranges.iter().map(|r| r.start as u32).collect();
-        let starts = DeviceBuffer::from_host(stream, &starts)?;
-        let mut counts = DeviceBuffer::<u32>::zeroed(stream, consult.len())?;
-        let set = FilterSet {
+    /// The filters of the children `consult` marks, or `None` when it marks none.
+    pub(crate) fn set(&self, consult: &[bool]) -> Option<FilterSet<'_>> {
+        consult.iter().any(|&c| c).then(|| FilterSet {
             filters: self
                 .filters
                 .iter()
@@ -105,23 +87,48 @@ impl Filters {
                 .map(|(filter, &consulted)| consulted.then_some(filter))
                 .collect(),
             blocks: self.blocks,
-        };
-        let target = CheckTarget {
-            starts: &starts,
-            survivors: &mut counts,
-            keys: &mut survivors.keys,
-            places: &mut survivors.places,
-        };
-        launch::filter_check(stream, partition.keys(), &set, target)?;
-        let counts = counts.to_host(stream)?;
-        survivors.ranges = partition
+        })
+    }
+}
+
+/// Compacts the keys of `partition` that the filters of `set` pass to the front of their
+/// children's ranges: one kernel for the whole segment, queued on `stream`, with no wait
+/// (the partition counted the keys each filter passes, with the same test).
+pub(crate) fn check<K: Pod, V: Pod>(
+    stream: &Stream,
+    partition: &Partition<K, V>,
+    set: Option<&FilterSet<'_>>,
+) -> Result<Survivors<K>> {
+    let children = partition.ranges.len();
+    let Some(set) = set else {
+        return Ok(Survivors {
+            keys: DeviceBuffer::unfilled(stream, 0)?,
+            places: DeviceBuffer::unfilled(stream, 0)?,
+            ranges: vec![0..0; children],
+        });
+    };
+    let len = partition.keys().len();
+    let mut survivors = Survivors {
+        keys: DeviceBuffer::unfilled(stream, len)?,
+        places: DeviceBuffer::unfilled(stream, len)?,
+        ranges: partition
             .ranges
             .iter()
-            .zip(counts)
-            .map(|(range, count)| range.start..range.start + count as usize)
-            .collect();
-        Ok(survivors)
-    }
+            .zip(&partition.passed)
+            .map(|(range, &passed)| range.start..range.start + passed)
+            .collect(),
+    };
+    let starts: Vec<u32> = partition.ranges.iter().map(|r| r.start as u32).collect();
+    let starts = DeviceBuffer::from_host(stream, &starts)?;
+    let mut cursors = DeviceBuffer::<u32>::zeroed(stream, children)?;
+    let target = CheckTarget {
+        starts: &starts,
+        survivors: &mut cursors,
+        keys: &mut survivors.keys,
+        places: &mut survivors.places,
+    };
+    launch::filter_check(stream, partition.keys(), set, target)?;
+    Ok(survivors)
 }
 
 impl<K: Pod> Survivors<K> {

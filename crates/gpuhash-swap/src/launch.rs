@@ -5,7 +5,7 @@ use std::ops::Range;
 
 use bytemuck::Pod;
 use gpuhash_core::launch::{Kernel, KernelImage, KernelParams, LaunchShape};
-use gpuhash_core::{DeviceBuffer, Result, Stream};
+use gpuhash_core::{DeviceAddress, DeviceBuffer, Result, Stream};
 
 use crate::layouts::{
     GH_SWAP_FILTER_BLOCK_WORDS, GH_SWAP_THREADS, GhSwapCopyParams, GhSwapCountParams,
@@ -46,11 +46,13 @@ fn element<T>(base: u64, at: usize) -> u64 {
 }
 
 /// Chooses the child of `keys[range]` into `child_of` and adds each child's keys to
-/// `counts` (zeroed by the caller, one word a child).
+/// `counts[child]`, and those its filter in `filters` passes (where it has one there) to
+/// `counts[children + child]`: `counts` is zeroed by the caller, two words a child.
 pub(crate) fn count<K: Pod>(
     stream: &Stream,
     keys: &DeviceBuffer<K>,
     range: Range<usize>,
+    filters: Option<&FilterSet<'_>>,
     child_of: &mut DeviceBuffer<u32>,
     counts: &mut DeviceBuffer<u32>,
 ) -> Result<()> {
@@ -58,22 +60,38 @@ pub(crate) fn count<K: Pod>(
     if items == 0 {
         return Ok(());
     }
-    let children = counts.len() as u32;
+    let children = counts.len() / 2;
+    assert!(filters.is_none_or(|set| set.filters.len() == children));
+    let table = filters.map(|set| set.addresses(stream)).transpose()?;
+    let table_at = table
+        .as_ref()
+        .map(|(_, addresses)| addresses.address(stream));
     let keys_at = keys.address(stream);
     let (child_at, counts_at) = (child_of.address_mut(stream), counts.address_mut(stream));
     let params = GhSwapCountParams {
         keys: element::<K>(keys_at.address, range.start) as *const u32,
         count: items as u64,
         key_words: (size_of::<K>() / 4) as u32,
-        children,
+        children: children as u32,
         child_of: child_at.address as *mut u32,
         counts: counts_at.address as *mut u32,
+        filters: table_at
+            .as_ref()
+            .map_or(std::ptr::null(), |t| t.address as *const u64),
+        blocks: filters.map_or(0, |set| set.blocks),
+        reserved: 0,
+        passed: element::<u32>(counts_at.address, children) as *mut u32,
     };
     // SAFETY: `range` lies within `keys` (checked by the caller's segmenting), `child_of`
-    // holds `items` words and `counts` one word a child, so every index the kernel uses
-    // (below `items`, and child ids below `counts.len()`) is in bounds; the buffers stay
+    // holds `items` words and `counts` two words a child, so every index the kernel uses
+    // (below `items`, and child ids below `children`, plus `children` for the passed
+    // counts) is in bounds; the filter table, when given, holds one address a child, each
+    // 0 or a live filter of `blocks` blocks (see `FilterSet::addresses`); the buffers stay
     // borrowed until the launch is queued and their frees are ordered after it.
-    unsafe { COUNT.launch(stream, shape(stream, items), params) }
+    unsafe { COUNT.launch(stream, shape(stream, items), params) }?;
+    drop(table_at);
+    drop(table);
+    Ok(())
 }
 
 /// Where the scatter writes: the partitioned keys, values (when there are values) and the
@@ -232,6 +250,33 @@ pub(crate) struct FilterSet<'a> {
     pub blocks: u32,
 }
 
+impl FilterSet<'_> {
+    /// Each child's filter address (0 for a child not checked) in device memory, with the
+    /// guards that order the filters' use on `stream`: keep them until the launch that
+    /// reads the addresses is queued. Every filter holds `blocks` blocks (asserted).
+    fn addresses<'s>(
+        &'s self,
+        stream: &'s Stream,
+    ) -> Result<(Vec<Option<DeviceAddress<'s>>>, DeviceBuffer<u64>)> {
+        assert!(
+            self.filters
+                .iter()
+                .flatten()
+                .all(|f| f.len() == filter_words(self.blocks))
+        );
+        let guards: Vec<_> = self
+            .filters
+            .iter()
+            .map(|f| f.map(|f| f.address(stream)))
+            .collect();
+        let addresses: Vec<u64> = guards
+            .iter()
+            .map(|g| g.as_ref().map_or(0, |g| g.address))
+            .collect();
+        Ok((guards, DeviceBuffer::from_host(stream, &addresses)?))
+    }
+}
+
 /// Where a check puts the keys its filters pass: compacted to the front of each child's
 /// range (`starts`), with their places, and how many a child.
 pub(crate) struct CheckTarget<'a, K> {
@@ -250,27 +295,12 @@ pub(crate) fn filter_check<K: Pod>(
     target: CheckTarget<'_, K>,
 ) -> Result<()> {
     let children = set.filters.len();
-    assert!(
-        set.filters
-            .iter()
-            .flatten()
-            .all(|f| f.len() == filter_words(set.blocks))
-    );
     assert!(target.starts.len() == children && target.survivors.len() == children);
     assert!(target.keys.len() >= keys.len() && target.places.len() >= keys.len());
     if keys.is_empty() {
         return Ok(());
     }
-    let guards: Vec<_> = set
-        .filters
-        .iter()
-        .map(|f| f.map(|f| f.address(stream)))
-        .collect();
-    let addresses: Vec<u64> = guards
-        .iter()
-        .map(|g| g.as_ref().map_or(0, |g| g.address))
-        .collect();
-    let filters = DeviceBuffer::from_host(stream, &addresses)?;
+    let (guards, filters) = set.addresses(stream)?;
     let filters_at = filters.address(stream);
     let keys_at = keys.address(stream);
     let starts_at = target.starts.address(stream);
