@@ -131,7 +131,7 @@ impl<T: ProbeInPlace> SwapTable<T> {
         let on_host: Vec<bool> = (0..children)
             .map(|child| !verb.changes() && !residency.is_resident(child))
             .collect();
-        let filters = residency.filters().set(&on_host);
+        let filters = residency.filters().set(stream, &on_host)?;
         let partition = Partition::of(
             stream,
             children,

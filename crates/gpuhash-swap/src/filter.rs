@@ -77,17 +77,22 @@ impl Filters {
         self.filters[child].fill_zero(stream)
     }
 
-    /// The filters of the children `consult` marks, or `None` when it marks none.
-    pub(crate) fn set(&self, consult: &[bool]) -> Option<FilterSet<'_>> {
-        consult.iter().any(|&c| c).then(|| FilterSet {
-            filters: self
-                .filters
-                .iter()
-                .zip(consult)
-                .map(|(filter, &consulted)| consulted.then_some(filter))
-                .collect(),
-            blocks: self.blocks,
-        })
+    /// The filters of the children `consult` marks, for kernels on `stream`, or `None`
+    /// when it marks none.
+    pub(crate) fn set<'a>(
+        &'a self,
+        stream: &'a Stream,
+        consult: &[bool],
+    ) -> Result<Option<FilterSet<'a>>> {
+        if !consult.iter().any(|&c| c) {
+            return Ok(None);
+        }
+        let filters = self
+            .filters
+            .iter()
+            .zip(consult)
+            .map(|(filter, &consulted)| consulted.then_some(filter));
+        FilterSet::new(stream, filters, self.blocks).map(Some)
     }
 }
 
@@ -118,11 +123,9 @@ pub(crate) fn check<K: Pod, V: Pod>(
             .map(|(range, &passed)| range.start..range.start + passed)
             .collect(),
     };
-    let starts: Vec<u32> = partition.ranges.iter().map(|r| r.start as u32).collect();
-    let starts = DeviceBuffer::from_host(stream, &starts)?;
     let mut cursors = DeviceBuffer::<u32>::zeroed(stream, children)?;
     let target = CheckTarget {
-        starts: &starts,
+        starts: &partition.starts,
         survivors: &mut cursors,
         keys: &mut survivors.keys,
         places: &mut survivors.places,

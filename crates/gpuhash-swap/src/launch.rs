@@ -61,11 +61,8 @@ pub(crate) fn count<K: Pod>(
         return Ok(());
     }
     let children = counts.len() / 2;
-    assert!(filters.is_none_or(|set| set.filters.len() == children));
-    let table = filters.map(|set| set.addresses(stream)).transpose()?;
-    let table_at = table
-        .as_ref()
-        .map(|(_, addresses)| addresses.address(stream));
+    assert!(filters.is_none_or(|set| set.addresses.len() == children));
+    let table_at = filters.map(|set| set.addresses.address(stream));
     let keys_at = keys.address(stream);
     let (child_at, counts_at) = (child_of.address_mut(stream), counts.address_mut(stream));
     let params = GhSwapCountParams {
@@ -85,13 +82,10 @@ pub(crate) fn count<K: Pod>(
     // SAFETY: `range` lies within `keys` (checked by the caller's segmenting), `child_of`
     // holds `items` words and `counts` two words a child, so every index the kernel uses
     // (below `items`, and child ids below `children`, plus `children` for the passed
-    // counts) is in bounds; the filter table, when given, holds one address a child, each
-    // 0 or a live filter of `blocks` blocks (see `FilterSet::addresses`); the buffers stay
+    // counts) is in bounds; the filter set, when given, holds one address a child, each
+    // 0 or a live filter of `blocks` blocks, kept borrowed by its guards; the buffers stay
     // borrowed until the launch is queued and their frees are ordered after it.
-    unsafe { COUNT.launch(stream, shape(stream, items), params) }?;
-    drop(table_at);
-    drop(table);
-    Ok(())
+    unsafe { COUNT.launch(stream, shape(stream, items), params) }
 }
 
 /// Where the scatter writes: the partitioned keys, values (when there are values) and the
@@ -244,36 +238,41 @@ pub(crate) fn filter_add<K: Pod>(
     unsafe { FILTER_ADD.launch(stream, shape(stream, keys.len()), params) }
 }
 
-/// The filters a check consults: each child's, or `None` for a child not checked.
+/// The filters the partition's count and the filter check consult: each child's filter
+/// address in device memory (0 for a child not checked), with the guards that order the
+/// filters' use on the stream they were taken on until the set is dropped.
 pub(crate) struct FilterSet<'a> {
-    pub filters: Vec<Option<&'a DeviceBuffer<u32>>>,
-    pub blocks: u32,
+    _guards: Vec<Option<DeviceAddress<'a>>>,
+    addresses: DeviceBuffer<u64>,
+    blocks: u32,
 }
 
-impl FilterSet<'_> {
-    /// Each child's filter address (0 for a child not checked) in device memory, with the
-    /// guards that order the filters' use on `stream`: keep them until the launch that
-    /// reads the addresses is queued. Every filter holds `blocks` blocks (asserted).
-    fn addresses<'s>(
-        &'s self,
-        stream: &'s Stream,
-    ) -> Result<(Vec<Option<DeviceAddress<'s>>>, DeviceBuffer<u64>)> {
-        assert!(
-            self.filters
-                .iter()
-                .flatten()
-                .all(|f| f.len() == filter_words(self.blocks))
-        );
-        let guards: Vec<_> = self
-            .filters
-            .iter()
-            .map(|f| f.map(|f| f.address(stream)))
+impl<'a> FilterSet<'a> {
+    /// The set of `filters` (each of `blocks` blocks, asserted), `None` for a child not
+    /// checked, for kernels on `stream`.
+    pub(crate) fn new(
+        stream: &'a Stream,
+        filters: impl IntoIterator<Item = Option<&'a DeviceBuffer<u32>>>,
+        blocks: u32,
+    ) -> Result<Self> {
+        let guards: Vec<_> = filters
+            .into_iter()
+            .map(|f| {
+                f.map(|f| {
+                    assert_eq!(f.len(), filter_words(blocks), "a filter of its blocks");
+                    f.address(stream)
+                })
+            })
             .collect();
         let addresses: Vec<u64> = guards
             .iter()
             .map(|g| g.as_ref().map_or(0, |g| g.address))
             .collect();
-        Ok((guards, DeviceBuffer::from_host(stream, &addresses)?))
+        Ok(Self {
+            addresses: DeviceBuffer::from_host(stream, &addresses)?,
+            _guards: guards,
+            blocks,
+        })
     }
 }
 
@@ -294,14 +293,13 @@ pub(crate) fn filter_check<K: Pod>(
     set: &FilterSet<'_>,
     target: CheckTarget<'_, K>,
 ) -> Result<()> {
-    let children = set.filters.len();
+    let children = set.addresses.len();
     assert!(target.starts.len() == children && target.survivors.len() == children);
     assert!(target.keys.len() >= keys.len() && target.places.len() >= keys.len());
     if keys.is_empty() {
         return Ok(());
     }
-    let (guards, filters) = set.addresses(stream)?;
-    let filters_at = filters.address(stream);
+    let filters_at = set.addresses.address(stream);
     let keys_at = keys.address(stream);
     let starts_at = target.starts.address(stream);
     let survivors_at = target.survivors.address_mut(stream);
@@ -320,12 +318,10 @@ pub(crate) fn filter_check<K: Pod>(
         out_keys: out_keys.address as *mut u32,
         out_places: out_places.address as *mut u32,
     };
-    // SAFETY: `filters` holds one address a child, each 0 or a live filter of `blocks`
-    // blocks (asserted) kept borrowed by its guard until the launch is queued; `starts` and
+    // SAFETY: the set holds one address a child, each 0 or a live filter of `blocks`
+    // blocks (asserted when the set was made) kept borrowed by the set's guards; `starts` and
     // `survivors` hold one word a child (asserted); a key of child c is written at
     // starts[c] plus fewer than its child's count of keys (the partition's ranges, which
     // `starts` begins), so within the targets, which hold every key (asserted).
-    unsafe { FILTER_CHECK.launch(stream, shape(stream, keys.len()), params) }?;
-    drop(guards);
-    Ok(())
+    unsafe { FILTER_CHECK.launch(stream, shape(stream, keys.len()), params) }
 }

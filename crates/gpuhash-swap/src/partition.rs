@@ -17,6 +17,8 @@ pub(crate) struct Partition<K, V> {
     pub(crate) index: DeviceBuffer<u32>,
     /// Each child's range of the partitioned elements.
     pub(crate) ranges: Vec<Range<usize>>,
+    /// Each child's first place, in device memory.
+    pub(crate) starts: DeviceBuffer<u32>,
     /// Each child's keys that its filter in the partition's filter set passed (0 for
     /// children not checked).
     pub(crate) passed: Vec<usize>,
@@ -44,7 +46,8 @@ impl<K: Pod, V: Pod> Partition<K, V> {
         let ranges = child_ranges(counts);
         let passed = passed.iter().map(|&p| p as usize).collect();
         let starts: Vec<u32> = ranges.iter().map(|r| r.start as u32).collect();
-        let mut cursors = DeviceBuffer::from_host(stream, &starts)?;
+        let starts = DeviceBuffer::from_host(stream, &starts)?;
+        let mut cursors = launch::copy_range(stream, &starts, 0..children)?;
         let mut partition = Self {
             keys: DeviceBuffer::unfilled(stream, len)?,
             values: values
@@ -52,6 +55,7 @@ impl<K: Pod, V: Pod> Partition<K, V> {
                 .transpose()?,
             index: DeviceBuffer::unfilled(stream, len)?,
             ranges,
+            starts,
             passed,
         };
         let target = ScatterTarget {
