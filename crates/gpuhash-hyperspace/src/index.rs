@@ -29,6 +29,8 @@ use crate::tuples::{self, DeviceTuples, Tuple, TupleBatch, Tuples};
 use gpuhash_slab_list::layouts::GH_SLAB_EMPTY_WORD;
 use parking_lot::{Mutex, RwLock};
 
+use crate::reclaim::ReclaimCounter;
+
 /// What an insert did with each tuple.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum InsertStatus {
@@ -54,6 +56,8 @@ pub struct HyperspaceIndex {
     /// write lands in subspaces a regroup is about to replace.
     pub(crate) writes: RwLock<()>,
     pub(crate) grace: GracePeriod,
+    /// Tuples removed since the last reclaim of removed slots.
+    pub(crate) reclaim_counter: ReclaimCounter,
     /// The query history and the population, which route searches and feed regrouping.
     pub(crate) observations: Mutex<Observations>,
     /// The regroup policy of the options' `regrouping`.
@@ -119,6 +123,7 @@ impl HyperspaceIndex {
             subspaces: RwLock::new(Arc::new(spaces)),
             writes: RwLock::new(()),
             grace: GracePeriod::default(),
+            reclaim_counter: ReclaimCounter::new(options.reclaim_after, capacity),
             observations: Mutex::new(observations),
             policy,
             adaptive: options.adaptive,
