@@ -300,7 +300,9 @@ impl HyperspaceIndex {
     }
 
     /// Device memory of every space together; entry bytes count each tuple once
-    /// (4 bytes a field).
+    /// (4 bytes a field). Bytes in use count every super node of the chains, removed and
+    /// freed slots included (a reclaim frees slots for later inserts, it gives no super
+    /// node back; see [`HyperspaceIndex::reclaim`]).
     pub fn memory(&self) -> Result<MemoryUsage> {
         let stream = self.device.lend_stream()?;
         let mut usage = MemoryUsage::default();
