@@ -15,13 +15,18 @@
 // An insert's tile may read a slab's first 64 bytes first (a random read fetches 64 bytes
 // of DRAM on the H100) and the whole slab only when that half is full and lacks the key:
 // entries fill a list from its first spot on, so while lists are short most first empty
-// spots lie there. The host asks for it (GhSlabOpsParams.half_first) only then: on an H100
-// (n = 2^26 u32 pairs) builds read by halves ran 7 to 9% faster at means of 7.5 and 8 pairs
-// a bucket, and 9% slower at 13.5, where most first halves are full and each costs a
-// second, dependent read (a rate of such reads kept by each tile on the device still lost
-// 6 to 8% there). Finds read the whole slab at once: by halves, hits ran no faster (20308
-// against 20227 M/s) and misses, which mostly need both halves, 25% slower; tiles of 2
-// lanes found 3% slower than tiles of 4.
+// spots lie there. The host asks for it (GhSlabOpsParams.half_first) only then, and only
+// for tables whose head slabs span 4 times the L2 cache or more. Builds on an H100 (u32
+// pairs, in batches of 2^20; by halves against whole slabs, same call):
+//   n = 2^22 (heads 1.3x L2): 13460 against 15003 M/s at memory utilization 0.5 (-10%)
+//   n = 2^23 (2.7x L2):       12598 against 13060 (-3.5%)
+//   n = 2^24 (5.3x L2):       11727 against 11362 (+3%), head-slab load 0.5 +5.5%
+//   n = 2^25, 2^26:           +6 to +9%; at head-slab load 0.9 (13.5 pairs a bucket) -1 to
+//                             -3% even with half reads only while lists held under 10.
+// A rate of second reads kept by each tile on the device chose no better. Finds read the
+// whole slab at once: by halves, hits ran no faster (20308 against 20227 M/s at 2^26) and
+// misses, which mostly need both halves, 25% slower; tiles of 2 lanes found 3% slower
+// than tiles of 4.
 //
 // Every lane of the warp runs every step (the loops end on warp-wide votes), so whole-warp
 // ballots and shuffles serve all tiles at once, and the warp allocator, which needs all 32

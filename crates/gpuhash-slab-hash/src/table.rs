@@ -11,6 +11,7 @@ use gpuhash_core::staging::{downloaded, upload};
 use gpuhash_core::table::Key;
 
 use gpuhash_core::{Device, DeviceBuffer, Stream};
+use gpuhash_slab_alloc::layouts::GH_SLAB_WORDS;
 use gpuhash_slab_alloc::{Exhaustion, SlabAlloc, SlabAllocOptions};
 use gpuhash_slab_list::room::InUseBound;
 use parking_lot::RwLock;
@@ -329,8 +330,10 @@ impl SlabTable {
 
     /// Whether the inserts of `batch` should read slabs by halves, counting the batch into
     /// the entries bound: while the table, with every insert of the batch, would hold at
-    /// most 1.25 entries a bucket for each spot in a slab's first half, most lists' first
-    /// empty spot lies in that half (measured: slab_tile.cuh).
+    /// most one entry a bucket for each spot in a slab's first half (most lists' first
+    /// empty spot then lies in that half), and its head slabs span at least
+    /// [`HALF_FIRST_L2_MULTIPLE`] times the L2 cache (smaller tables are read mostly from L2,
+    /// where a half read saves little and a second read costs). Measured: slab_tile.cuh.
     fn half_first<K, V>(&self, batch: &Batch<'_, K, V>) -> bool {
         let added = batch.max_inserts as u64;
         let before = self
@@ -340,8 +343,12 @@ impl SlabTable {
             })
             .unwrap_or(u64::MAX);
         let after = before.saturating_add(added);
-        let limit = u64::from(self.bucket_count) * self.shape.in_first_half() * 5 / 4;
-        added > 0 && after <= limit
+        let buckets = u64::from(self.bucket_count);
+        let heads_bytes = buckets * u64::from(GH_SLAB_WORDS) * 4;
+        let l2 = self.device.properties().l2_cache_bytes as u64;
+        added > 0
+            && after <= buckets * self.shape.in_first_half()
+            && heads_bytes >= HALF_FIRST_L2_MULTIPLE * l2
     }
 
     fn keeps_last_copies<K, V>(&self, batch: &Batch<'_, K, V>) -> bool {
@@ -398,6 +405,9 @@ impl SlabTable {
         })?)
     }
 }
+
+/// Head slabs must span this many times the L2 cache for inserts to read slabs by halves.
+const HALF_FIRST_L2_MULTIPLE: u64 = 4;
 
 /// Whether a uniform batch of `op` may store new keys (and so needs room for them).
 fn may_insert(op: u32) -> bool {
