@@ -8,7 +8,7 @@
 //!               [contract] [swap] [upsert] [hyperspace]
 //!               [--log2-n N] [--runs R] [--w4-batches B] [--svg PATH] [--csv PATH]
 //!               [--w6-tables T,..] [--w6-p P,..] [--w6-card C,..] [--w6-no-cpu]
-//!               [--w6-cpu-runs R] [--w6-cpu-batch B]
+//!               [--w6-cpu-runs R] [--w6-cpu-batch B] [--w6-standalone-budget S]
 //! gpuhash-bench anchors [--logs DIR] [--out DIR]
 //! ```
 //!
@@ -81,7 +81,7 @@ use gpuhash_slab_hash::SlabHashMap;
 use measure::{Measurement, Runs};
 use progress::Progress;
 
-const USAGE: &str = "usage: gpuhash-bench [core] [slab-alloc] [slab-hash] [slab-hash-w2] [slab-hash-curve] [cuckoo] [contract] [swap] [upsert] [hyperspace] [--log2-n N] [--runs R] [--w4-batches B] [--svg PATH] [--csv PATH] [--w6-tables T,..] [--w6-p P,..] [--w6-card C,..] [--w6-no-cpu] [--w6-cpu-runs R] [--w6-cpu-batch B]\n   or: gpuhash-bench anchors [--logs DIR] [--out DIR]";
+const USAGE: &str = "usage: gpuhash-bench [core] [slab-alloc] [slab-hash] [slab-hash-w2] [slab-hash-curve] [cuckoo] [contract] [swap] [upsert] [hyperspace] [--log2-n N] [--runs R] [--w4-batches B] [--svg PATH] [--csv PATH] [--w6-tables T,..] [--w6-p P,..] [--w6-card C,..] [--w6-no-cpu] [--w6-cpu-runs R] [--w6-cpu-batch B] [--w6-standalone-budget S]\n   or: gpuhash-bench anchors [--logs DIR] [--out DIR]";
 /// The report that reads a run of the anchors instead of timing anything.
 const ANCHORS: &str = "anchors";
 const WORKLOADS: [&str; 10] = [

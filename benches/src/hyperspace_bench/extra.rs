@@ -9,7 +9,7 @@ use gpuhash_hyperspace::shape::{Field, FieldSet, SpaceShape};
 use gpuhash_hyperspace::{HyperspaceIndex, HyperspaceOptions, Query, SearchStrategy};
 use gpuhash_slab_hash::SlabHashMultiMap;
 
-use super::parts::CpuPart;
+use super::parts::{CpuPart, stand_alone_estimate_s};
 use super::{
     Result, UPDATE_BATCH, attribute_batch, batch, cpu_build, gpu_queries, median_kept, median_s,
     skew_note,
@@ -20,13 +20,26 @@ use crate::hyperspace::workload::{self, Spec};
 /// One `SlabHashMultiMap` per attribute (value to key): build, memory, search of A1;
 /// beside the memory of the GPU and CPU indexes of the same data (`memory`, from the main
 /// table; without it the GPU index is built here for its memory, and the CPU's is `-`).
+/// Not built when [`stand_alone_estimate_s`] expects its builds to pass `budget_s`: the
+/// row says so.
 pub(super) fn stand_alone(
     device: &Device,
     spec: &Spec,
     data: &Tuples,
     memory: Option<(u64, Option<u64>)>,
     runs: usize,
+    budget_s: f64,
 ) -> Result<String> {
+    let builds = runs.min(3) + 1;
+    let expected = stand_alone_estimate_s(spec, builds);
+    if expected > budget_s {
+        return Ok(format!(
+            "| {} | {}{} | not run: about {expected:.0} s for {builds} builds, over the budget of {budget_s:.0} s (each insert walks its value's list) | - | - | - | - | - | - |",
+            spec.attributes,
+            spec.cardinality,
+            skew_note(spec),
+        ));
+    }
     let (index_memory, cpu_memory) = match memory {
         Some(memory) => memory,
         None => {

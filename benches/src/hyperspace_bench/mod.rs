@@ -128,7 +128,14 @@ pub fn run(
             None
         };
         if parts.has(Table::StandAlone) {
-            let row = stand_alone(device, &spec, &data, memory, runs)?;
+            let row = stand_alone(
+                device,
+                &spec,
+                &data,
+                memory,
+                runs,
+                parts.standalone_budget_s,
+            )?;
             // On stderr at once too: the table comes after every case, and a run cut
             // short would lose the rows made so far.
             eprintln!("{row}");

@@ -14,8 +14,13 @@
 //!   modify and delete batch, on the same full index, its rates those of the items it ran
 //!   (every batch whole by default). Its matches are checked against the GPU index's for
 //!   the same queries.
+//! - `--w6-standalone-budget S` (300 by default): the stand-alone secondary indexes of a
+//!   case whose builds [`stand_alone_estimate_s`] expects to take longer than S seconds
+//!   are not built; their row says so and gives the estimate.
 
 use std::fmt;
+
+use crate::hyperspace::workload::{Skew, Spec};
 
 /// One table of W6.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,13 +90,15 @@ impl CpuPart {
 }
 
 /// The pieces of W6 a run covers.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Parts {
     tables: Vec<Table>,
     attributes: Vec<usize>,
     cases: Vec<Case>,
     /// The CPU index's part.
     pub cpu: CpuPart,
+    /// Seconds the stand-alone builds of one case may be expected to take.
+    pub standalone_budget_s: f64,
 }
 
 /// Attribute counts by default.
@@ -115,6 +122,7 @@ impl Default for Parts {
                 runs: 3,
                 batch: None,
             },
+            standalone_budget_s: 300.0,
         }
     }
 }
@@ -159,6 +167,7 @@ impl Parts {
             "--w6-card",
             "--w6-cpu-runs",
             "--w6-cpu-batch",
+            "--w6-standalone-budget",
         ]
         .contains(&flag)
     }
@@ -202,6 +211,10 @@ impl Parts {
             }
             "--w6-cpu-batch" => {
                 self.cpu.batch = Some(count(flag, value)?);
+                Ok(())
+            }
+            "--w6-standalone-budget" => {
+                self.standalone_budget_s = count(flag, value)? as f64;
                 Ok(())
             }
             _ => Err(format!("{flag} is not a W6 flag")),
@@ -267,11 +280,41 @@ impl Parts {
             format!("CPU index: median of {} timed runs, {batch}", self.cpu.runs)
         };
         format!(
-            "W6 pieces: tables {}; cases {}; {cpu}",
+            "W6 pieces: tables {}; cases {}; {cpu}; stand-alone builds up to an expected {:.0} s a case",
             tables.join(","),
-            cases.join(", ")
+            cases.join(", "),
+            self.standalone_budget_s
         )
     }
+}
+
+/// Slab reads a second of `SlabHashMultiMap` inserts walking long lists on an H100: W6 at
+/// n = 2^24, p = 8, cardinality 100 spent about 190 s in its stand-alone builds, about
+/// 3 * 10^12 slab reads by [`stand_alone_estimate_s`]'s count.
+const LIST_SLAB_READS_PER_S: f64 = 1.6e10;
+/// Pairs of u32 keys and values a slab of the multimap holds.
+const PAIRS_PER_SLAB: f64 = 15.0;
+
+/// Seconds that `builds` builds of the stand-alone secondary indexes of `spec` (one
+/// multimap an attribute) are expected to spend walking lists. A multimap insert walks its
+/// key's list to the first empty spot, so a value that `c` tuples hold costs about
+/// `c^2 / 2 / 15` slab reads: quadratic in the tuples a value, which at low cardinality or
+/// under skew outweighs the rest of the build.
+pub fn stand_alone_estimate_s(spec: &Spec, builds: usize) -> f64 {
+    let n = spec.tuples as f64;
+    let cardinality = f64::from(spec.cardinality.max(1));
+    // The sum over values of the square of each one's share of the tuples.
+    let squares = match spec.skew {
+        Skew::Uniform => 1.0 / cardinality,
+        Skew::Zipf => {
+            let ranks = 1..=spec.cardinality.max(1);
+            let harmonic: f64 = ranks.clone().map(|r| 1.0 / f64::from(r)).sum();
+            let squared: f64 = ranks.map(|r| 1.0 / f64::from(r).powi(2)).sum();
+            squared / (harmonic * harmonic)
+        }
+    };
+    let reads = n * n * squares / 2.0 / PAIRS_PER_SLAB;
+    reads * (spec.attributes * builds) as f64 / LIST_SLAB_READS_PER_S
 }
 
 #[cfg(test)]
@@ -354,6 +397,42 @@ mod tests {
         assert!(parts.describe().contains("no CPU index"));
         let capped = parse(&["--w6-cpu-batch", "8"]).unwrap();
         assert!(capped.describe().contains("first 8 items"));
+    }
+
+    fn spec(log2_n: u32, p: usize, cardinality: u32, skew: Skew) -> Spec {
+        Spec {
+            tuples: 1 << log2_n,
+            attributes: p,
+            cardinality,
+            skew,
+            seed: 0,
+        }
+    }
+
+    #[test]
+    fn stand_alone_estimates_grow_with_tuples_a_value() {
+        // The run the rate comes from.
+        let measured = stand_alone_estimate_s(&spec(24, 8, 100, Skew::Uniform), 4);
+        assert!((150.0..250.0).contains(&measured), "{measured}");
+        let wide = stand_alone_estimate_s(&spec(24, 8, 10_000, Skew::Uniform), 4);
+        assert!(wide < 3.0, "{wide}");
+        // Quadratic in n, linear in p and in the builds.
+        let big = stand_alone_estimate_s(&spec(26, 8, 100, Skew::Uniform), 4);
+        assert!((big / measured - 16.0).abs() < 1e-6);
+        let fewer = stand_alone_estimate_s(&spec(24, 2, 100, Skew::Uniform), 2);
+        assert!((measured / fewer - 8.0).abs() < 1e-6);
+        // Zipf values pile up on the first ranks.
+        let zipf = stand_alone_estimate_s(&spec(24, 4, 10_000, Skew::Zipf), 4);
+        let uniform = stand_alone_estimate_s(&spec(24, 4, 10_000, Skew::Uniform), 4);
+        assert!(zipf > 100.0 * uniform, "{zipf} against {uniform}");
+    }
+
+    #[test]
+    fn the_stand_alone_budget_is_a_flag() {
+        assert_eq!(parse(&[]).unwrap().standalone_budget_s, 300.0);
+        let parts = parse(&["--w6-standalone-budget", "900"]).unwrap();
+        assert_eq!(parts.standalone_budget_s, 900.0);
+        assert!(parse(&["--w6-standalone-budget", "0"]).is_err());
     }
 
     #[test]
