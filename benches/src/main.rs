@@ -6,7 +6,9 @@
 //! ```text
 //! gpuhash-bench [core] [slab-alloc] [slab-hash] [slab-hash-w2] [slab-hash-curve] [cuckoo]
 //!               [contract] [swap] [upsert] [hyperspace]
-//!               [--log2-n N] [--runs R] [--w4-batches B] [--w6-p P] [--svg PATH] [--csv PATH]
+//!               [--log2-n N] [--runs R] [--w4-batches B] [--svg PATH] [--csv PATH]
+//!               [--w6-tables T,..] [--w6-p P,..] [--w6-card C,..] [--w6-no-cpu]
+//!               [--w6-cpu-runs R] [--w6-cpu-batch B] [--w6-standalone-budget S]
 //! gpuhash-bench anchors [--logs DIR] [--out DIR]
 //! ```
 //!
@@ -34,8 +36,9 @@
 //!   of the same keys, uniform and Zipf-skewed (exponent 1.0), on the slab hash map and
 //!   DyHash.
 //! - `hyperspace`: W6, the hyperspace index (gpuhash-hyperspace) beside a CPU hyperspace
-//!   index on every core and stand-alone secondary indexes (`hyperspace_bench`); `--w6-p P`
-//!   (repeatable) keeps only those attribute counts of 2, 4 and 8.
+//!   index on every core and stand-alone secondary indexes (`hyperspace_bench`); the
+//!   `--w6-*` flags pick its pieces (tables, attribute counts, cardinalities, the CPU
+//!   index's part: `hyperspace_bench::parts`), so that it can run as several commands.
 //! - `cuckoo`: DyHash (gpuhash-cuckoo) on W1 at loads 0.5 to 0.95 (u32 pairs in packed
 //!   buckets, the default, and in split buckets forced, each row with its table bytes a
 //!   pair) and W4 with B batches a phase (`--w4-batches`, default 16; 0 skips it).
@@ -78,7 +81,7 @@ use gpuhash_slab_hash::SlabHashMap;
 use measure::{Measurement, Runs};
 use progress::Progress;
 
-const USAGE: &str = "usage: gpuhash-bench [core] [slab-alloc] [slab-hash] [slab-hash-w2] [slab-hash-curve] [cuckoo] [contract] [swap] [upsert] [hyperspace] [--log2-n N] [--runs R] [--w4-batches B] [--w6-p P] [--svg PATH] [--csv PATH]\n   or: gpuhash-bench anchors [--logs DIR] [--out DIR]";
+const USAGE: &str = "usage: gpuhash-bench [core] [slab-alloc] [slab-hash] [slab-hash-w2] [slab-hash-curve] [cuckoo] [contract] [swap] [upsert] [hyperspace] [--log2-n N] [--runs R] [--w4-batches B] [--svg PATH] [--csv PATH] [--w6-tables T,..] [--w6-p P,..] [--w6-card C,..] [--w6-no-cpu] [--w6-cpu-runs R] [--w6-cpu-batch B] [--w6-standalone-budget S]\n   or: gpuhash-bench anchors [--logs DIR] [--out DIR]";
 /// The report that reads a run of the anchors instead of timing anything.
 const ANCHORS: &str = "anchors";
 const WORKLOADS: [&str; 10] = [
@@ -100,8 +103,8 @@ struct Options {
     log2_n: u32,
     runs: usize,
     w4_batches: u32,
-    /// W6's attribute counts: all of them when none is given.
-    w6_attributes: Vec<usize>,
+    /// W6's pieces.
+    w6: hyperspace_bench::parts::Parts,
     svg: PathBuf,
     csv: PathBuf,
     /// `anchors`: write the anchor report instead of running workloads.
@@ -118,7 +121,7 @@ fn parse_options() -> Result<Options, String> {
         log2_n: 26,
         runs: 11,
         w4_batches: 16,
-        w6_attributes: Vec::new(),
+        w6: hyperspace_bench::parts::Parts::default(),
         svg: PathBuf::from("slab-hash-curve.svg"),
         csv: PathBuf::from("slab-hash-curve.csv"),
         anchors: false,
@@ -135,6 +138,10 @@ fn parse_options() -> Result<Options, String> {
             options.anchors = true;
             continue;
         }
+        if hyperspace_bench::parts::Parts::is_switch(&arg) {
+            options.w6.switch(&arg)?;
+            continue;
+        }
         let value = args
             .next()
             .ok_or_else(|| format!("{arg} needs a value; {USAGE}"))?;
@@ -144,11 +151,14 @@ fn parse_options() -> Result<Options, String> {
                 "{arg} takes a number from 1 to {max}, not {value:?}"
             )),
         };
+        if hyperspace_bench::parts::Parts::takes_value(&arg) {
+            options.w6.flag(&arg, &value)?;
+            continue;
+        }
         match arg.as_str() {
             "--log2-n" => options.log2_n = number(30)?,
             "--runs" => options.runs = number(1000)? as usize,
             "--w4-batches" => options.w4_batches = if value == "0" { 0 } else { number(64)? },
-            "--w6-p" => options.w6_attributes.push(number(8)? as usize),
             "--svg" => options.svg = PathBuf::from(&value),
             "--csv" => options.csv = PathBuf::from(&value),
             "--logs" => options.logs = PathBuf::from(&value),
@@ -380,7 +390,7 @@ fn run(options: &Options) -> Result<(), Box<dyn Error>> {
                 &device,
                 options.log2_n,
                 options.runs,
-                &options.w6_attributes,
+                &options.w6,
                 &progress,
             )?,
             _ => unreachable!("parse_options admits only known workloads"),

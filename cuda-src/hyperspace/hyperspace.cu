@@ -16,10 +16,15 @@ extern "C" __global__ void gh_hs_buckets(GhHsBucketsParams p) {
     }
 }
 
-// Inserts the PENDING tuples. The warp walks the source tuple's bucket to the first empty
-// key slot and claims it; with `unique`, it first looks for the key in every key node on
-// the way, and waits on a busy slot (an insert in flight may hold the same key), so that
-// a key is never stored twice. A full tail gets a new super node.
+// Inserts the PENDING tuples. The warp walks the source tuple's bucket and claims an
+// empty key slot. Without `unique` it claims the first one it meets. With `unique` it
+// first reads every key node of the chain, looking for the key and waiting on a busy slot
+// (an insert in flight may hold the same key), and only at the tail claims the first
+// empty slot it saw: a reclaimed hole (gh_hs_reclaim) may lie before a live copy of the
+// key further on. Losing that slot starts the walk again from the head. Two inserts of
+// one key cannot both succeed: each claims the first empty slot of its walk, so the later
+// one either saw the earlier one's slot busy (and waited for its key) or claims that same
+// slot and loses. A full tail gets a new super node.
 extern "C" __global__ void gh_hs_insert(GhHsInsertParams p) {
     SuperNodeAllocator allocator(p.space.alloc, chain_count(p.space));
     for_each_item(p.tuples.count, [&](uint64_t i, bool in_range) {
@@ -34,11 +39,17 @@ extern "C" __global__ void gh_hs_insert(GhHsInsertParams p) {
             const uint32_t src = __ffs(queue) - 1;
             const uint32_t src_key = __shfl_sync(kFullWarp, key, src);
             const uint64_t src_item = __shfl_sync(kFullWarp, (unsigned long long)i, src);
-            SuperNode at = head_of(p.space, __shfl_sync(kFullWarp, bucket, src));
+            const SuperNode head = head_of(p.space, __shfl_sync(kFullWarp, bucket, src));
+            SuperNode at = head;
+            // With `unique`: the first empty slot of this walk, if any yet.
+            SuperNode seen = SuperNode{nullptr, GH_INVALID_SLAB};
+            uint32_t seen_spot = 32u;
             uint32_t outcome = GH_HS_PENDING;
             while (outcome == GH_HS_PENDING) {
                 const uint32_t word = gh::read_slab(at.key_node);
                 const bool data = is_data_lane();
+                const uint32_t empty = gh::find_first(data && word == GH_SLAB_EMPTY_WORD);
+                const SuperNode next = next_of(p.space, word);
                 if (p.unique) {
                     if (__ballot_sync(kFullWarp, data && word == src_key) != 0) {
                         outcome = GH_HS_PRESENT;
@@ -47,19 +58,44 @@ extern "C" __global__ void gh_hs_insert(GhHsInsertParams p) {
                     if (__ballot_sync(kFullWarp, data && word == GH_HS_BUSY_KEY) != 0) {
                         continue;  // an insert in flight: read the node again once it lands
                     }
+                    if (seen.key_node == nullptr && empty < 32u) {
+                        seen = at;
+                        seen_spot = empty;
+                    }
+                    if (next.key_node != nullptr) {
+                        at = next;
+                        continue;
+                    }
+                    // The tail: the key is nowhere in the chain.
+                    if (seen.key_node != nullptr) {
+                        if (claim_slot(seen.key_node, seen_spot)) {
+                            publish_tuple(p.space, p.tuples, src_item, seen.key_node, seen_spot);
+                            if (lane_id() == 0 && p.slots != nullptr) {
+                                p.slots[src_item] = slot_id(p.space, seen, seen_spot);
+                            }
+                            outcome = GH_HS_INSERTED;
+                        } else {
+                            at = head;  // lost the slot: walk again
+                            seen = SuperNode{nullptr, GH_INVALID_SLAB};
+                            seen_spot = 32u;
+                        }
+                        continue;
+                    }
+                    if (!extend_bucket(allocator, p.space, at.key_node)) {
+                        break;  // no super node: the tuple stays PENDING for a retry after growth
+                    }
+                    continue;  // read the tail again, then its new successor
                 }
-                const uint32_t spot = gh::find_first(data && word == GH_SLAB_EMPTY_WORD);
-                if (spot < 32u) {
-                    if (claim_slot(at.key_node, spot)) {
-                        publish_tuple(p.space, p.tuples, src_item, at.key_node, spot);
+                if (empty < 32u) {
+                    if (claim_slot(at.key_node, empty)) {
+                        publish_tuple(p.space, p.tuples, src_item, at.key_node, empty);
                         if (lane_id() == 0 && p.slots != nullptr) {
-                            p.slots[src_item] = slot_id(p.space, at, spot);
+                            p.slots[src_item] = slot_id(p.space, at, empty);
                         }
                         outcome = GH_HS_INSERTED;
                     }
                     continue;  // lost the slot: read the node again
                 }
-                const SuperNode next = next_of(p.space, word);
                 if (next.key_node != nullptr) {
                     at = next;
                 } else if (!extend_bucket(allocator, p.space, at.key_node)) {
@@ -160,6 +196,27 @@ extern "C" __global__ void gh_hs_count(GhHsCountParams p) {
             } else if (live != 0) {
                 atomicAdd(p.total, (unsigned long long)live);
             }
+        }
+    });
+}
+
+// Removed key slots made empty again, for later inserts to take (the index's reclaim):
+// queued only while no write is in flight and after every search that could have seen
+// their tuples live has ended, so no reader holds a removed slot's old words. One warp a
+// bucket; *total counts the slots freed.
+extern "C" __global__ void gh_hs_reclaim(GhHsCountParams p) {
+    for_each_warp_item(p.space.bucket_count, [&](uint64_t bucket) {
+        uint64_t freed = 0;
+        walk_bucket(p.space, (uint32_t)bucket, [&](SuperNode at, uint32_t word) {
+            const bool removed = is_data_lane() && word == GH_SLAB_REMOVED_WORD;
+            if (removed) {
+                at.key_node[lane_id()] = GH_SLAB_EMPTY_WORD;
+            }
+            freed += __popc(__ballot_sync(kFullWarp, removed));
+            return true;
+        });
+        if (lane_id() == 0 && freed != 0) {
+            atomicAdd(p.total, (unsigned long long)freed);
         }
     });
 }

@@ -2,9 +2,9 @@
 // publishing it, and reading a tuple back. The key slot decides whether a tuple is there:
 // an insert claims it as busy (compare-and-swap from empty), writes the other fields,
 // fences, then publishes the key; a delete overwrites the key with the removed word.
-// Slots are never reused (a removed key stays a hole until the space is cleared), so a
-// key slot goes empty -> busy -> key -> removed, and every other field of a slot is
-// written once, before its key is published.
+// A key slot goes empty -> busy -> key -> removed, and a reclaim (gh_hs_reclaim, after a
+// grace period no search spans) turns removed back into empty; every other field of a
+// slot is written before its key is published, and only while the key slot is busy.
 //
 // Every function here is called by all 32 lanes of a warp together.
 #pragma once

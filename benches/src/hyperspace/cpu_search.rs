@@ -39,6 +39,23 @@ impl QueryBatch {
     pub fn value(&self, j: usize, i: usize) -> u32 {
         self.values[j * self.len() + i]
     }
+
+    /// The first `count` queries (all of them when there are fewer).
+    pub fn prefix(&self, count: usize) -> QueryBatch {
+        QueryBatch {
+            fields: self.fields.clone(),
+            values: column_prefix(&self.values, self.len(), count),
+        }
+    }
+}
+
+/// The first `count` rows of column-major `columns` of `rows` rows each.
+pub fn column_prefix(columns: &[u32], rows: usize, count: usize) -> Vec<u32> {
+    let count = count.min(rows);
+    columns
+        .chunks(rows.max(1))
+        .flat_map(|column| column[..count].iter().copied())
+        .collect()
 }
 
 /// The answers of a batch as compressed rows: query `i`'s matches are tuples

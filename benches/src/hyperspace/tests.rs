@@ -497,3 +497,34 @@ fn the_shifting_mix_regroups_once_and_answers_alike() {
     let groups: Vec<_> = index.shapes()[1..].iter().map(SpaceShape::fields).collect();
     assert!(groups.contains(&FieldSet::of([A0, A2])), "{groups:?}");
 }
+
+#[test]
+fn prefixes_keep_the_first_items_of_every_column() {
+    let spec = spec(5000, 3, 100, Skew::Uniform);
+    let data = workload::tuples(&spec, 2);
+    let batch = workload::queries(&data, &[A0, A2], 100, 4);
+    let head = batch.prefix(7);
+    assert_eq!((head.len(), head.fields.clone()), (7, batch.fields.clone()));
+    for j in 0..2 {
+        for i in 0..7 {
+            assert_eq!(head.value(j, i), batch.value(j, i));
+        }
+    }
+    assert_eq!(batch.prefix(1000), batch);
+    let change = workload::modifies(&spec, &data, 50, 2);
+    let first = change.prefix(5);
+    assert_eq!(first.keys, change.keys[..5]);
+    assert_eq!(first.values, change.values[..5]);
+    for a in 0..3 {
+        assert_eq!(
+            first.attributes[a * 5..a * 5 + 5],
+            change.attributes[a * 50..a * 50 + 5]
+        );
+    }
+    assert_eq!(change.prefix(50).attributes, change.attributes);
+    // The CPU index answers a prefix as the first rows of the whole batch.
+    let (key_index, subspaces) = spaces(5000, &[&[A0], &[A2]]);
+    let index = CpuHyperspace::build(3, &data, key_index, subspaces, spec.population(), 2).unwrap();
+    let (whole, part) = (index.search(&batch).unwrap(), index.search(&head).unwrap());
+    assert_eq!(part.counts, whole.counts[..7]);
+}

@@ -25,7 +25,7 @@ use gpuhash_hyperspace::shape::Field;
 use gpuhash_test_support::SeededRng;
 
 use super::cpu_index::{EMPTY, REMOVED, Tuples, for_chunks};
-use super::cpu_search::QueryBatch;
+use super::cpu_search::{QueryBatch, column_prefix};
 
 /// Values drawn from one seed.
 const CHUNK: usize = 1 << 20;
@@ -167,6 +167,19 @@ pub struct Modifies {
     pub attributes: Vec<u32>,
     /// The new values.
     pub values: Vec<u32>,
+}
+
+impl Modifies {
+    /// The first `count` modifies (all of them when there are fewer).
+    pub fn prefix(&self, count: usize) -> Modifies {
+        let rows = self.keys.len();
+        let count = count.min(rows);
+        Modifies {
+            keys: self.keys[..count].to_vec(),
+            attributes: column_prefix(&self.attributes, rows, count),
+            values: self.values[..count].to_vec(),
+        }
+    }
 }
 
 /// `count` modifies of `spec`'s tuples `data`, every attribute moved to another value.

@@ -29,6 +29,8 @@ use crate::tuples::{self, DeviceTuples, Tuple, TupleBatch, Tuples};
 use gpuhash_slab_list::layouts::GH_SLAB_EMPTY_WORD;
 use parking_lot::{Mutex, RwLock};
 
+use crate::reclaim::ReclaimCounter;
+
 /// What an insert did with each tuple.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum InsertStatus {
@@ -54,6 +56,8 @@ pub struct HyperspaceIndex {
     /// write lands in subspaces a regroup is about to replace.
     pub(crate) writes: RwLock<()>,
     pub(crate) grace: GracePeriod,
+    /// Tuples removed since the last reclaim of removed slots.
+    pub(crate) reclaim_counter: ReclaimCounter,
     /// The query history and the population, which route searches and feed regrouping.
     pub(crate) observations: Mutex<Observations>,
     /// The regroup policy of the options' `regrouping`.
@@ -119,6 +123,7 @@ impl HyperspaceIndex {
             subspaces: RwLock::new(Arc::new(spaces)),
             writes: RwLock::new(()),
             grace: GracePeriod::default(),
+            reclaim_counter: ReclaimCounter::new(options.reclaim_after, capacity),
             observations: Mutex::new(observations),
             policy,
             adaptive: options.adaptive,
@@ -295,7 +300,9 @@ impl HyperspaceIndex {
     }
 
     /// Device memory of every space together; entry bytes count each tuple once
-    /// (4 bytes a field).
+    /// (4 bytes a field). Bytes in use count every super node of the chains, removed and
+    /// freed slots included (a reclaim frees slots for later inserts, it gives no super
+    /// node back; see [`HyperspaceIndex::reclaim`]).
     pub fn memory(&self) -> Result<MemoryUsage> {
         let stream = self.device.lend_stream()?;
         let mut usage = MemoryUsage::default();

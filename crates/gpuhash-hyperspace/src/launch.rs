@@ -53,6 +53,7 @@ static GET: Kernel<GhHsGetParams> = Kernel::new(&OPS, "gh_hs_get");
 static DELETE: Kernel<GhHsDeleteParams> = Kernel::new(&OPS, "gh_hs_delete");
 static DELETE_SLOTS: Kernel<GhHsSlotDeleteParams> = Kernel::new(&OPS, "gh_hs_delete_slots");
 static COUNT: Kernel<GhHsCountParams> = Kernel::new(&OPS, "gh_hs_count");
+static RECLAIM: Kernel<GhHsCountParams> = Kernel::new(&OPS, "gh_hs_reclaim");
 static FILL: Kernel<GhHsFillParams> = Kernel::new(&OPS, "gh_hs_fill");
 static EXPORT: Kernel<GhHsExportParams> = Kernel::new(&OPS, "gh_hs_export");
 static SUBTASKS: Kernel<GhHsSubtaskParams> = Kernel::new(&SEARCH_IMAGE, "gh_hs_subtasks");
@@ -286,6 +287,31 @@ pub(crate) fn count(
     // only reads the space's slabs.
     unsafe {
         COUNT.launch(
+            stream,
+            grid(stream, u64::from(space.bucket_count) * 32),
+            params,
+        )
+    }
+}
+
+/// The space's removed key slots made empty again, `*total += ` how many. The caller
+/// makes sure that no write is in flight and no search that could have seen their tuples
+/// live still runs (`reclaim.rs`).
+pub(crate) fn reclaim(
+    stream: &Stream,
+    space: GhHsSpace,
+    total: &mut DeviceBuffer<u64>,
+) -> gpuhash_core::Result<()> {
+    let t = total.address_mut(stream);
+    let params = GhHsCountParams {
+        space,
+        total: t.address as *mut ::core::ffi::c_ulonglong,
+        counts: std::ptr::null_mut(),
+    };
+    // SAFETY: the kernel adds into total, one word the buffer holds, and writes only key
+    // words of the space's own slabs (removed to empty).
+    unsafe {
+        RECLAIM.launch(
             stream,
             grid(stream, u64::from(space.bucket_count) * 32),
             params,

@@ -109,15 +109,19 @@
 //! - **Slots** (`cuda-src/hyperspace/slots.cuh`): the key slot decides whether a tuple is
 //!   there. An insert claims it as busy (a compare-and-swap from empty), writes the other
 //!   fields, fences, then publishes the key; readers skip empty, busy and removed slots and
-//!   read the other fields after a fence. A delete writes the removed word. Slots are never
-//!   reused: a removed slot stays a hole until [`HyperspaceIndex::clear`]. A batch that
+//!   read the other fields after a fence. A delete writes the removed word. Removed slots
+//!   are freed together by [`HyperspaceIndex::reclaim`] (by the index itself every
+//!   [`HyperspaceOptions::reclaim_after`] deletes and modifies) once no write is in flight
+//!   and every search that began before has ended (`reclaim.rs`), and later inserts fill
+//!   those holes before the chain grows. A batch that
 //!   must find a slot again (a modify's old copy, a rolled-back insert) keeps its id: the
 //!   super node's slab address and the lane (or the word in the heads array), which stay
 //!   valid when the allocator grows, even the light variant that moves every slab.
 //! - **Operations** are served by warp-cooperative work sharing: each thread owns an item,
 //!   the warp takes them one at a time and reads each key node with all 32 lanes, ballots
 //!   finding the key or a free slot. An insert looks for its key on the way (waiting on a
-//!   busy slot, which may hold it) and claims the first empty slot, so a key is stored
+//!   busy slot, which may hold it) through the whole chain, and then claims the first
+//!   empty slot it saw (a freed hole may lie before a live copy), so a key is stored
 //!   once.
 //! - **Searches** (`src/search.rs`, `cuda-src/hyperspace/search.cu`): queries naming the
 //!   same fields form a group run in their best space; each (query, bucket it touches) is
@@ -208,8 +212,10 @@
 //!
 //! ## Limits
 //!
-//! - Removed slots are not reclaimed until `clear`: an index under heavy modify or delete
-//!   churn grows until then.
+//! - Super nodes are never given back (only [`HyperspaceIndex::clear`] empties the
+//!   chains): freed slots take later inserts of their own bucket, so under churn memory
+//!   stays near what the largest population needed, not what the present one needs. A
+//!   reclaim holds writes off while it waits for earlier searches.
 //! - The index itself does not speak the table contract: it reserves three key words and
 //!   rejects a batch repeating a key, where the contract takes every `u32` and keeps one
 //!   copy. [`KeyIndexMap`] wraps it as a contract `Map<u32, [u32; W]>` that does (a side
@@ -236,6 +242,7 @@ mod layouts;
 mod observations;
 mod options;
 mod query;
+mod reclaim;
 pub mod regroup;
 pub mod scan;
 mod search;

@@ -98,6 +98,12 @@ pub struct HyperspaceOptions {
     /// (the default): `regrouping.check_every` searches, so that each look of adaptive
     /// regrouping weighs the searches since the last look about as much as all before.
     pub history_half_life: Option<f64>,
+    /// Tuples deleted or modified (through the host forms and the device forms of
+    /// delete and modify, which count what they found) after which the index reclaims
+    /// its removed slots by itself ([`crate::HyperspaceIndex::reclaim`]); `None` (the
+    /// default): a quarter of the capacity the index was made for, at least 4096;
+    /// `Some(0)`: never by itself.
+    pub reclaim_after: Option<u64>,
 }
 
 impl Default for HyperspaceOptions {
@@ -113,6 +119,7 @@ impl Default for HyperspaceOptions {
             regrouping: RegroupOptions::default(),
             adaptive: false,
             history_half_life: None,
+            reclaim_after: None,
         }
     }
 }
@@ -183,6 +190,13 @@ impl HyperspaceOptions {
     /// (`f64::INFINITY` for plain counts).
     pub fn history_half_life(mut self, searches: f64) -> Self {
         self.history_half_life = Some(searches);
+        self
+    }
+
+    /// These options with removed slots reclaimed by the index itself after `tuples`
+    /// deletes and modifies (0: only when [`crate::HyperspaceIndex::reclaim`] is called).
+    pub fn reclaim_after(mut self, tuples: u64) -> Self {
+        self.reclaim_after = Some(tuples);
         self
     }
 

@@ -296,6 +296,14 @@ impl Space {
         Ok(total.to_host(stream)?[0])
     }
 
+    /// Makes the space's removed key slots empty again once the work queued on `stream`
+    /// has run; how many.
+    pub(crate) fn reclaim(&self, stream: &Stream) -> Result<u64> {
+        let mut total = DeviceBuffer::<u64>::zeroed(stream, 1)?;
+        self.run(stream, |space| launch::reclaim(stream, space, &mut total))?;
+        Ok(total.to_host(stream)?[0])
+    }
+
     /// (bytes reserved, bytes in use): heads and allocator.
     pub(crate) fn memory(&self, stream: &Stream) -> Result<(u64, u64)> {
         let slabs = self.slabs.read();

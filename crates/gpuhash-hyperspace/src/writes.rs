@@ -138,10 +138,11 @@ impl HyperspaceIndex {
             space.delete(stream, &tuples)?;
         }
         stream.synchronize()?;
+        drop(_writes);
         let found_keys: Vec<bool> = found.iter().map(|&f| f != 0).collect();
-        self.observations
-            .lock()
-            .removed(distinct_found(keys, &found_keys));
+        let removed = distinct_found(keys, &found_keys);
+        self.observations.lock().removed(removed);
+        self.removed_tuples(removed)?;
         Ok(found)
     }
 
@@ -228,6 +229,9 @@ impl HyperspaceIndex {
         stream.synchronize()?;
         self.grace.wait_for_earlier_searches()?;
         take_out(&spaces, stream, &new.keys, &old_slots)?;
+        drop(_writes);
+        let modified = found.iter().filter(|&&f| f != 0).count();
+        self.removed_tuples(modified as u64)?;
         Ok(found)
     }
 

@@ -57,18 +57,28 @@ fn async_searches_during_a_modify_storm_never_miss_a_tuple() {
 }
 
 /// Tuples in the storm.
-const KEYS: u32 = 20_000;
+pub(crate) const KEYS: u32 = 20_000;
 
 /// Modifies every tuple 30 times on this thread while `search` runs on another (None: a
 /// search not to judge); every judged search finds each tuple once or twice.
 fn storm(search: impl Fn(&HyperspaceIndex, &[Query]) -> Option<Matches> + Sync) {
+    storm_with(|options| options, search);
+}
+
+/// [`storm`] with the index's options passed through `options_of`.
+pub(crate) fn storm_with(
+    options_of: impl Fn(HyperspaceOptions) -> HyperspaceOptions,
+    search: impl Fn(&HyperspaceIndex, &[Query]) -> Option<Matches> + Sync,
+) {
     let _memory = shared_memory();
     for subspaces in [Subspaces::Pairs, Subspaces::EachAttribute] {
         let mut rng = SeededRng::new(21);
         let keys: Vec<u32> = (0..KEYS).map(|k| k * 7 + 1).collect();
-        let options = HyperspaceOptions::default()
-            .subspaces(subspaces)
-            .space_bits(8);
+        let options = options_of(
+            HyperspaceOptions::default()
+                .subspaces(subspaces)
+                .space_bits(8),
+        );
         let index =
             HyperspaceIndex::build(device(), 2, batch(&tuples(&mut rng, &keys, 0)), options)
                 .expect("a build");

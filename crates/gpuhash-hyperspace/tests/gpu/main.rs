@@ -11,5 +11,6 @@ mod concurrency;
 mod contract;
 mod device_forms;
 mod operations;
+mod reclaim;
 mod regroup;
 mod sequences;
