@@ -229,22 +229,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         splits.push(split);
     };
 
-    let cuckoo = CuckooTable::<u32, u32>::with_capacity(&device, columns.order_keys.len())?;
-    let build = build_table(&cuckoo, &columns)?;
-    for (split, answer) in host_ways(&cuckoo, "DyHash", build, &stream, &columns)? {
-        check(split, answer);
-    }
-    for (split, answer) in fused(&cuckoo, build, &stream, &columns)? {
+    let orders = columns.order_keys.len();
+    let cuckoo = CuckooTable::<u32, u32>::with_capacity(&device, orders)?;
+    for (split, answer) in every_way(&cuckoo, &stream, &columns)? {
         check(split, answer);
     }
     drop(cuckoo);
-
-    let slab = SlabHashMap::<u32, u32>::with_capacity(&device, columns.order_keys.len())?;
-    let build = build_table(&slab, &columns)?;
-    for (split, answer) in host_ways(&slab, "slab hash", build, &stream, &columns)? {
-        check(split, answer);
-    }
-    for (split, answer) in fused(&slab, build, &stream, &columns)? {
+    let slab = SlabHashMap::<u32, u32>::with_capacity(&device, orders)?;
+    for (split, answer) in every_way(&slab, &stream, &columns)? {
         check(split, answer);
     }
 
@@ -255,6 +247,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     } else {
         Err(format!("answers differ from the CPU's: {}", mismatches.join("; ")).into())
     }
+}
+
+/// Builds `table` from the orders, then probes it every way: host slices, compact answers,
+/// the fused kernel.
+fn every_way<T: ProbedInKernel>(
+    table: &T,
+    stream: &Stream,
+    columns: &Columns,
+) -> Result<Vec<(Split, Answer)>, Box<dyn std::error::Error>> {
+    let build = build_table(table, columns)?;
+    let mut ways = host_ways(table, T::NAME, build, stream, columns)?;
+    ways.extend(fused(table, build, stream, columns)?);
+    Ok(ways)
 }
 
 /// Inserts the orders from host slices; the time in ms of the second build (the first, into
