@@ -9,6 +9,7 @@
 //! reverse complement are one key (the smaller of the two), as DNA is read from either
 //! strand. Bases other than A, C, G, T end a run; no k-mer spans them.
 
+#[allow(dead_code, reason = "the TPC-H generator of examples 07 and 08")]
 mod common;
 
 use std::collections::HashMap;

@@ -138,29 +138,18 @@ fn group_on_cpu(keys: &[u64], prices: &[u64]) -> (Groups, f64) {
 
 /// `lineitem`'s three columns, generated in parts on every core.
 fn generate(scale: f64) -> LineItems {
-    let parts = common::threads() as i32;
-    let columns: Vec<LineItems> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (1..=parts)
-            .map(|part| {
-                scope.spawn(move || {
-                    let mut columns = LineItems {
-                        orders: Vec::new(),
-                        suppliers: Vec::new(),
-                        prices: Vec::new(),
-                    };
-                    for row in LineItemGenerator::new(scale, part, parts) {
-                        columns.orders.push(row.l_orderkey as u64);
-                        columns.suppliers.push(row.l_suppkey as u64);
-                        columns.prices.push(row.l_extendedprice.0 as u64);
-                    }
-                    columns
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .map(|w| w.join().expect("generator"))
-            .collect()
+    let columns = common::in_parts(|part, parts| {
+        let mut columns = LineItems {
+            orders: Vec::new(),
+            suppliers: Vec::new(),
+            prices: Vec::new(),
+        };
+        for row in LineItemGenerator::new(scale, part, parts) {
+            columns.orders.push(row.l_orderkey as u64);
+            columns.suppliers.push(row.l_suppkey as u64);
+            columns.prices.push(row.l_extendedprice.0 as u64);
+        }
+        columns
     });
     let mut all = LineItems {
         orders: Vec::new(),

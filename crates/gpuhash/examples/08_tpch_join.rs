@@ -599,36 +599,25 @@ fn sum_parts<F: Fn(usize) -> Option<u64> + Sync>(n: usize, kept: &F) -> Answer {
 /// The orders of the date range and `lineitem`'s two columns, generated in parts on every
 /// core.
 fn generate(scale: f64) -> Columns {
-    let parts = common::threads() as i32;
-    let pieces: Vec<Columns> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (1..=parts)
-            .map(|part| {
-                scope.spawn(move || {
-                    let mut columns = Columns {
-                        order_keys: Vec::new(),
-                        order_days: Vec::new(),
-                        line_orders: Vec::new(),
-                        line_prices: Vec::new(),
-                    };
-                    for order in OrderGenerator::new(scale, part, parts) {
-                        let day = order.o_orderdate.to_unix_epoch() as u32;
-                        if (FROM_DAY..UNTIL_DAY).contains(&day) {
-                            columns.order_keys.push(order_key(order.o_orderkey));
-                            columns.order_days.push(day);
-                        }
-                    }
-                    for row in LineItemGenerator::new(scale, part, parts) {
-                        columns.line_orders.push(order_key(row.l_orderkey));
-                        columns.line_prices.push(row.l_extendedprice.0 as u64);
-                    }
-                    columns
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .map(|w| w.join().expect("generator"))
-            .collect()
+    let pieces = common::in_parts(|part, parts| {
+        let mut columns = Columns {
+            order_keys: Vec::new(),
+            order_days: Vec::new(),
+            line_orders: Vec::new(),
+            line_prices: Vec::new(),
+        };
+        for order in OrderGenerator::new(scale, part, parts) {
+            let day = order.o_orderdate.to_unix_epoch() as u32;
+            if (FROM_DAY..UNTIL_DAY).contains(&day) {
+                columns.order_keys.push(order_key(order.o_orderkey));
+                columns.order_days.push(day);
+            }
+        }
+        for row in LineItemGenerator::new(scale, part, parts) {
+            columns.line_orders.push(order_key(row.l_orderkey));
+            columns.line_prices.push(row.l_extendedprice.0 as u64);
+        }
+        columns
     });
     let mut all = Columns {
         order_keys: Vec::new(),

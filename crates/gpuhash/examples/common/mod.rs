@@ -38,6 +38,24 @@ pub fn threads() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)
 }
 
+/// `make(part, parts)` for every part 1..=parts of the data (tpchgen's numbering), one
+/// thread a part, one part a core; the parts in order.
+pub fn in_parts<T: Send>(make: impl Fn(i32, i32) -> T + Sync) -> Vec<T> {
+    let parts = threads() as i32;
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (1..=parts)
+            .map(|part| {
+                let make = &make;
+                scope.spawn(move || make(part, parts))
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().expect("a generator thread"))
+            .collect()
+    })
+}
+
 /// Milliseconds since `started`.
 pub fn ms(started: Instant) -> f64 {
     started.elapsed().as_secs_f64() * 1e3
