@@ -277,21 +277,7 @@ pub(crate) fn count(
     space: GhHsSpace,
     total: &mut DeviceBuffer<u64>,
 ) -> gpuhash_core::Result<()> {
-    let t = total.address_mut(stream);
-    let params = GhHsCountParams {
-        space,
-        total: t.address as *mut ::core::ffi::c_ulonglong,
-        counts: std::ptr::null_mut(),
-    };
-    // SAFETY: with counts null the kernel adds into total, one word the buffer holds; it
-    // only reads the space's slabs.
-    unsafe {
-        COUNT.launch(
-            stream,
-            grid(stream, u64::from(space.bucket_count) * 32),
-            params,
-        )
-    }
+    sum_over_buckets(&COUNT, stream, space, total)
 }
 
 /// The space's removed key slots made empty again, `*total += ` how many. The caller
@@ -302,21 +288,29 @@ pub(crate) fn reclaim(
     space: GhHsSpace,
     total: &mut DeviceBuffer<u64>,
 ) -> gpuhash_core::Result<()> {
+    sum_over_buckets(&RECLAIM, stream, space, total)
+}
+
+/// A warp a bucket of the space, each adding what it counted into `*total`: COUNT or
+/// RECLAIM.
+fn sum_over_buckets(
+    kernel: &Kernel<GhHsCountParams>,
+    stream: &Stream,
+    space: GhHsSpace,
+    total: &mut DeviceBuffer<u64>,
+) -> gpuhash_core::Result<()> {
     let t = total.address_mut(stream);
     let params = GhHsCountParams {
         space,
         total: t.address as *mut ::core::ffi::c_ulonglong,
         counts: std::ptr::null_mut(),
     };
-    // SAFETY: the kernel adds into total, one word the buffer holds, and writes only key
-    // words of the space's own slabs (removed to empty).
-    unsafe {
-        RECLAIM.launch(
-            stream,
-            grid(stream, u64::from(space.bucket_count) * 32),
-            params,
-        )
-    }
+    let warps = grid(stream, u64::from(space.bucket_count) * 32);
+    // SAFETY: with counts null both kernels add into total, one word the buffer holds, and
+    // touch only the space's own slabs: COUNT reads them, RECLAIM turns removed key words
+    // to empty, which its caller orders after every write and every search that could
+    // read them (`reclaim`).
+    unsafe { kernel.launch(stream, warps, params) }
 }
 
 /// Every live tuple packed into `out` from 0, `cursor` counting them.
