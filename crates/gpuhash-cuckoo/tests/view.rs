@@ -3,14 +3,12 @@
 //! the NVRTC library only; the probes a CUDA device too. Run on a GPU machine with
 //! `--include-ignored` (see docs/gpu-testing.md).
 
-use std::collections::HashSet;
-
 use cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg};
 use gpuhash_core::table::{ErrorKind, Key, Map, Value};
 use gpuhash_core::{DeviceBuffer, Error};
 use gpuhash_cuckoo::{CuckooOptions, CuckooTable, view};
 use gpuhash_test_support::{
-    SeededRng, adversarial_keys, device, key_from_bits, shared_memory, values_of,
+    SeededRng, ViewSizes, device, key_from_bits, shared_memory, view_scenario,
 };
 
 /// Kernels that answer each query as `get` does: `found[i]` and the value's words. The
@@ -167,32 +165,20 @@ fn view_matches_get<K: Key, V: Value>() {
     let _memory = shared_memory();
     let mut rng = SeededRng::new(K::WORDS.into());
     let table = CuckooTable::<K, V>::new(device(), CuckooOptions::with_capacity(0)).unwrap();
-    let adversarial = adversarial_keys::<K>();
-    let mut keys: Vec<K> = rng.distinct_keys(200_000);
-    let held: HashSet<K> = keys.iter().copied().collect();
     // The reserved all-ones key goes in; the other adversarial keys half in, half not.
-    let reserved = key_from_bits::<K>(u64::MAX);
-    let present: Vec<K> = adversarial
-        .iter()
-        .copied()
-        .filter(|k| *k == reserved || held.contains(k) || rng.next_u64().is_multiple_of(2))
-        .collect();
-    keys.extend(present.iter().filter(|k| !held.contains(k)));
-    table.insert(&keys, &values_of::<K, V>(&keys)).unwrap();
-
-    let mut queries: Vec<K> = keys.iter().step_by(3).copied().collect();
-    queries.extend(&adversarial);
-    queries.extend(rng.distinct_keys::<K>(50_000));
-    assert_view_answers_as_get(&table, &queries, "after inserts");
-
-    let removed: Vec<K> = keys.iter().step_by(2).copied().collect();
-    table.remove(&removed).unwrap();
-    assert_view_answers_as_get(&table, &queries, "after removes");
-
-    let more: Vec<K> = rng.distinct_keys(400_000);
-    table.insert(&more, &values_of::<K, V>(&more)).unwrap();
-    queries.extend(more.iter().step_by(5));
-    assert_view_answers_as_get(&table, &queries, "after growth");
+    let reserved = [key_from_bits::<K>(u64::MAX)];
+    let sizes = ViewSizes {
+        first: 200_000,
+        absent: 50_000,
+        growth: 400_000,
+    };
+    view_scenario(
+        &table,
+        &mut rng,
+        &reserved,
+        sizes,
+        assert_view_answers_as_get,
+    );
 }
 
 #[test]

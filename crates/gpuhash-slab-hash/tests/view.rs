@@ -3,14 +3,12 @@
 //! needs the NVRTC library only; the probes a CUDA device too. Run on a GPU machine with
 //! `--include-ignored` (see docs/gpu-testing.md).
 
-use std::collections::HashSet;
-
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 use gpuhash_core::DeviceBuffer;
 use gpuhash_core::table::{Key, Map};
 use gpuhash_slab_hash::{SlabHashMap, SlabHashOptions, view};
 use gpuhash_test_support::{
-    SeededRng, adversarial_keys, device, key_from_bits, shared_memory, values_of,
+    SeededRng, ViewSizes, device, key_from_bits, shared_memory, view_scenario,
 };
 
 /// Kernels that answer each query as `get` does: `found[i]` and the value's words (as many
@@ -129,33 +127,15 @@ fn view_matches_get<K: Key, V: Key>() {
     let mut rng = SeededRng::new(u64::from(K::WORDS * 2 + V::WORDS));
     // Few buckets, so that lists run several slabs long.
     let map = SlabHashMap::<K, V>::new(device(), SlabHashOptions::with_capacity(1 << 12)).unwrap();
-    let adversarial = adversarial_keys::<K>();
-    let mut keys: Vec<K> = rng.distinct_keys(100_000);
-    let held: HashSet<K> = keys.iter().copied().collect();
     let reserved: Vec<K> = (0..3)
         .map(|below| key_from_bits(u64::MAX - below))
         .collect();
-    let present: Vec<K> = adversarial
-        .iter()
-        .copied()
-        .filter(|k| reserved.contains(k) || held.contains(k) || rng.next_u64().is_multiple_of(2))
-        .collect();
-    keys.extend(present.iter().filter(|k| !held.contains(k)));
-    map.insert(&keys, &values_of::<K, V>(&keys)).unwrap();
-
-    let mut queries: Vec<K> = keys.iter().step_by(3).copied().collect();
-    queries.extend(&adversarial);
-    queries.extend(rng.distinct_keys::<K>(30_000));
-    assert_view_answers_as_get(&map, &queries, "after inserts");
-
-    let removed: Vec<K> = keys.iter().step_by(2).copied().collect();
-    map.remove(&removed).unwrap();
-    assert_view_answers_as_get(&map, &queries, "after removes");
-
-    let more: Vec<K> = rng.distinct_keys(300_000);
-    map.insert(&more, &values_of::<K, V>(&more)).unwrap();
-    queries.extend(more.iter().step_by(5));
-    assert_view_answers_as_get(&map, &queries, "after growth");
+    let sizes = ViewSizes {
+        first: 100_000,
+        absent: 30_000,
+        growth: 300_000,
+    };
+    view_scenario(&map, &mut rng, &reserved, sizes, assert_view_answers_as_get);
 }
 
 #[test]
