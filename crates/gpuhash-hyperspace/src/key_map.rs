@@ -36,7 +36,9 @@ use crate::{HyperspaceError, HyperspaceOptions, Result};
 /// buffer, whose entries for keys not found must stay as they were) back to the host and
 /// run the index's host forms, which wait for their batches; so every device form of this
 /// map waits for its batch. An insert of new and held keys at once runs two batches: should
-/// the second (the modify) fail, the new keys are in and the held ones keep their values.
+/// the second (the modify) fail, which leaves the held tuples as they were, the new keys
+/// are deleted again before the error returns (should that delete fail too, for want of
+/// device memory, they stay in).
 ///
 /// `W` from 2 to 9: an index of `W - 1` attributes.
 #[derive(Debug)]
@@ -86,7 +88,18 @@ where
                 .filter(|&(_, &s)| s == InsertStatus::Present)
                 .map(|(&i, _)| (keys[i], &values[i])),
         );
-        self.index.modify(held.as_batch())?;
+        if let Err(error) = self.index.modify(held.as_batch()) {
+            // A failed modify leaves the held tuples as they were: take the new ones back
+            // out, so the map holds what it held before the batch.
+            let added: Vec<u32> = plain
+                .iter()
+                .zip(&status)
+                .filter(|&(_, &s)| s == InsertStatus::Inserted)
+                .map(|(&i, _)| keys[i])
+                .collect();
+            let _undone = self.index.delete(&added);
+            return Err(error);
+        }
         let mut side = self.reserved.lock();
         for i in reserved {
             side.insert(keys[i], values[i]);
