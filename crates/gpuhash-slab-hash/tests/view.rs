@@ -3,12 +3,11 @@
 //! needs the NVRTC library only; the probes a CUDA device too. Run on a GPU machine with
 //! `--include-ignored` (see docs/gpu-testing.md).
 
-use cudarc::driver::{LaunchConfig, PushKernelArg};
-use gpuhash_core::DeviceBuffer;
 use gpuhash_core::table::{Key, Map};
 use gpuhash_slab_hash::{SlabHashMap, SlabHashOptions, view};
 use gpuhash_test_support::{
-    SeededRng, ViewSizes, device, key_from_bits, shared_memory, view_scenario,
+    SeededRng, ViewSizes, assert_includes_are_shipped, device, key_from_bits,
+    probe_through_view as probe_with, shared_memory, view_scenario,
 };
 
 /// Kernels that answer each query as `get` does: `found[i]` and the value's words (as many
@@ -50,13 +49,7 @@ fn the_public_header_compiles_with_nvrtc() {
 
 #[test]
 fn every_quoted_include_of_a_shipped_header_is_shipped() {
-    let names: Vec<&str> = view::HEADERS.0.iter().map(|(name, _)| *name).collect();
-    for (_, source) in view::HEADERS.0 {
-        for line in source.lines().filter(|l| l.starts_with("#include \"")) {
-            let included = line.trim_start_matches("#include \"").trim_end_matches('"');
-            assert!(names.contains(&included), "{included} is not shipped");
-        }
-    }
+    assert_includes_are_shipped(&view::HEADERS);
 }
 
 /// `found` and values of `queries` (keys of the kernel's width) as the NVRTC kernel
@@ -66,43 +59,9 @@ fn probe_through_view<K: Key, V: Key, Q: Key>(
     kernel: &str,
     queries: &[Q],
 ) -> (Vec<u8>, Vec<V>) {
-    let device = device();
-    let stream = device.new_stream().unwrap();
-    let ptx = view::HEADERS
-        .compile_ptx(device, PROBES)
-        .expect("the probes compile");
-    let module = stream.cuda_stream().context().load_module(ptx).unwrap();
-    let function = module.load_function(kernel).unwrap();
-    let keys = DeviceBuffer::from_host(&stream, queries).unwrap();
-    let mut found = DeviceBuffer::<u8>::zeroed(&stream, queries.len()).unwrap();
-    let mut values = DeviceBuffer::<V>::zeroed(&stream, queries.len()).unwrap();
-    {
-        let view = map.device_view(&stream).unwrap();
-        let keys_at = keys.address(&stream);
-        let found_at = found.address_mut(&stream);
-        let values_at = values.address_mut(&stream);
-        let n = queries.len() as u64;
-        let mut launch = stream.cuda_stream().launch_builder(&function);
-        launch
-            .arg(view.raw())
-            .arg(&keys_at.address)
-            .arg(&n)
-            .arg(&found_at.address)
-            .arg(&values_at.address);
-        let config = LaunchConfig {
-            grid_dim: (n.div_ceil(256).clamp(1, 1024) as u32, 1, 1),
-            block_dim: (256, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        // SAFETY: the kernel reads `n` keys and writes `n` flags and `n` values of the
-        // map's width, all allocated above with those lengths; the view lives until the
-        // launch is queued on its stream.
-        unsafe { launch.launch(config) }.unwrap();
-    }
-    (
-        found.to_host(&stream).unwrap(),
-        values.to_host(&stream).unwrap(),
-    )
+    let stream = device().new_stream().unwrap();
+    let view = map.device_view(&stream).unwrap();
+    probe_with(&view::HEADERS, PROBES, kernel, &stream, view.raw(), queries)
 }
 
 /// Probes `queries` through the view and through `get`, and holds them equal.

@@ -51,6 +51,7 @@ mod inputs;
 mod model;
 mod shape;
 mod steps;
+mod view_probe;
 mod view_scenario;
 
 pub use batch_cost::{BATCH_KEYS, BatchCost, batch_cost};
@@ -63,4 +64,5 @@ pub use images::{damaged_images, foreign_headers, image_round_trip};
 pub use inputs::{SeededRng, adversarial_keys, key_from_bits, value_in_round, value_of, values_of};
 pub use model::Rule;
 pub use shape::{ExportedInto, MapShape, MultiMapShape, SetShape, Shape, Via};
+pub use view_probe::{assert_includes_are_shipped, probe_through_view};
 pub use view_scenario::{ViewSizes, view_scenario};
