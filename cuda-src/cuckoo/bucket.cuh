@@ -283,10 +283,11 @@ struct Seen {
     W hit;
 };
 
-// What one lane alone reads of a bucket: its key's home half (the half holding
-// slot `start`), the other half, or the whole line. A lane that reads by itself
-// keeps twice as many lookups in flight a warp as tiles of two do.
-enum class Part { kHomeHalf, kOtherHalf, kLine };
+// What one lane alone reads of a bucket: its key's home quarter (the 32-byte
+// sector holding slot `start`, inside the home half), its home half (the half
+// holding slot `start`), the other half, or the whole line. A lane that reads by
+// itself keeps twice as many lookups in flight a warp as tiles of two do.
+enum class Part { kHomeQuarter, kHomeHalf, kOtherHalf, kLine };
 
 template <typename L, uint32_t N>
 __device__ __forceinline__ Seen<typename L::Word> seen_in(const typename L::Word (&piece)[N], uint32_t base,
@@ -304,6 +305,13 @@ __device__ __forceinline__ Seen<typename L::Word> look_alone(const GhCuckooSubta
         typename L::Word line[L::kSlots];
         load_words<L>(s, bucket, 0, 0, coherent, line);
         return seen_in<L>(line, 0, key);
+    }
+    if (part == Part::kHomeQuarter) {
+        constexpr uint32_t QS = L::kHalfSlots / 2;
+        const uint32_t quarter = start / QS;
+        typename L::Word piece[QS];
+        load_words<L>(s, bucket, quarter * (kHalfBytes / 2), 0, coherent, piece);
+        return seen_in<L>(piece, quarter * QS, key);
     }
     constexpr uint32_t HS = L::kHalfSlots;
     const uint32_t half = part == Part::kHomeHalf ? start / HS : 1 - start / HS;

@@ -60,12 +60,13 @@ __device__ void insert(const GhCuckooInsertParams &p) {
     const uint32_t d = p.table.subtables;
     constexpr uint32_t S = L::kSlots;
     const K *keys = static_cast<const K *>(p.keys);
-    const uint64_t chunks = (p.count + kTile - 1) / kTile;
+    const uint64_t count = p.count_at != nullptr ? min(*p.count_at, p.count) : p.count;
+    const uint64_t chunks = (count + kTile - 1) / kTile;
 
     for (uint64_t c = tile_index(); c < chunks; c += tile_count()) {
         // Each lane of the tile owns one pair of the chunk.
         const uint64_t i = c * kTile + t.rank;
-        bool active = i < p.count && (p.skip == nullptr || p.skip[i] == 0);
+        bool active = i < count && (p.skip == nullptr || p.skip[i] == 0);
         K key = Keys<K>::kEmpty;
         uint32_t value[MaxW];
         // The carried key's first subtable, and where in its probe order it is.

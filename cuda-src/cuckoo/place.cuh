@@ -26,13 +26,16 @@ __device__ __forceinline__ void store_value(const GhCuckooSubtable &sub, uint64_
 // all are full. Slots are tried in the key's order (first_in_order), so two
 // equal keys aim at the same slot and the second sees the first or loses the
 // CAS to it. The first bucket is read by halves, home half first (at low loads
-// it takes the pair); later buckets come at high loads, where the whole line is
-// usually needed. Losing the CAS to another key means the bucket gained a pair:
+// it takes the pair), or, with `quarter_first`, by its home quarter before that
+// (one sector); later buckets come at high loads, where the whole line is
+// usually needed. Every copy of a key reads the same parts in the same order and
+// slots only fill during this pass, so the rule above holds for any parts. Losing the CAS to another key means the bucket gained a pair:
 // read again. The CAS claims the slot word: the key (split), or key and value
 // at once (packed), expecting the empty word.
 template <typename L>
 __device__ uint8_t place_pair(const GhCuckooSubtable *subs, uint32_t d, uint32_t first, uint32_t start,
-                              typename L::Key key, const uint32_t *value, uint32_t words, BlockCounts &counts) {
+                              typename L::Key key, const uint32_t *value, uint32_t words, bool quarter_first,
+                              BlockCounts &counts) {
     using W = typename L::Word;
     const uint32_t head = __ldg(value);
     const W claim = L::word_of(key, head);
@@ -40,13 +43,18 @@ __device__ uint8_t place_pair(const GhCuckooSubtable *subs, uint32_t d, uint32_t
         const uint32_t s = probe_subtable(first, j, d);
         const GhCuckooSubtable &sub = subs[s];
         const uint64_t bucket = bucket_of(sub, key);
-        Part part = j == 0 ? Part::kHomeHalf : Part::kLine;
+        Part part = j > 0 ? Part::kLine : quarter_first ? Part::kHomeQuarter : Part::kHomeHalf;
         while (true) {
             const auto seen = look_alone<L>(sub, bucket, start, part, true, key);
             if (seen.key != 0) return GH_CUCKOO_DUPLICATE;
             if (seen.empty == 0) {
-                if (part != Part::kHomeHalf) break;
-                part = Part::kOtherHalf;
+                if (part == Part::kHomeQuarter) {
+                    part = Part::kHomeHalf;
+                } else if (part == Part::kHomeHalf) {
+                    part = Part::kOtherHalf;
+                } else {
+                    break;
+                }
                 continue;
             }
             const uint32_t slot = first_in_order<L>(seen.empty, start);
@@ -78,7 +86,7 @@ __device__ __forceinline__ void place_one(const GhCuckooPlaceParams &p, const Gh
     uint8_t status = GH_CUCKOO_PENDING;
     if (key != Keys<K>::kEmpty) {
         status = place_pair<L>(subs, d, start_of(p.home, d, key).first, home_slot<L>(key, p.home.seed), key,
-                            p.values + i * words, words, counts);
+                            p.values + i * words, words, p.quarter_first != 0, counts);
     }
     p.status[i] = status;
     duplicates += status == GH_CUCKOO_DUPLICATE ? 1 : 0;

@@ -255,10 +255,12 @@ pub struct GhCuckooPlaceParams {
     pub duplicates: *mut u64,
     pub cursor: *mut u64,
     pub count: u64,
+    pub quarter_first: u32,
+    pub pad: u32,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of GhCuckooPlaceParams"][::core::mem::size_of::<GhCuckooPlaceParams>() - 728usize];
+    ["Size of GhCuckooPlaceParams"][::core::mem::size_of::<GhCuckooPlaceParams>() - 736usize];
     ["Alignment of GhCuckooPlaceParams"][::core::mem::align_of::<GhCuckooPlaceParams>() - 8usize];
     ["Offset of field: GhCuckooPlaceParams::table"]
         [::core::mem::offset_of!(GhCuckooPlaceParams, table) - 0usize];
@@ -284,6 +286,10 @@ const _: () = {
         [::core::mem::offset_of!(GhCuckooPlaceParams, cursor) - 712usize];
     ["Offset of field: GhCuckooPlaceParams::count"]
         [::core::mem::offset_of!(GhCuckooPlaceParams, count) - 720usize];
+    ["Offset of field: GhCuckooPlaceParams::quarter_first"]
+        [::core::mem::offset_of!(GhCuckooPlaceParams, quarter_first) - 728usize];
+    ["Offset of field: GhCuckooPlaceParams::pad"]
+        [::core::mem::offset_of!(GhCuckooPlaceParams, pad) - 732usize];
 };
 impl Default for GhCuckooPlaceParams {
     fn default() -> Self {
@@ -302,6 +308,7 @@ pub struct GhCuckooInsertParams {
     pub values: *const u32,
     pub skip: *const u8,
     pub count: u64,
+    pub count_at: *const u64,
     pub failed_keys: *mut ::core::ffi::c_void,
     pub failed_values: *mut u32,
     pub failed_count: *mut u64,
@@ -315,7 +322,7 @@ pub struct GhCuckooInsertParams {
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of GhCuckooInsertParams"][::core::mem::size_of::<GhCuckooInsertParams>() - 736usize];
+    ["Size of GhCuckooInsertParams"][::core::mem::size_of::<GhCuckooInsertParams>() - 744usize];
     ["Alignment of GhCuckooInsertParams"][::core::mem::align_of::<GhCuckooInsertParams>() - 8usize];
     ["Offset of field: GhCuckooInsertParams::table"]
         [::core::mem::offset_of!(GhCuckooInsertParams, table) - 0usize];
@@ -327,26 +334,28 @@ const _: () = {
         [::core::mem::offset_of!(GhCuckooInsertParams, skip) - 560usize];
     ["Offset of field: GhCuckooInsertParams::count"]
         [::core::mem::offset_of!(GhCuckooInsertParams, count) - 568usize];
+    ["Offset of field: GhCuckooInsertParams::count_at"]
+        [::core::mem::offset_of!(GhCuckooInsertParams, count_at) - 576usize];
     ["Offset of field: GhCuckooInsertParams::failed_keys"]
-        [::core::mem::offset_of!(GhCuckooInsertParams, failed_keys) - 576usize];
+        [::core::mem::offset_of!(GhCuckooInsertParams, failed_keys) - 584usize];
     ["Offset of field: GhCuckooInsertParams::failed_values"]
-        [::core::mem::offset_of!(GhCuckooInsertParams, failed_values) - 584usize];
+        [::core::mem::offset_of!(GhCuckooInsertParams, failed_values) - 592usize];
     ["Offset of field: GhCuckooInsertParams::failed_count"]
-        [::core::mem::offset_of!(GhCuckooInsertParams, failed_count) - 592usize];
+        [::core::mem::offset_of!(GhCuckooInsertParams, failed_count) - 600usize];
     ["Offset of field: GhCuckooInsertParams::log_keys"]
-        [::core::mem::offset_of!(GhCuckooInsertParams, log_keys) - 600usize];
+        [::core::mem::offset_of!(GhCuckooInsertParams, log_keys) - 608usize];
     ["Offset of field: GhCuckooInsertParams::log_count"]
-        [::core::mem::offset_of!(GhCuckooInsertParams, log_count) - 608usize];
+        [::core::mem::offset_of!(GhCuckooInsertParams, log_count) - 616usize];
     ["Offset of field: GhCuckooInsertParams::log_capacity"]
-        [::core::mem::offset_of!(GhCuckooInsertParams, log_capacity) - 616usize];
+        [::core::mem::offset_of!(GhCuckooInsertParams, log_capacity) - 624usize];
     ["Offset of field: GhCuckooInsertParams::home"]
-        [::core::mem::offset_of!(GhCuckooInsertParams, home) - 624usize];
+        [::core::mem::offset_of!(GhCuckooInsertParams, home) - 632usize];
     ["Offset of field: GhCuckooInsertParams::salt"]
-        [::core::mem::offset_of!(GhCuckooInsertParams, salt) - 724usize];
+        [::core::mem::offset_of!(GhCuckooInsertParams, salt) - 732usize];
     ["Offset of field: GhCuckooInsertParams::max_evictions"]
-        [::core::mem::offset_of!(GhCuckooInsertParams, max_evictions) - 728usize];
+        [::core::mem::offset_of!(GhCuckooInsertParams, max_evictions) - 736usize];
     ["Offset of field: GhCuckooInsertParams::exclude"]
-        [::core::mem::offset_of!(GhCuckooInsertParams, exclude) - 732usize];
+        [::core::mem::offset_of!(GhCuckooInsertParams, exclude) - 740usize];
 };
 impl Default for GhCuckooInsertParams {
     fn default() -> Self {

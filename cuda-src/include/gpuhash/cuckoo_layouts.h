@@ -169,6 +169,11 @@ typedef struct GhCuckooPlaceParams {
     /* Zero before the launch: the pairs handed out to blocks so far. */
     uint64_t *cursor;
     uint64_t count;
+    /* Nonzero: a pair reads the 32-byte quarter of its first bucket that holds its
+     * first slot before the home half (one sector, enough while buckets are mostly
+     * empty). */
+    uint32_t quarter_first;
+    uint32_t pad;
 } GhCuckooPlaceParams;
 
 /* Inserts (keys[i], values[i]) for i < count with skip == null or skip[i] == 0,
@@ -185,6 +190,10 @@ typedef struct GhCuckooInsertParams {
     const uint32_t *values;
     const uint8_t *skip;
     uint64_t count;
+    /* When not null, the pairs are the first min(*count_at, count) only: a count an
+     * earlier kernel of the stream left on the device (the place kernel's pending
+     * pairs), so that the host need not read it first. */
+    const uint64_t *count_at;
     /* Capacity count. */
     void *failed_keys;
     uint32_t *failed_values;

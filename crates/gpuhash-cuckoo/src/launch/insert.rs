@@ -151,6 +151,8 @@ pub(crate) struct Place<'a, K, V> {
     pub(crate) counters: &'a mut DeviceBuffer<u64>,
     /// One word, zeroed: the next chunk of the batch a block takes.
     pub(crate) cursor: &'a mut DeviceBuffer<u64>,
+    /// Whether a pair reads its home quarter before its home half.
+    pub(crate) quarter_first: bool,
 }
 
 /// Queues the place kernel.
@@ -195,6 +197,8 @@ pub(crate) fn place<K: Key, V: bytemuck::Pod>(
         duplicates: counter_ptr(&counters, counter::DUPLICATES),
         cursor: c.address as *mut u64,
         count: count as u64,
+        quarter_first: u32::from(place.quarter_first),
+        pad: 0,
     };
     let shape = lane_shape(stream, count as u64);
     // SAFETY: the table's arrays are live and this batch's (the caller's part); every
@@ -216,6 +220,9 @@ pub(crate) struct Insert<'a, K, V> {
     pub(crate) values: &'a DeviceBuffer<V>,
     /// The pairs to insert: the first `count`.
     pub(crate) count: usize,
+    /// When given, a counter of `counters` that an earlier kernel set: the pairs are then
+    /// the first min(that counter, `count`), read on the device.
+    pub(crate) count_from: Option<usize>,
     /// Pairs flagged here are not this pass's to insert.
     pub(crate) skip: Option<&'a DeviceBuffer<u8>>,
     /// Pairs homeless after the eviction bound.
@@ -248,6 +255,7 @@ pub(crate) fn insert<K: Key, V: bytemuck::Pod>(
     assert!(insert.skip.is_none_or(|s| s.len() >= count));
     assert!(insert.failed_keys.len() >= count && insert.failed_values.len() >= count);
     check_counters(insert.counters);
+    assert!(insert.count_from.is_none_or(|c| c < counter::WORDS));
     let log_capacity = insert.log.len() as u64;
     let k = insert.keys.address(stream);
     let v = insert.values.address(stream);
@@ -262,6 +270,9 @@ pub(crate) fn insert<K: Key, V: bytemuck::Pod>(
         values: v.address as *const u32,
         skip: const_ptr(s.as_ref()),
         count: count as u64,
+        count_at: insert
+            .count_from
+            .map_or(std::ptr::null(), |c| counter_ptr(&counters, c).cast_const()),
         failed_keys: fk.address as *mut _,
         failed_values: fv.address as *mut u32,
         failed_count: counter_ptr(&counters, counter::FAILED),

@@ -18,12 +18,16 @@ use crate::layouts::{
     GH_CUCKOO_REMOVE_ALL, GH_CUCKOO_REMOVE_DUPLICATES,
 };
 use crate::policy::{self, Resize};
-use crate::{CuckooError, Result};
+use crate::{BucketLayout, CuckooError, Result};
 
 /// Upsize-and-retry rounds an insert makes before it reports the pairs it could not place.
 const MAX_ROUNDS: usize = 24;
 /// The find kernel's mark of a key it found, which the update kernel selects.
 const FOUND: u32 = 1;
+/// The fill factor up to which the place pass reads home quarters first.
+const QUARTER_FIRST_FILL: f64 = 0.6;
+/// Times the L2 cache from which a table's place pass reads home quarters first.
+const QUARTER_FIRST_L2_MULTIPLE: u64 = 4;
 
 impl<K: Key, V: Value> CuckooTable<K, V> {
     /// Under the gate's write lock: inserts the batch (see the crate docs), with the counts
@@ -81,10 +85,8 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
             Some(cached) if cached.log.len() >= n => cached,
             _ => Scratch::<K, V>::new(stream, n, n)?,
         };
-        // A batch larger than what the place kernel holds in flight works on its pairs sorted
-        // by partition from here on; a smaller one is in flight whole whatever its order.
         let mut sorted = None;
-        if n as u64 > self.pairs_in_flight(stream) {
+        if self.sorts(stream, n) {
             // A copy of another size is freed before the new one is allocated.
             let cached = scratch.sorted.take().filter(|(k, _)| k.len() == n);
             let (mut sorted_keys, mut sorted_values) = match cached {
@@ -135,6 +137,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
             keys,
             values,
             count: n,
+            count_from: None,
             skip: found.as_ref(),
         };
         let outcome = self.place_and_settle(stream, &input, &mut scratch);
@@ -161,6 +164,32 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
         }
         *self.scratch.lock() = Some(scratch);
         self.apply_policy(stream)
+    }
+
+    /// Whether a batch of `n` pairs goes in sorted by partition (the crate docs, "Batches
+    /// sorted by partition"): when the place kernel cannot hold it in flight whole (a smaller
+    /// batch is in flight whole whatever its order), its pairs touch two lines each (split
+    /// buckets: the key's and the value's), and the table outgrows the L2 cache (one that
+    /// fits is read from L2 in any order). A packed pair touches one line: sorted, its
+    /// place pass ran no faster and the sort was pure cost.
+    fn sorts(&self, stream: &Stream, n: usize) -> bool {
+        let l2 = stream.device().properties().l2_cache_bytes as u64;
+        self.layout == BucketLayout::Split
+            && n as u64 > self.pairs_in_flight(stream)
+            && self.table_bytes() > l2
+    }
+
+    /// Whether the place pass reads a pair's home quarter before its home half: while the
+    /// table, after `pairs` more, stays at most [`QUARTER_FIRST_FILL`] full, a pair
+    /// mostly finds an empty slot in the quarter, and one sector a pair is read instead of
+    /// two. Where the table is many times the L2 cache, that sector comes from DRAM: there
+    /// it shortened a build of 2^26 pairs at load 0.5 by 9 to 11% on an H100, of 2^24 by 0
+    /// to 4% (docs/benchmarks/cuckoo.md); at load 0.8 it was up to 3% slower, and a table
+    /// near the L2's size built no faster.
+    fn quarter_first(&self, stream: &Stream, pairs: usize) -> bool {
+        let l2 = stream.device().properties().l2_cache_bytes as u64;
+        let fill = (self.mirror.lock().len() + pairs as u64) as f64 / self.capacity().max(1) as f64;
+        fill <= QUARTER_FIRST_FILL && self.table_bytes() >= QUARTER_FIRST_L2_MULTIPLE * l2
     }
 
     /// Pairs the place kernel holds in flight at most: GH_CUCKOO_PLACE_PER_THREAD a thread of
@@ -219,8 +248,8 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
         input: &Input<'_, K, V>,
         scratch: &mut Scratch<K, V>,
     ) -> Result<()> {
-        let duplicates = self.place_then_insert(stream, input, scratch)?;
-        self.settle(stream, scratch, Some(input), true, true)?;
+        self.place_then_insert(stream, input, scratch)?;
+        let duplicates = self.settle(stream, scratch, Some(input), true, true)?;
         if duplicates > 0 {
             self.update(
                 stream,
@@ -234,42 +263,42 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
     }
 
     /// The place kernel, then the insert kernel for the pairs it left pending (from failed
-    /// list 1, homeless ones into failed list 0). Returns the number of duplicates.
+    /// list 1, homeless ones into failed list 0), which reads their number on the device:
+    /// the host does not wait between them.
     fn place_then_insert(
         &self,
         stream: &Stream,
         input: &Input<'_, K, V>,
         scratch: &mut Scratch<K, V>,
-    ) -> Result<u64> {
-        let (pending, duplicates) = self.place_launch(stream, input, scratch)?;
-        if pending > 0 {
-            let keys = std::mem::replace(
-                &mut scratch.failed_keys[1],
-                DeviceBuffer::zeroed(stream, 0)?,
-            );
-            let values = std::mem::replace(
-                &mut scratch.failed_values[1],
-                DeviceBuffer::zeroed(stream, 0)?,
-            );
-            let rest = Input {
-                keys: &keys,
-                values: &values,
-                count: pending as usize,
-                skip: None,
-            };
-            let launched = self.insert_launch(stream, &rest, scratch, 0, None);
-            scratch.failed_keys[1] = keys;
-            scratch.failed_values[1] = values;
-            launched?;
-        }
-        Ok(duplicates)
+    ) -> Result<()> {
+        self.place_launch(stream, input, scratch)?;
+        let keys = std::mem::replace(
+            &mut scratch.failed_keys[1],
+            DeviceBuffer::zeroed(stream, 0)?,
+        );
+        let values = std::mem::replace(
+            &mut scratch.failed_values[1],
+            DeviceBuffer::zeroed(stream, 0)?,
+        );
+        let rest = Input {
+            keys: &keys,
+            values: &values,
+            count: input.count,
+            count_from: Some(counter::PENDING),
+            skip: None,
+        };
+        let launched = self.insert_launch(stream, &rest, scratch, 0, None);
+        scratch.failed_keys[1] = keys;
+        scratch.failed_values[1] = values;
+        launched
     }
 
     /// After an insert launch into failed list 0: removes duplicates that evictions may
     /// have left (when `dedup`), and while pairs are homeless, grows the table (when
     /// `grow`; an undo, short of memory, retries with fresh random swaps only) and retries
     /// them. On return every pair is placed, or the error says which are not; the failed
-    /// list then holds them.
+    /// list then holds them. Returns the duplicates the place kernel counted (read with the
+    /// first counts, before a retry clears them).
     pub(super) fn settle(
         &self,
         stream: &Stream,
@@ -277,12 +306,14 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
         original: Option<&Input<'_, K, V>>,
         dedup: bool,
         grow: bool,
-    ) -> Result<()> {
+    ) -> Result<u64> {
         const DUPLICATES: u32 = GH_CUCKOO_REMOVE_DUPLICATES;
         let mut current = 0usize;
         let mut retried = 0usize;
+        let mut duplicates = None;
         for round in 0..MAX_ROUNDS {
             let counters = scratch.counters(stream)?;
+            let duplicates = *duplicates.get_or_insert(counters[counter::DUPLICATES]);
             let (logged, failed) = (counters[counter::LOGGED], counters[counter::FAILED]);
             let failed = failed as usize;
             if dedup {
@@ -308,7 +339,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
                 }
             }
             if failed == 0 {
-                return Ok(());
+                return Ok(duplicates);
             }
             if grow {
                 self.refresh(stream)?;
@@ -336,6 +367,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
                 keys: &keys,
                 values: &values,
                 count: failed,
+                count_from: None,
                 skip: None,
             };
             self.insert_launch(stream, &input, scratch, next, None)?;
@@ -403,6 +435,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
                 keys: &dk,
                 values: &dv,
                 count: k.len(),
+                count_from: None,
                 skip: None,
             };
             // Into empty slots first, then with swaps, retried in place: there is no memory
@@ -450,14 +483,16 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
     /// The lock-free first pass of a user batch: places what fits into an empty slot of one
     /// of its buckets, writes each pair's fate into `scratch.status` and the pairs left
     /// pending into failed list 1. Returns the number of pending pairs (for the insert
-    /// kernel) and of duplicates (for the update kernel, once every pair is placed).
+    /// kernel) and of duplicates (for the update kernel, once every pair is placed) in the
+    /// scratch counters.
     fn place_launch(
         &self,
         stream: &Stream,
         input: &Input<'_, K, V>,
         scratch: &mut Scratch<K, V>,
-    ) -> Result<(u64, u64)> {
+    ) -> Result<()> {
         let mut cursor = DeviceBuffer::<u64>::zeroed(stream, 1)?;
+        let quarter_first = self.quarter_first(stream, input.count);
         // The addresses borrow the scratch space until the launch is queued.
         {
             let view = self.view();
@@ -478,11 +513,11 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
                     pending_values: &mut scratch.failed_values[1],
                     counters: &mut scratch.counters,
                     cursor: &mut cursor,
+                    quarter_first,
                 },
             )?;
         }
-        let counters = scratch.counters(stream)?;
-        Ok((counters[counter::PENDING], counters[counter::DUPLICATES]))
+        Ok(())
     }
 
     /// One insert launch: places `input`, logging evicted keys in `scratch.log` and
@@ -522,6 +557,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
                 keys: input.keys,
                 values: input.values,
                 count: input.count,
+                count_from: input.count_from,
                 skip: input.skip,
                 failed_keys,
                 failed_values,

@@ -116,6 +116,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
                 keys: &residual_keys,
                 values: &residual_values,
                 count: residuals,
+                count_from: None,
                 skip: None,
             };
             self.insert_launch(stream, &input, scratch, 0, exclude)?;
@@ -189,6 +190,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
                 keys: &keys,
                 values: &values,
                 count: slotted,
+                count_from: None,
                 skip: None,
             };
             self.insert_launch(stream, &input, &mut scratch, 0, None)?;

@@ -92,5 +92,8 @@ pub(super) struct Input<'a, K, V> {
     pub(super) keys: &'a DeviceBuffer<K>,
     pub(super) values: &'a DeviceBuffer<V>,
     pub(super) count: usize,
+    /// When given, a counter of the scratch space that an earlier kernel of the stream
+    /// set: the pairs are then the first min(that counter, `count`), read on the device.
+    pub(super) count_from: Option<usize>,
     pub(super) skip: Option<&'a DeviceBuffer<u8>>,
 }
