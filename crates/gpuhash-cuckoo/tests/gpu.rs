@@ -931,8 +931,8 @@ fn spill<K: Key>(layout: BucketLayout, widen: impl Fn(u32) -> K) {
     check_against(&table, &model, &gone).unwrap();
 }
 
-/// A batch above the size from which inserts sort their pairs by partition (about 2M pairs on
-/// an H100), holding the reserved key, keys repeated with other values and keys the table
+/// A batch above the size from which inserts into split buckets past the L2 cache sort their
+/// pairs by partition (about 2M pairs on an H100), holding the reserved key, keys repeated with other values and keys the table
 /// holds already: every key ends with one whole value of its own, the reserved key in its
 /// side slot.
 #[test]
@@ -1164,15 +1164,17 @@ fn last_copy_wins_among_equal_keys_of_small_batches() {
 }
 
 /// Batches whose last copies are more than the lock-free pass holds in flight (about 2M on
-/// an H100), so that the insert sorts them by partition.
+/// an H100), into split buckets that outgrow the L2 cache, so that the insert sorts them by
+/// partition.
 #[test]
 #[ignore = "needs a CUDA device"]
 fn last_copy_wins_among_equal_keys_of_batches_above_the_sort_threshold() {
     let _memory = shared_memory();
-    // 6.3M pairs of 4.2M keys: about 3.3M last copies, twice over the same keys.
+    // 6.3M pairs of 4.2M keys: about 3.3M last copies, twice over the same keys; 8M slots
+    // of 12 bytes or more, past the L2 of any GPU so far.
     let batches = [(3 << 21, 1 << 22), (3 << 21, 1 << 22)];
-    last_copy_wins(last_copy_options(1 << 22), &batches, |raw| raw);
-    last_copy_wins(last_copy_options(1 << 22), &batches, wide);
+    last_copy_wins(last_copy_options(1 << 23), &batches, |raw| raw);
+    last_copy_wins(last_copy_options(1 << 23), &batches, wide);
 }
 
 /// A table grown by upsizes, with removes behind it (dirty buckets, uncounted removes, the
