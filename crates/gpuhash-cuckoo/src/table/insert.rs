@@ -22,6 +22,9 @@ use crate::{BucketLayout, CuckooError, Result};
 
 /// Upsize-and-retry rounds an insert makes before it reports the pairs it could not place.
 const MAX_ROUNDS: usize = 24;
+/// Rounds of those whose homeless pairs are first retried without an upsize, while the
+/// table is below beta.
+const IN_PLACE_RETRIES: usize = 2;
 /// The find kernel's mark of a key it found, which the update kernel selects.
 const FOUND: u32 = 1;
 /// The fill factor up to which the place pass reads home quarters first.
@@ -341,8 +344,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
             if failed == 0 {
                 return Ok(duplicates);
             }
-            if grow {
-                self.refresh(stream)?;
+            if grow && !self.retry_in_place(stream, round, failed)? {
                 let buckets = self.subtable_buckets();
                 let resize = if self.options.rehash_all {
                     Resize::UpAll
@@ -383,6 +385,18 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
         Err(CuckooError::NotInserted {
             keys: keys[..failed].iter().map(|k| k.widen()).collect(),
         })
+    }
+
+    /// Whether the homeless pairs of settle's round `round` (`failed` of them) are retried
+    /// as the table is, with fresh random swaps, rather than after an upsize: in the first
+    /// [`IN_PLACE_RETRIES`] rounds, while the table would hold them below beta. A random
+    /// walk that ran out of swaps mostly finds room on another try there, and growing a
+    /// table short of its bound for a few pairs would double a subtable for nothing.
+    /// Reads the counts (waits for `stream`).
+    fn retry_in_place(&self, stream: &Stream, round: usize, failed: usize) -> Result<bool> {
+        self.refresh(stream)?;
+        let len = self.mirror.lock().len() + failed as u64;
+        Ok(round < IN_PLACE_RETRIES && (len as f64) < self.options.beta * self.capacity() as f64)
     }
 
     /// Undoes an insert batch that ran out of memory half way: removes the keys it added,
