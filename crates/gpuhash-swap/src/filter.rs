@@ -46,16 +46,30 @@ impl Filters {
         self.filters.iter().map(|f| f.size_bytes() as u64).sum()
     }
 
-    /// Empties child `child`'s filter and adds `keys` to it.
-    pub(crate) fn rebuild<K: Pod>(
-        &mut self,
+    /// Blocks of each filter.
+    pub(crate) fn blocks(&self) -> u32 {
+        self.blocks
+    }
+
+    /// A new filter of `blocks` blocks holding `keys`, queued on `stream`.
+    pub(crate) fn built<K: Pod>(
         stream: &Stream,
-        child: usize,
+        blocks: u32,
         keys: &DeviceBuffer<K>,
-    ) -> Result<()> {
-        let filter = &mut self.filters[child];
-        filter.fill_zero(stream)?;
-        launch::filter_add(stream, keys, self.blocks, filter)
+    ) -> Result<DeviceBuffer<u32>> {
+        let mut filter = DeviceBuffer::zeroed(stream, launch::filter_words(blocks))?;
+        launch::filter_add(stream, keys, blocks, &mut filter)?;
+        Ok(filter)
+    }
+
+    /// Puts `filter`, made by [`Filters::built`], in child `child`'s place.
+    pub(crate) fn replace(&mut self, child: usize, filter: DeviceBuffer<u32>) {
+        assert_eq!(
+            filter.len(),
+            launch::filter_words(self.blocks),
+            "a filter of its blocks"
+        );
+        self.filters[child] = filter;
     }
 
     /// Empties child `child`'s filter.
@@ -63,51 +77,61 @@ impl Filters {
         self.filters[child].fill_zero(stream)
     }
 
-    /// Checks the keys of the children `consult` marks against their filters; waits for
-    /// `stream` (the host needs each child's count of keys passed).
-    pub(crate) fn check<K: Pod, V: Pod>(
-        &self,
-        stream: &Stream,
-        partition: &Partition<K, V>,
+    /// The filters of the children `consult` marks, for kernels on `stream`, or `None`
+    /// when it marks none.
+    pub(crate) fn set<'a>(
+        &'a self,
+        stream: &'a Stream,
         consult: &[bool],
-    ) -> Result<Survivors<K>> {
-        let len = partition.keys().len();
-        let mut survivors = Survivors {
-            keys: DeviceBuffer::unfilled(stream, len)?,
-            places: DeviceBuffer::unfilled(stream, len)?,
-            ranges: vec![0..0; consult.len()],
-        };
+    ) -> Result<Option<FilterSet<'a>>> {
         if !consult.iter().any(|&c| c) {
-            return Ok(survivors);
+            return Ok(None);
         }
-        let starts: Vec<u32> = partition.ranges.iter().map(|r| r.start as u32).collect();
-        let starts = DeviceBuffer::from_host(stream, &starts)?;
-        let mut counts = DeviceBuffer::<u32>::zeroed(stream, consult.len())?;
-        let set = FilterSet {
-            filters: self
-                .filters
-                .iter()
-                .zip(consult)
-                .map(|(filter, &consulted)| consulted.then_some(filter))
-                .collect(),
-            blocks: self.blocks,
-        };
-        let target = CheckTarget {
-            starts: &starts,
-            survivors: &mut counts,
-            keys: &mut survivors.keys,
-            places: &mut survivors.places,
-        };
-        launch::filter_check(stream, partition.keys(), &set, target)?;
-        let counts = counts.to_host(stream)?;
-        survivors.ranges = partition
+        let filters = self
+            .filters
+            .iter()
+            .zip(consult)
+            .map(|(filter, &consulted)| consulted.then_some(filter));
+        FilterSet::new(stream, filters, self.blocks).map(Some)
+    }
+}
+
+/// Compacts the keys of `partition` that the filters of `set` pass to the front of their
+/// children's ranges: one kernel for the whole segment, queued on `stream`, with no wait
+/// (the partition counted the keys each filter passes, with the same test).
+pub(crate) fn check<K: Pod, V: Pod>(
+    stream: &Stream,
+    partition: &Partition<K, V>,
+    set: Option<&FilterSet<'_>>,
+) -> Result<Survivors<K>> {
+    let children = partition.ranges.len();
+    let Some(set) = set else {
+        return Ok(Survivors {
+            keys: DeviceBuffer::unfilled(stream, 0)?,
+            places: DeviceBuffer::unfilled(stream, 0)?,
+            ranges: vec![0..0; children],
+        });
+    };
+    let len = partition.keys().len();
+    let mut survivors = Survivors {
+        keys: DeviceBuffer::unfilled(stream, len)?,
+        places: DeviceBuffer::unfilled(stream, len)?,
+        ranges: partition
             .ranges
             .iter()
-            .zip(counts)
-            .map(|(range, count)| range.start..range.start + count as usize)
-            .collect();
-        Ok(survivors)
-    }
+            .zip(&partition.passed)
+            .map(|(range, &passed)| range.start..range.start + passed)
+            .collect(),
+    };
+    let mut cursors = DeviceBuffer::<u32>::zeroed(stream, children)?;
+    let target = CheckTarget {
+        starts: &partition.starts,
+        survivors: &mut cursors,
+        keys: &mut survivors.keys,
+        places: &mut survivors.places,
+    };
+    launch::filter_check(stream, partition.keys(), set, target)?;
+    Ok(survivors)
 }
 
 impl<K: Pod> Survivors<K> {
