@@ -69,6 +69,9 @@ struct Answers<V> {
     values: DeviceBuffer<V>,
 }
 
+/// A segment partitioned by child, and the keys the filters passed.
+type Split<K, V> = (Partition<K, V>, Survivors<K>);
+
 /// How a visit reaches its child.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum How {
@@ -131,17 +134,8 @@ impl<T: ProbeInPlace> SwapTable<T> {
         let on_host: Vec<bool> = (0..children)
             .map(|child| !verb.changes() && !residency.is_resident(child))
             .collect();
-        let filters = residency.filters().set(stream, &on_host)?;
-        let partition = Partition::of(
-            stream,
-            children,
-            keys,
-            verb.values(),
-            segment.clone(),
-            filters.as_ref(),
-        )?;
-        let survivors = filter::check(stream, &partition, filters.as_ref())?;
-        drop(filters);
+        let (partition, survivors) =
+            Self::partition(residency, stream, keys, verb, &segment, &on_host)?;
         // Misses of children on the host are answered by these zeros.
         let mut answers = Answers {
             found: DeviceBuffer::zeroed(stream, segment.len())?,
@@ -158,6 +152,39 @@ impl<T: ProbeInPlace> SwapTable<T> {
         self.visit_all(residency, &visits, &mut work)?;
         gather_answers(stream, &partition, &answers, verb, segment.start)?;
         Ok(())
+    }
+
+    /// The segment partitioned by child, and the keys of the children `on_host` that their
+    /// filters pass. The filters' readers are recorded even when this fails: its kernels
+    /// may have been queued.
+    fn partition(
+        residency: &mut Residency<T>,
+        stream: &Stream,
+        keys: &DeviceBuffer<T::Key>,
+        verb: &Verb<'_, T::Value>,
+        segment: &Range<usize>,
+        on_host: &[bool],
+    ) -> Result<Split<T::Key, T::Value>, T::Error> {
+        let children = residency.count();
+        let filters = residency.filters().set(stream, on_host)?;
+        let consulted = filters.is_some();
+        let split = Partition::of(
+            stream,
+            children,
+            keys,
+            verb.values(),
+            segment.clone(),
+            filters.as_ref(),
+        )
+        .and_then(|partition| {
+            let survivors = filter::check(stream, &partition, filters.as_ref())?;
+            Ok((partition, survivors))
+        });
+        drop(filters);
+        if consulted {
+            residency.filters_read_on(stream)?;
+        }
+        split.map_err(T::Error::from)
     }
 
     /// The segment's visits in order, resident children first; counts the keys the
@@ -212,7 +239,9 @@ impl<T: ProbeInPlace> SwapTable<T> {
     /// Visits each child in turn, paging the next one in while the last one's kernels run.
     /// Whatever happens, a move under way is taken back before this returns, so the
     /// residency is whole: children before a failed visit keep their part of the segment,
-    /// the failed one and those after have none of it.
+    /// the failed one and those after have none of it. At most one move is under way, and
+    /// only between a visit's queueing and the next landing: no visit runs beside it on the
+    /// host, and a panic in a visit leaves none behind.
     fn visit_all(
         &self,
         residency: &mut Residency<T>,
@@ -273,25 +302,26 @@ impl<T: ProbeInPlace> SwapTable<T> {
                 Ok(())
             }
             How::Run => {
-                let table = residency.table(&self.device, child, work.verb.changes())?;
-                let queued = run_child(table, work, range);
-                residency.used(child, stream)?;
-                queued
+                let changes = work.verb.changes();
+                residency.on_resident(&self.device, (child, changes), stream, |table| {
+                    run_child(table, work, range)
+                })
             }
             How::PageLookup => {
-                let table = residency.table(&self.device, child, false)?;
-                let queued = look_up(work, range, |keys, found, values| match values {
-                    Some(values) => table.get_async(stream, keys, found, values),
-                    None => table.contains_async(stream, keys, found),
-                });
-                residency.used(child, stream)?;
-                queued
+                residency.on_resident(&self.device, (child, false), stream, |table| {
+                    look_up(work, range, |keys, found, values| match values {
+                        Some(values) => table.get_async(stream, keys, found, values),
+                        None => table.contains_async(stream, keys, found),
+                    })
+                })
             }
         }
     }
 }
 
-/// A move's outcome, once its thread is done.
+/// A move's outcome, once its thread is done. The move owns what it touches and takes no
+/// lock this thread holds: it ends once its own copies and kernels have run and the
+/// victim's work has (a wait bounded by [`crate::SwapOptions::page_out_wait`]).
 fn joined<T: ProbeInPlace>(moving: std::thread::ScopedJoinHandle<'_, Moved<T>>) -> Moved<T> {
     moving
         .join()

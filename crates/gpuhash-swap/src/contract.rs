@@ -22,11 +22,11 @@ impl<T: ProbeInPlace> SwapTable<T> {
             residency.is_resident(child)
         });
         for (child, ()) in order {
-            let part = residency
-                .table(&self.device, child, false)?
-                .export_on(stream);
-            residency.used(child, stream)?;
-            parts.push(part?);
+            parts.push(
+                residency.on_resident(&self.device, (child, false), stream, |table| {
+                    table.export_on(stream)
+                })?,
+            );
         }
         Ok(parts)
     }
@@ -49,21 +49,24 @@ impl<T: ProbeInPlace> Table for SwapTable<T> {
     /// Device memory of the resident children (children on the host take none) and of
     /// every child's miss filter.
     fn memory_on(&self, stream: &Stream) -> Result<MemoryUsage, Self::Error> {
-        let residency = self.residency.lock();
+        let mut residency = self.residency.lock();
         let filters = residency.filters().bytes();
         let start = MemoryUsage {
             bytes_reserved: filters,
             bytes_in_use: filters,
             entry_bytes: 0,
         };
-        residency.resident_tables().try_fold(start, |sum, table| {
-            let usage = table.memory_on(stream)?;
-            Ok(MemoryUsage {
-                bytes_reserved: sum.bytes_reserved + usage.bytes_reserved,
-                bytes_in_use: sum.bytes_in_use + usage.bytes_in_use,
-                entry_bytes: sum.entry_bytes + usage.entry_bytes,
+        residency
+            .resident()
+            .into_iter()
+            .try_fold(start, |sum, child| {
+                let usage = residency.queued_on(child, stream, |table| table.memory_on(stream))?;
+                Ok(MemoryUsage {
+                    bytes_reserved: sum.bytes_reserved + usage.bytes_reserved,
+                    bytes_in_use: sum.bytes_in_use + usage.bytes_in_use,
+                    entry_bytes: sum.entry_bytes + usage.entry_bytes,
+                })
             })
-        })
     }
 
     fn clear_on(&self, stream: &Stream) -> Result<(), Self::Error> {

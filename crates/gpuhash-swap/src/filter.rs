@@ -8,11 +8,17 @@
 //! and inserts there need not keep it current. A filter only ever answers "maybe" for a key
 //! of its child; its "no" for others is wrong at a rate that the bits a key set
 //! ([`crate::SwapOptions::filter_bits_per_key`]) bound.
+//!
+//! Batches on several streams read the filters, and a page-out replaces a child's filter
+//! without waiting for the device: the filters keep an event recorded after each batch's
+//! reads ([`Filters::read_on`]), and a filter replaced or emptied waits for all of them on
+//! the device first (a buffer's own tracking follows only the last stream that read it).
 
 use std::ops::Range;
 
 use bytemuck::Pod;
-use gpuhash_core::{DeviceBuffer, Result, Stream};
+use cudarc::driver::CudaEvent;
+use gpuhash_core::{Device, DeviceBuffer, Result, Stream};
 
 use crate::launch::{self, CheckTarget, FilterSet};
 use crate::partition::Partition;
@@ -21,6 +27,9 @@ use crate::partition::Partition;
 pub(crate) struct Filters {
     filters: Vec<DeviceBuffer<u32>>,
     blocks: u32,
+    /// Recorded after the kernels that read the filters, on the streams that queued them
+    /// (the completed ones pruned).
+    readers: Vec<CudaEvent>,
 }
 
 /// The keys of a partitioned segment that the filters passed, compacted to the front of
@@ -38,7 +47,11 @@ impl Filters {
         let filters = (0..children)
             .map(|_| DeviceBuffer::zeroed(stream, launch::filter_words(blocks)))
             .collect::<Result<_>>()?;
-        Ok(Self { filters, blocks })
+        Ok(Self {
+            filters,
+            blocks,
+            readers: Vec::new(),
+        })
     }
 
     /// Device bytes of every filter.
@@ -62,19 +75,50 @@ impl Filters {
         Ok(filter)
     }
 
-    /// Puts `filter`, made by [`Filters::built`], in child `child`'s place.
-    pub(crate) fn replace(&mut self, child: usize, filter: DeviceBuffer<u32>) {
+    /// Puts `filter`, made by [`Filters::built`], in child `child`'s place. The old one is
+    /// freed once the kernels that read the filters so far have run, on the device; should
+    /// the driver refuse to order that, once the host has seen them run; should that fail
+    /// too, never (its memory leaks rather than being freed under a reader).
+    pub(crate) fn replace(&mut self, device: &Device, child: usize, filter: DeviceBuffer<u32>) {
         assert_eq!(
             filter.len(),
             launch::filter_words(self.blocks),
             "a filter of its blocks"
         );
-        self.filters[child] = filter;
+        let old = std::mem::replace(&mut self.filters[child], filter);
+        let ordered = device
+            .lend_stream()
+            .and_then(|stream| self.after_readers(&stream).map(|()| stream));
+        match ordered {
+            // Read on a stream that waits for every reader: the free, which waits for the
+            // buffer's last read, follows them all.
+            Ok(stream) => drop(old.address(&stream)),
+            Err(_) if self.readers.iter().all(|e| e.synchronize().is_ok()) => {}
+            Err(_) => std::mem::forget(old),
+        }
     }
 
-    /// Empties child `child`'s filter.
+    /// Empties child `child`'s filter, on `stream`, after the kernels that read it.
     pub(crate) fn clear(&mut self, stream: &Stream, child: usize) -> Result<()> {
+        self.after_readers(stream)?;
         self.filters[child].fill_zero(stream)
+    }
+
+    /// Records that kernels on `stream` read the filters: a filter replaced or emptied
+    /// waits for them.
+    pub(crate) fn read_on(&mut self, stream: &Stream) -> Result<()> {
+        let event = stream.cuda_stream().record_event(None)?;
+        self.readers.retain(|e| !e.is_complete());
+        self.readers.push(event);
+        Ok(())
+    }
+
+    /// Makes `stream` wait for every kernel that read the filters.
+    fn after_readers(&self, stream: &Stream) -> Result<()> {
+        for reader in &self.readers {
+            stream.cuda_stream().wait(reader)?;
+        }
+        Ok(())
     }
 
     /// The filters of the children `consult` marks, for kernels on `stream`, or `None`

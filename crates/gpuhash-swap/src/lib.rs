@@ -8,8 +8,9 @@
 //! [`SwapTable<T>`] takes any child table `T` of the contract that has an image and says
 //! whether its image can be probed in place ([`ProbeInPlace`], which every [`Map`] +
 //! [`Image`] gets with `impl ProbeInPlace for MyMap {}`); [`SwapMap<K, V>`] is the default,
-//! DyHash children ([`gpuhash_cuckoo::CuckooTable`]), which are probed in place. It implements [`Table`] and [`Map`] itself, so code
-//! written against the contract runs on it unchanged, host forms included.
+//! DyHash children ([`gpuhash_cuckoo::CuckooTable`]), which are probed in place. It
+//! implements [`Table`] and [`Map`] itself, so code written against the contract runs on
+//! it unchanged, host forms included.
 //!
 //! ## Example
 //!
@@ -45,8 +46,9 @@
 //! Set through [`SwapOptions`]: `with_capacity(n)`, `child_capacity` (one million pairs, the
 //! paper's), `children`, `device_budget` and `host_budget` in bytes, `scratch_bytes` for
 //! partitioning a batch, `filter_bits_per_key` for the miss filters, `cost_model` (the
-//! rates that choose between paging and probing in place, [`CostModel`]), and
-//! `make_child`, the child table's constructor.
+//! rates that choose between paging and probing in place, [`CostModel`]),
+//! `page_out_wait` (how long a page-out waits for its child's work), and `make_child`, the
+//! child table's constructor.
 //!
 //! ## Structure
 //!
@@ -125,10 +127,15 @@
 //! that runs the batch waits for a page-in ahead to land before the visit that needs it
 //! (the copies then run beside the last child's kernels), and for a page-in at its visit
 //! when there was no room to page ahead (the first child a batch pages in, or a budget of
-//! one child). A page-out waits for the work queued on its victim only, not for the device.
-//! The children's own device forms may wait too (DyHash reads its counts back after
-//! inserts to decide on resizing). Equal keys in one insert batch: one whole value wins,
-//! unspecified which.
+//! one child). A page-out waits for the work queued on its victim only, not for the device,
+//! and for at most [`SwapOptions::page_out_wait`] (a minute unless set): every piece of
+//! work queued on a resident child records an event, and the wait polls those. A page-in
+//! ahead runs on a thread that owns all it touches and takes no lock the batch's thread
+//! holds, so the batch waits for it only as long as its own copies and the victim's
+//! bounded wait take. A filter replaced by a page-out is freed once every kernel that read
+//! the filters has run, on the device. The children's own device forms may wait too
+//! (DyHash reads its counts back after inserts to decide on resizing). Equal keys in one
+//! insert batch: one whole value wins, unspecified which.
 //!
 //! ## After an error
 //!
@@ -138,12 +145,14 @@
 //! segment) keep their part of the batch, and `c` and the children after it have none of
 //! it. A page-in ahead that fails counts as failing at the child it was for; the batch
 //! waits for any move under way before it returns. A failed page-out leaves the victim
-//! resident and unchanged; a failed page-in leaves the child on the host, unchanged.
-//! Lookups change nothing, so after a failed lookup the table is as it was. The answers buffers of a failed batch hold answers for
-//! the segments before the failure only. [`Table::clear`] that fails leaves some children
-//! cleared. Running out of device memory is an error of kind `OutOfDeviceMemory`;
-//! exceeding the host budget on a page-out, or the host refusing to pin more, is
-//! `OutOfPinnedMemory`, and the child stays resident and unchanged.
+//! resident and unchanged; a failed page-in leaves the child on the host, unchanged. Work
+//! on a victim that has not finished within [`SwapOptions::page_out_wait`] fails the
+//! page-out with an error of kind `Device` (the driver's `CUDA_ERROR_TIMEOUT`). Lookups
+//! change nothing, so after a failed lookup the table is as it was. The answers buffers of
+//! a failed batch hold answers for the segments before the failure only. [`Table::clear`]
+//! that fails leaves some children cleared. Running out of device memory is an error of
+//! kind `OutOfDeviceMemory`; exceeding the host budget on a page-out, or the host refusing
+//! to pin more, is `OutOfPinnedMemory`, and the child stays resident and unchanged.
 //!
 //! ## Left for later
 //!
@@ -171,8 +180,8 @@ mod residency;
 mod table;
 
 pub use options::{
-    DEFAULT_CHILD_CAPACITY, DEFAULT_FILTER_BITS_PER_KEY, DEFAULT_SCRATCH_BYTES, MakeChild,
-    SwapOptions,
+    DEFAULT_CHILD_CAPACITY, DEFAULT_FILTER_BITS_PER_KEY, DEFAULT_PAGE_OUT_WAIT,
+    DEFAULT_SCRATCH_BYTES, MakeChild, SwapOptions,
 };
 pub use policy::{Access, CostModel};
 pub use residency::SwapStats;

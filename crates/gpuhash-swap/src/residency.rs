@@ -7,12 +7,20 @@
 //! ([`Residency::table`]), or ahead, as a [`Move`] taken out of the residency and run on a
 //! thread of its own while the batch's kernels run ([`Move::run`], then
 //! [`Residency::land`]). Either way a child leaves only once the work queued on it has run:
-//! each resident child keeps an event recorded after each batch's work on it, and a page-out
-//! waits for those, not for the whole device, so the kernels of other children run on.
+//! each resident child keeps an event recorded after every piece of work queued on it
+//! ([`Residency::on_resident`] is the only way to it), and a page-out waits for those, not
+//! for the whole device, so the kernels of other children run on. That wait is bounded
+//! ([`crate::SwapOptions::page_out_wait`]): work that never finishes fails the page-out
+//! with an error instead of hanging the batch.
+//!
+//! A [`Move`] owns all it touches (the victim's table, the incoming image, the pool's
+//! handle) and takes no lock the batch's thread holds, so the thread that waits for it
+//! waits only for the move's own device work and the victim's bounded wait.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use cudarc::driver::CudaEvent;
+use cudarc::driver::{CudaEvent, DriverError, sys};
 use gpuhash_core::image::{PinnedImage, ProbeInPlace};
 use gpuhash_core::table::{ErrorKind, TableError};
 use gpuhash_core::{Device, DeviceBuffer, Error, PinnedPool, Stream};
@@ -64,12 +72,31 @@ impl<T> Resident<T> {
         }
     }
 
-    /// Blocks until the work queued on the table has run.
-    fn settle(&self) -> Result<(), Error> {
+    /// Blocks until the work queued on the table has run, for at most `limit`: past it, a
+    /// device error (`CUDA_ERROR_TIMEOUT`), not an endless wait for work that does not end.
+    fn settle(&self, limit: Duration) -> Result<(), Error> {
+        let deadline = Instant::now() + limit;
         self.used
             .iter()
-            .try_for_each(|event| Ok(event.synchronize()?))
+            .try_for_each(|event| complete_by(event, deadline))
     }
+}
+
+/// Polls `event` until the work before it has run, or fails with `CUDA_ERROR_TIMEOUT` at
+/// `deadline` (the driver's own wait on an event has no limit).
+fn complete_by(event: &CudaEvent, deadline: Instant) -> Result<(), Error> {
+    event.context().bind_to_thread()?;
+    let mut pause = Duration::from_micros(10);
+    while !event.try_is_complete()? {
+        if Instant::now() >= deadline {
+            return Err(Error::Driver(DriverError(
+                sys::CUresult::CUDA_ERROR_TIMEOUT,
+            )));
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(1));
+    }
+    Ok(())
 }
 
 /// What a page-out leaves on the host.
@@ -98,6 +125,7 @@ pub(crate) struct Move<T> {
     device: Device,
     pool: PinnedPool,
     filter_blocks: u32,
+    page_out_wait: Duration,
     /// The child that leaves, with its table.
     victim: Option<(usize, Resident<T>)>,
     incoming: usize,
@@ -116,7 +144,13 @@ impl<T: ProbeInPlace> Move<T> {
     /// incoming child in: on streams the device lends, beside the batch's stream.
     pub(crate) fn run(self) -> Moved<T> {
         let victim = self.victim.map(|(index, resident)| {
-            let left = leave(&self.device, &self.pool, self.filter_blocks, &resident);
+            let how = Leave {
+                device: &self.device,
+                pool: &self.pool,
+                filter_blocks: self.filter_blocks,
+                wait: self.page_out_wait,
+            };
+            let left = how.leave(&resident);
             (index, left.map_err(|error| (resident, error)))
         });
         if matches!(victim, Some((_, Err(_)))) {
@@ -133,40 +167,50 @@ impl<T: ProbeInPlace> Move<T> {
     }
 }
 
-/// Takes a resident child off the device, once its work has run: a changed child's
-/// filter rebuilt from its keys and its image written into `pool`; nothing for an
-/// unchanged one.
-fn leave<T: ProbeInPlace>(
-    device: &Device,
-    pool: &PinnedPool,
+/// What a page-out needs besides its child.
+struct Leave<'a> {
+    device: &'a Device,
+    /// Where the image goes.
+    pool: &'a PinnedPool,
     filter_blocks: u32,
-    resident: &Resident<T>,
-) -> Result<Left, T::Error> {
-    resident.settle()?;
-    if !resident.dirty {
-        return Ok(Left::Dropped);
+    /// The longest it waits for the child's work.
+    wait: Duration,
+}
+
+impl Leave<'_> {
+    /// Takes a resident child off the device, once its work has run (waiting at most
+    /// `wait`): a changed child's filter rebuilt from its keys and its image written into
+    /// `pool`; nothing for an unchanged one.
+    fn leave<T: ProbeInPlace>(&self, resident: &Resident<T>) -> Result<Left, T::Error> {
+        resident.settle(self.wait)?;
+        if !resident.dirty {
+            return Ok(Left::Dropped);
+        }
+        let stream = self.device.lend_stream()?;
+        // The export holds one pair a key: its length is the child's, with no count and no
+        // wait of its own.
+        let pairs = resident.table.export_on(&stream)?;
+        let len = pairs.keys.len();
+        let filter = Filters::built(&stream, self.filter_blocks, &pairs.keys)?;
+        drop(pairs);
+        let image = resident.table.to_pinned_image(self.pool)?;
+        stream.synchronize()?;
+        Ok(Left::Written(Box::new(Written { image, len, filter })))
     }
-    let stream = device.lend_stream()?;
-    // The export holds one pair a key: its length is the child's, with no count and no
-    // wait of its own.
-    let pairs = resident.table.export_on(&stream)?;
-    let len = pairs.keys.len();
-    let filter = Filters::built(&stream, filter_blocks, &pairs.keys)?;
-    drop(pairs);
-    let image = resident.table.to_pinned_image(pool)?;
-    stream.synchronize()?;
-    Ok(Left::Written(Box::new(Written { image, len, filter })))
 }
 
 /// Every child, the resident set, the pinned memory of the images, the filters and the
 /// counts.
 pub(crate) struct Residency<T> {
+    device: Device,
     children: Vec<Child<T>>,
     lru: Lru,
     empty: Arc<PinnedImage>,
     /// Mapped pinned memory for the images, capped at the host budget.
     pool: PinnedPool,
     filters: Filters,
+    /// The longest a page-out waits for its child's work.
+    page_out_wait: Duration,
     stats: SwapStats,
 }
 
@@ -181,6 +225,7 @@ impl<T: ProbeInPlace> Residency<T> {
         resident: usize,
         host_budget: Option<u64>,
         filters: Filters,
+        page_out_wait: Duration,
     ) -> Result<Self, T::Error> {
         let cap = host_budget.map(|b| usize::try_from(b).unwrap_or(usize::MAX));
         let pool = PinnedPool::new_mapped(device, cap);
@@ -207,11 +252,13 @@ impl<T: ProbeInPlace> Residency<T> {
             })
             .collect();
         Ok(Self {
+            device: device.clone(),
             children,
             lru: Lru::new(resident),
             empty,
             pool,
             filters,
+            page_out_wait,
             stats: SwapStats::default(),
         })
     }
@@ -244,6 +291,11 @@ impl<T: ProbeInPlace> Residency<T> {
         &self.filters
     }
 
+    /// Records that kernels queued on `stream` read the miss filters.
+    pub(crate) fn filters_read_on(&mut self, stream: &Stream) -> Result<(), Error> {
+        self.filters.read_on(stream)
+    }
+
     /// Counts a lookup run on an image in place.
     pub(crate) fn count_probe_in_place(&mut self) {
         self.stats.probes_in_place += 1;
@@ -254,16 +306,51 @@ impl<T: ProbeInPlace> Residency<T> {
         self.stats.filtered += keys as u64;
     }
 
-    /// Child `index` on the device, paged in (and the least recently used paged out) as
-    /// needed, before this returns. `changes` marks it dirty. Work on the device that used
-    /// a child being paged out is waited for first. The caller records its work on the
-    /// child with [`Residency::used`].
-    pub(crate) fn table(
+    /// Runs `work` on child `index`, paged in (and the least recently used paged out) as
+    /// needed before it runs, and records that the work was queued on `stream` (see
+    /// [`Residency::queued_on`]). `changes` marks the child dirty. Work on the device that
+    /// used a child being paged out is waited for first.
+    pub(crate) fn on_resident<R>(
         &mut self,
         device: &Device,
+        (index, changes): (usize, bool),
+        stream: &Stream,
+        work: impl FnOnce(&T) -> Result<R, T::Error>,
+    ) -> Result<R, T::Error> {
+        self.table(device, index, changes)?;
+        self.queued_on(index, stream, work)
+    }
+
+    /// Runs `work` on resident child `index` and records an event on `stream` after what
+    /// it queued there, whether it succeeded or not: the child leaves the device only once
+    /// that has run. Every piece of work on a resident child goes through here.
+    pub(crate) fn queued_on<R>(
+        &mut self,
         index: usize,
-        changes: bool,
-    ) -> Result<&T, T::Error> {
+        stream: &Stream,
+        work: impl FnOnce(&T) -> Result<R, T::Error>,
+    ) -> Result<R, T::Error> {
+        let resident = self.children[index]
+            .resident
+            .as_mut()
+            .expect("work on a resident child");
+        let outcome = work(&resident.table);
+        let recorded = stream.cuda_stream().record_event(None);
+        let value = outcome?;
+        let event = recorded.map_err(Error::from)?;
+        resident.used.retain(|e| !e.is_complete());
+        resident.used.push(event);
+        Ok(value)
+    }
+
+    /// The resident children.
+    pub(crate) fn resident(&self) -> Vec<usize> {
+        self.lru.resident().collect()
+    }
+
+    /// Child `index` on the device, paged in (and the least recently used paged out) as
+    /// needed, before this returns. `changes` marks it dirty.
+    fn table(&mut self, device: &Device, index: usize, changes: bool) -> Result<&T, T::Error> {
         if !self.lru.is_resident(index) {
             if let Some(victim) = self.lru.victim() {
                 self.page_out(device, victim)?;
@@ -279,17 +366,6 @@ impl<T: ProbeInPlace> Residency<T> {
         Ok(&resident.table)
     }
 
-    /// Records that work on resident child `index` has been queued on `stream`: the child
-    /// leaves the device only once it has run.
-    pub(crate) fn used(&mut self, index: usize, stream: &Stream) -> Result<(), Error> {
-        let event = stream.cuda_stream().record_event(None)?;
-        if let Some(resident) = self.children[index].resident.as_mut() {
-            resident.used.retain(|e| !e.is_complete());
-            resident.used.push(event);
-        }
-        Ok(())
-    }
-
     fn page_in(&mut self, device: &Device, index: usize) -> Result<(), T::Error> {
         let child = &mut self.children[index];
         child.resident = Some(Resident::new(T::from_pinned_image(device, &child.image)?));
@@ -302,9 +378,15 @@ impl<T: ProbeInPlace> Residency<T> {
     /// unchanged. Waits for the work queued on the child first (other threads' batches
     /// may have left work on it on their streams).
     fn page_out(&mut self, device: &Device, index: usize) -> Result<(), T::Error> {
-        let (pool, blocks) = (self.pool.clone(), self.filters.blocks());
+        let pool = self.pool.clone();
+        let how = Leave {
+            device,
+            pool: &pool,
+            filter_blocks: self.filters.blocks(),
+            wait: self.page_out_wait,
+        };
         let resident = self.take_leaving(index);
-        let left = leave(device, &pool, blocks, &resident);
+        let left = how.leave(&resident);
         self.settle_leaving(index, left.map_err(|error| (resident, error)))
     }
 
@@ -331,7 +413,7 @@ impl<T: ProbeInPlace> Residency<T> {
                 let Written { image, len, filter } = *written;
                 child.image = Arc::new(image);
                 child.image_len = len;
-                self.filters.replace(index, filter);
+                self.filters.replace(&self.device, index, filter);
                 self.stats.page_outs += 1;
             }
             Err((resident, error)) => {
@@ -351,10 +433,15 @@ impl<T: ProbeInPlace> Residency<T> {
             Ahead::Free => None,
             Ahead::Evict(victim) => Some((victim, self.take_leaving(victim))),
         };
+        debug_assert!(
+            !self.lru.is_resident(incoming) && self.children[incoming].resident.is_none(),
+            "a page-in ahead of child {incoming}, which is resident"
+        );
         Move {
             device: device.clone(),
             pool: self.pool.clone(),
             filter_blocks: self.filters.blocks(),
+            page_out_wait: self.page_out_wait,
             victim,
             incoming,
             image: self.image(incoming),
@@ -369,6 +456,7 @@ impl<T: ProbeInPlace> Residency<T> {
             self.settle_leaving(victim, left)?;
         }
         if let Some((incoming, table)) = moved.incoming {
+            debug_assert!(self.children[incoming].resident.is_none());
             self.children[incoming].resident = Some(Resident::new(table?));
             self.stats.page_ins += 1;
             self.lru.touch(incoming);
@@ -377,41 +465,29 @@ impl<T: ProbeInPlace> Residency<T> {
     }
 
     /// Entries of every child: resident ones counted on `stream`.
-    pub(crate) fn len_on(&self, stream: &Stream) -> Result<usize, T::Error> {
-        self.children.iter().try_fold(0, |sum, child| {
-            Ok(sum
-                + match &child.resident {
-                    Some(resident) => resident.table.len_on(stream)?,
-                    None => child.image_len,
-                })
-        })
-    }
-
-    /// The resident children's tables.
-    pub(crate) fn resident_tables(&self) -> impl Iterator<Item = &T> {
-        self.lru
-            .resident()
-            .filter_map(|index| self.children[index].resident.as_ref())
-            .map(|resident| &resident.table)
+    pub(crate) fn len_on(&mut self, stream: &Stream) -> Result<usize, T::Error> {
+        let mut sum = 0;
+        for index in 0..self.children.len() {
+            sum += match self.children[index].resident {
+                Some(_) => self.queued_on(index, stream, |table| table.len_on(stream))?,
+                None => self.children[index].image_len,
+            };
+        }
+        Ok(sum)
     }
 
     /// Empties every child: resident ones cleared in place (and dirty), the others given
     /// the empty image and an empty filter.
     pub(crate) fn clear_on(&mut self, stream: &Stream) -> Result<(), T::Error> {
-        for (index, child) in self.children.iter_mut().enumerate() {
-            match &mut child.resident {
+        for index in 0..self.children.len() {
+            match &mut self.children[index].resident {
                 Some(resident) => {
-                    resident.table.clear_on(stream)?;
                     resident.dirty = true;
-                    resident.used.push(
-                        stream
-                            .cuda_stream()
-                            .record_event(None)
-                            .map_err(Error::from)?,
-                    );
+                    self.queued_on(index, stream, |table| table.clear_on(stream))?;
                 }
                 None => {
                     self.filters.clear(stream, index)?;
+                    let child = &mut self.children[index];
                     child.image = Arc::clone(&self.empty);
                     child.image_len = 0;
                 }
