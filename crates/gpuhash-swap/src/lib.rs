@@ -178,6 +178,7 @@ mod partition;
 pub mod policy;
 mod residency;
 mod table;
+mod wait;
 
 pub use options::{
     DEFAULT_CHILD_CAPACITY, DEFAULT_FILTER_BITS_PER_KEY, DEFAULT_PAGE_OUT_WAIT,

@@ -20,13 +20,14 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cudarc::driver::{CudaEvent, DriverError, sys};
+use cudarc::driver::CudaEvent;
 use gpuhash_core::image::{PinnedImage, ProbeInPlace};
 use gpuhash_core::table::{ErrorKind, TableError};
 use gpuhash_core::{Device, DeviceBuffer, Error, PinnedPool, Stream};
 
 use crate::filter::Filters;
 use crate::policy::{Ahead, Lru};
+use crate::wait;
 
 /// Paging counts since the table was made.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -78,25 +79,8 @@ impl<T> Resident<T> {
         let deadline = Instant::now() + limit;
         self.used
             .iter()
-            .try_for_each(|event| complete_by(event, deadline))
+            .try_for_each(|event| wait::event_by(event, deadline))
     }
-}
-
-/// Polls `event` until the work before it has run, or fails with `CUDA_ERROR_TIMEOUT` at
-/// `deadline` (the driver's own wait on an event has no limit).
-fn complete_by(event: &CudaEvent, deadline: Instant) -> Result<(), Error> {
-    event.context().bind_to_thread()?;
-    let mut pause = Duration::from_micros(10);
-    while !event.try_is_complete()? {
-        if Instant::now() >= deadline {
-            return Err(Error::Driver(DriverError(
-                sys::CUresult::CUDA_ERROR_TIMEOUT,
-            )));
-        }
-        std::thread::sleep(pause);
-        pause = (pause * 2).min(Duration::from_millis(1));
-    }
-    Ok(())
 }
 
 /// What a page-out leaves on the host.
