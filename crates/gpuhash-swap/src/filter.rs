@@ -105,12 +105,16 @@ impl Filters {
     }
 
     /// Records that kernels on `stream` read the filters: a filter replaced or emptied
-    /// waits for them.
+    /// waits for them (should the driver refuse the event, they are waited for now).
     pub(crate) fn read_on(&mut self, stream: &Stream) -> Result<()> {
-        let event = stream.cuda_stream().record_event(None)?;
         self.readers.retain(|e| !e.is_complete());
-        self.readers.push(event);
-        Ok(())
+        match stream.cuda_stream().record_event(None) {
+            Ok(event) => {
+                self.readers.push(event);
+                Ok(())
+            }
+            Err(_) => stream.synchronize(),
+        }
     }
 
     /// Makes `stream` wait for every kernel that read the filters.

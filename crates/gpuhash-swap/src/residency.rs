@@ -306,8 +306,9 @@ impl<T: ProbeInPlace> Residency<T> {
     }
 
     /// Runs `work` on resident child `index` and records an event on `stream` after what
-    /// it queued there, whether it succeeded or not: the child leaves the device only once
-    /// that has run. Every piece of work on a resident child goes through here.
+    /// it queued there, whether it succeeded or not (or, should the driver refuse the
+    /// event, waits for the stream): the child leaves the device only once that has run.
+    /// Every piece of work on a resident child goes through here.
     pub(crate) fn queued_on<R>(
         &mut self,
         index: usize,
@@ -319,11 +320,17 @@ impl<T: ProbeInPlace> Residency<T> {
             .as_mut()
             .expect("work on a resident child");
         let outcome = work(&resident.table);
-        let recorded = stream.cuda_stream().record_event(None);
+        let recorded = match stream.cuda_stream().record_event(None) {
+            Ok(event) => {
+                resident.used.retain(|e| !e.is_complete());
+                resident.used.push(event);
+                Ok(())
+            }
+            // Work that cannot be tracked is waited for now.
+            Err(_) => stream.synchronize(),
+        };
         let value = outcome?;
-        let event = recorded.map_err(Error::from)?;
-        resident.used.retain(|e| !e.is_complete());
-        resident.used.push(event);
+        recorded?;
         Ok(value)
     }
 
