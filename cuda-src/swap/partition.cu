@@ -1,17 +1,24 @@
-// The partition of a batch by child table: count, (host scan), scatter, and the gather
-// that puts the children's answers back in input order.
+// The partition of a batch by child table: count (with the keys the filters pass), (host
+// scan), scatter, and the gather that puts the children's answers back in input order.
 #include <stdint.h>
 
 #include "gpuhash/hash.cuh"
 #include "gpuhash/swap_layouts.h"
 #include "swap/child.cuh"
+#include "swap/filter.cuh"
 
 extern "C" __global__ void gh_swap_count(GhSwapCountParams p) {
     const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
     for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < p.count; i += stride) {
-        const uint32_t child = gh_swap_child(gh_swap_key(p.keys, i, p.key_words), p.children);
+        const uint64_t key = gh_swap_key(p.keys, i, p.key_words);
+        const uint32_t child = gh_swap_child(key, p.children);
         p.child_of[i] = child;
         atomicAdd(&p.counts[child], 1u);
+        if (p.filters == nullptr) continue;
+        const uint32_t* filter = (const uint32_t*)p.filters[child];
+        if (filter != nullptr && gh_swap_filter_may_hold(filter, key, p.blocks)) {
+            atomicAdd(&p.passed[child], 1u);
+        }
     }
 }
 

@@ -8,11 +8,17 @@
 //! and inserts there need not keep it current. A filter only ever answers "maybe" for a key
 //! of its child; its "no" for others is wrong at a rate that the bits a key set
 //! ([`crate::SwapOptions::filter_bits_per_key`]) bound.
+//!
+//! Batches on several streams read the filters, and a page-out replaces a child's filter
+//! without waiting for the device: the filters keep an event recorded after each batch's
+//! reads ([`Filters::read_on`]), and a filter replaced or emptied waits for all of them on
+//! the device first (a buffer's own tracking follows only the last stream that read it).
 
 use std::ops::Range;
 
 use bytemuck::Pod;
-use gpuhash_core::{DeviceBuffer, Result, Stream};
+use cudarc::driver::CudaEvent;
+use gpuhash_core::{Device, DeviceBuffer, Result, Stream};
 
 use crate::launch::{self, CheckTarget, FilterSet};
 use crate::partition::Partition;
@@ -21,6 +27,9 @@ use crate::partition::Partition;
 pub(crate) struct Filters {
     filters: Vec<DeviceBuffer<u32>>,
     blocks: u32,
+    /// Recorded after the kernels that read the filters, on the streams that queued them
+    /// (the completed ones pruned).
+    readers: Vec<CudaEvent>,
 }
 
 /// The keys of a partitioned segment that the filters passed, compacted to the front of
@@ -38,7 +47,11 @@ impl Filters {
         let filters = (0..children)
             .map(|_| DeviceBuffer::zeroed(stream, launch::filter_words(blocks)))
             .collect::<Result<_>>()?;
-        Ok(Self { filters, blocks })
+        Ok(Self {
+            filters,
+            blocks,
+            readers: Vec::new(),
+        })
     }
 
     /// Device bytes of every filter.
@@ -46,68 +59,127 @@ impl Filters {
         self.filters.iter().map(|f| f.size_bytes() as u64).sum()
     }
 
-    /// Empties child `child`'s filter and adds `keys` to it.
-    pub(crate) fn rebuild<K: Pod>(
-        &mut self,
-        stream: &Stream,
-        child: usize,
-        keys: &DeviceBuffer<K>,
-    ) -> Result<()> {
-        let filter = &mut self.filters[child];
-        filter.fill_zero(stream)?;
-        launch::filter_add(stream, keys, self.blocks, filter)
+    /// Blocks of each filter.
+    pub(crate) fn blocks(&self) -> u32 {
+        self.blocks
     }
 
-    /// Empties child `child`'s filter.
+    /// A new filter of `blocks` blocks holding `keys`, queued on `stream`.
+    pub(crate) fn built<K: Pod>(
+        stream: &Stream,
+        blocks: u32,
+        keys: &DeviceBuffer<K>,
+    ) -> Result<DeviceBuffer<u32>> {
+        let mut filter = DeviceBuffer::zeroed(stream, launch::filter_words(blocks))?;
+        launch::filter_add(stream, keys, blocks, &mut filter)?;
+        Ok(filter)
+    }
+
+    /// Puts `filter`, made by [`Filters::built`], in child `child`'s place. The old one is
+    /// freed once the kernels that read the filters so far have run, on the device; should
+    /// the driver refuse to order that, once the host has seen them run; should that fail
+    /// too, never (its memory leaks rather than being freed under a reader).
+    pub(crate) fn replace(&mut self, device: &Device, child: usize, filter: DeviceBuffer<u32>) {
+        assert_eq!(
+            filter.len(),
+            launch::filter_words(self.blocks),
+            "a filter of its blocks"
+        );
+        let old = std::mem::replace(&mut self.filters[child], filter);
+        let ordered = device
+            .lend_stream()
+            .and_then(|stream| self.after_readers(&stream).map(|()| stream));
+        match ordered {
+            // Read on a stream that waits for every reader: the free, which waits for the
+            // buffer's last read, follows them all.
+            Ok(stream) => drop(old.address(&stream)),
+            Err(_) if self.readers.iter().all(|e| e.synchronize().is_ok()) => {}
+            Err(_) => std::mem::forget(old),
+        }
+    }
+
+    /// Empties child `child`'s filter, on `stream`, after the kernels that read it.
     pub(crate) fn clear(&mut self, stream: &Stream, child: usize) -> Result<()> {
+        self.after_readers(stream)?;
         self.filters[child].fill_zero(stream)
     }
 
-    /// Checks the keys of the children `consult` marks against their filters; waits for
-    /// `stream` (the host needs each child's count of keys passed).
-    pub(crate) fn check<K: Pod, V: Pod>(
-        &self,
-        stream: &Stream,
-        partition: &Partition<K, V>,
-        consult: &[bool],
-    ) -> Result<Survivors<K>> {
-        let len = partition.keys().len();
-        let mut survivors = Survivors {
-            keys: DeviceBuffer::unfilled(stream, len)?,
-            places: DeviceBuffer::unfilled(stream, len)?,
-            ranges: vec![0..0; consult.len()],
-        };
-        if !consult.iter().any(|&c| c) {
-            return Ok(survivors);
+    /// Records that kernels on `stream` read the filters: a filter replaced or emptied
+    /// waits for them (should the driver refuse the event, they are waited for now).
+    pub(crate) fn read_on(&mut self, stream: &Stream) -> Result<()> {
+        self.readers.retain(|e| !e.is_complete());
+        match stream.cuda_stream().record_event(None) {
+            Ok(event) => {
+                self.readers.push(event);
+                Ok(())
+            }
+            Err(_) => stream.synchronize(),
         }
-        let starts: Vec<u32> = partition.ranges.iter().map(|r| r.start as u32).collect();
-        let starts = DeviceBuffer::from_host(stream, &starts)?;
-        let mut counts = DeviceBuffer::<u32>::zeroed(stream, consult.len())?;
-        let set = FilterSet {
-            filters: self
-                .filters
-                .iter()
-                .zip(consult)
-                .map(|(filter, &consulted)| consulted.then_some(filter))
-                .collect(),
-            blocks: self.blocks,
-        };
-        let target = CheckTarget {
-            starts: &starts,
-            survivors: &mut counts,
-            keys: &mut survivors.keys,
-            places: &mut survivors.places,
-        };
-        launch::filter_check(stream, partition.keys(), &set, target)?;
-        let counts = counts.to_host(stream)?;
-        survivors.ranges = partition
+    }
+
+    /// Makes `stream` wait for every kernel that read the filters.
+    fn after_readers(&self, stream: &Stream) -> Result<()> {
+        for reader in &self.readers {
+            stream.cuda_stream().wait(reader)?;
+        }
+        Ok(())
+    }
+
+    /// The filters of the children `consult` marks, for kernels on `stream`, or `None`
+    /// when it marks none.
+    pub(crate) fn set<'a>(
+        &'a self,
+        stream: &'a Stream,
+        consult: &[bool],
+    ) -> Result<Option<FilterSet<'a>>> {
+        if !consult.iter().any(|&c| c) {
+            return Ok(None);
+        }
+        let filters = self
+            .filters
+            .iter()
+            .zip(consult)
+            .map(|(filter, &consulted)| consulted.then_some(filter));
+        FilterSet::new(stream, filters, self.blocks).map(Some)
+    }
+}
+
+/// Compacts the keys of `partition` that the filters of `set` pass to the front of their
+/// children's ranges: one kernel for the whole segment, queued on `stream`, with no wait
+/// (the partition counted the keys each filter passes, with the same test).
+pub(crate) fn check<K: Pod, V: Pod>(
+    stream: &Stream,
+    partition: &Partition<K, V>,
+    set: Option<&FilterSet<'_>>,
+) -> Result<Survivors<K>> {
+    let children = partition.ranges.len();
+    let Some(set) = set else {
+        return Ok(Survivors {
+            keys: DeviceBuffer::unfilled(stream, 0)?,
+            places: DeviceBuffer::unfilled(stream, 0)?,
+            ranges: vec![0..0; children],
+        });
+    };
+    let len = partition.keys().len();
+    let mut survivors = Survivors {
+        keys: DeviceBuffer::unfilled(stream, len)?,
+        places: DeviceBuffer::unfilled(stream, len)?,
+        ranges: partition
             .ranges
             .iter()
-            .zip(counts)
-            .map(|(range, count)| range.start..range.start + count as usize)
-            .collect();
-        Ok(survivors)
-    }
+            .zip(&partition.passed)
+            .map(|(range, &passed)| range.start..range.start + passed)
+            .collect(),
+    };
+    let mut cursors = DeviceBuffer::<u32>::zeroed(stream, children)?;
+    let target = CheckTarget {
+        starts: &partition.starts,
+        survivors: &mut cursors,
+        keys: &mut survivors.keys,
+        places: &mut survivors.places,
+    };
+    launch::filter_check(stream, partition.keys(), set, target)?;
+    Ok(survivors)
 }
 
 impl<K: Pod> Survivors<K> {

@@ -5,7 +5,7 @@ use std::ops::Range;
 
 use bytemuck::Pod;
 use gpuhash_core::launch::{Kernel, KernelImage, KernelParams, LaunchShape};
-use gpuhash_core::{DeviceBuffer, Result, Stream};
+use gpuhash_core::{DeviceAddress, DeviceBuffer, Result, Stream};
 
 use crate::layouts::{
     GH_SWAP_FILTER_BLOCK_WORDS, GH_SWAP_THREADS, GhSwapCopyParams, GhSwapCountParams,
@@ -46,11 +46,13 @@ fn element<T>(base: u64, at: usize) -> u64 {
 }
 
 /// Chooses the child of `keys[range]` into `child_of` and adds each child's keys to
-/// `counts` (zeroed by the caller, one word a child).
+/// `counts[child]`, and those its filter in `filters` passes (where it has one there) to
+/// `counts[children + child]`: `counts` is zeroed by the caller, two words a child.
 pub(crate) fn count<K: Pod>(
     stream: &Stream,
     keys: &DeviceBuffer<K>,
     range: Range<usize>,
+    filters: Option<&FilterSet<'_>>,
     child_of: &mut DeviceBuffer<u32>,
     counts: &mut DeviceBuffer<u32>,
 ) -> Result<()> {
@@ -58,20 +60,30 @@ pub(crate) fn count<K: Pod>(
     if items == 0 {
         return Ok(());
     }
-    let children = counts.len() as u32;
+    let children = counts.len() / 2;
+    assert!(filters.is_none_or(|set| set.addresses.len() == children));
+    let table_at = filters.map(|set| set.addresses.address(stream));
     let keys_at = keys.address(stream);
     let (child_at, counts_at) = (child_of.address_mut(stream), counts.address_mut(stream));
     let params = GhSwapCountParams {
         keys: element::<K>(keys_at.address, range.start) as *const u32,
         count: items as u64,
         key_words: (size_of::<K>() / 4) as u32,
-        children,
+        children: children as u32,
         child_of: child_at.address as *mut u32,
         counts: counts_at.address as *mut u32,
+        filters: table_at
+            .as_ref()
+            .map_or(std::ptr::null(), |t| t.address as *const u64),
+        blocks: filters.map_or(0, |set| set.blocks),
+        reserved: 0,
+        passed: element::<u32>(counts_at.address, children) as *mut u32,
     };
     // SAFETY: `range` lies within `keys` (checked by the caller's segmenting), `child_of`
-    // holds `items` words and `counts` one word a child, so every index the kernel uses
-    // (below `items`, and child ids below `counts.len()`) is in bounds; the buffers stay
+    // holds `items` words and `counts` two words a child, so every index the kernel uses
+    // (below `items`, and child ids below `children`, plus `children` for the passed
+    // counts) is in bounds; the filter set, when given, holds one address a child, each
+    // 0 or a live filter of `blocks` blocks, kept borrowed by its guards; the buffers stay
     // borrowed until the launch is queued and their frees are ordered after it.
     unsafe { COUNT.launch(stream, shape(stream, items), params) }
 }
@@ -226,10 +238,42 @@ pub(crate) fn filter_add<K: Pod>(
     unsafe { FILTER_ADD.launch(stream, shape(stream, keys.len()), params) }
 }
 
-/// The filters a check consults: each child's, or `None` for a child not checked.
+/// The filters the partition's count and the filter check consult: each child's filter
+/// address in device memory (0 for a child not checked), with the guards that order the
+/// filters' use on the stream they were taken on until the set is dropped.
 pub(crate) struct FilterSet<'a> {
-    pub filters: Vec<Option<&'a DeviceBuffer<u32>>>,
-    pub blocks: u32,
+    _guards: Vec<Option<DeviceAddress<'a>>>,
+    addresses: DeviceBuffer<u64>,
+    blocks: u32,
+}
+
+impl<'a> FilterSet<'a> {
+    /// The set of `filters` (each of `blocks` blocks, asserted), `None` for a child not
+    /// checked, for kernels on `stream`.
+    pub(crate) fn new(
+        stream: &'a Stream,
+        filters: impl IntoIterator<Item = Option<&'a DeviceBuffer<u32>>>,
+        blocks: u32,
+    ) -> Result<Self> {
+        let guards: Vec<_> = filters
+            .into_iter()
+            .map(|f| {
+                f.map(|f| {
+                    assert_eq!(f.len(), filter_words(blocks), "a filter of its blocks");
+                    f.address(stream)
+                })
+            })
+            .collect();
+        let addresses: Vec<u64> = guards
+            .iter()
+            .map(|g| g.as_ref().map_or(0, |g| g.address))
+            .collect();
+        Ok(Self {
+            addresses: DeviceBuffer::from_host(stream, &addresses)?,
+            _guards: guards,
+            blocks,
+        })
+    }
 }
 
 /// Where a check puts the keys its filters pass: compacted to the front of each child's
@@ -249,29 +293,13 @@ pub(crate) fn filter_check<K: Pod>(
     set: &FilterSet<'_>,
     target: CheckTarget<'_, K>,
 ) -> Result<()> {
-    let children = set.filters.len();
-    assert!(
-        set.filters
-            .iter()
-            .flatten()
-            .all(|f| f.len() == filter_words(set.blocks))
-    );
+    let children = set.addresses.len();
     assert!(target.starts.len() == children && target.survivors.len() == children);
     assert!(target.keys.len() >= keys.len() && target.places.len() >= keys.len());
     if keys.is_empty() {
         return Ok(());
     }
-    let guards: Vec<_> = set
-        .filters
-        .iter()
-        .map(|f| f.map(|f| f.address(stream)))
-        .collect();
-    let addresses: Vec<u64> = guards
-        .iter()
-        .map(|g| g.as_ref().map_or(0, |g| g.address))
-        .collect();
-    let filters = DeviceBuffer::from_host(stream, &addresses)?;
-    let filters_at = filters.address(stream);
+    let filters_at = set.addresses.address(stream);
     let keys_at = keys.address(stream);
     let starts_at = target.starts.address(stream);
     let survivors_at = target.survivors.address_mut(stream);
@@ -290,12 +318,10 @@ pub(crate) fn filter_check<K: Pod>(
         out_keys: out_keys.address as *mut u32,
         out_places: out_places.address as *mut u32,
     };
-    // SAFETY: `filters` holds one address a child, each 0 or a live filter of `blocks`
-    // blocks (asserted) kept borrowed by its guard until the launch is queued; `starts` and
+    // SAFETY: the set holds one address a child, each 0 or a live filter of `blocks`
+    // blocks (asserted when the set was made) kept borrowed by the set's guards; `starts` and
     // `survivors` hold one word a child (asserted); a key of child c is written at
     // starts[c] plus fewer than its child's count of keys (the partition's ranges, which
     // `starts` begins), so within the targets, which hold every key (asserted).
-    unsafe { FILTER_CHECK.launch(stream, shape(stream, keys.len()), params) }?;
-    drop(guards);
-    Ok(())
+    unsafe { FILTER_CHECK.launch(stream, shape(stream, keys.len()), params) }
 }

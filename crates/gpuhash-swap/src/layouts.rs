@@ -22,10 +22,14 @@ pub struct GhSwapCountParams {
     pub children: u32,
     pub child_of: *mut u32,
     pub counts: *mut u32,
+    pub filters: *const u64,
+    pub blocks: u32,
+    pub reserved: u32,
+    pub passed: *mut u32,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of GhSwapCountParams"][::core::mem::size_of::<GhSwapCountParams>() - 40usize];
+    ["Size of GhSwapCountParams"][::core::mem::size_of::<GhSwapCountParams>() - 64usize];
     ["Alignment of GhSwapCountParams"][::core::mem::align_of::<GhSwapCountParams>() - 8usize];
     ["Offset of field: GhSwapCountParams::keys"]
         [::core::mem::offset_of!(GhSwapCountParams, keys) - 0usize];
@@ -39,6 +43,14 @@ const _: () = {
         [::core::mem::offset_of!(GhSwapCountParams, child_of) - 24usize];
     ["Offset of field: GhSwapCountParams::counts"]
         [::core::mem::offset_of!(GhSwapCountParams, counts) - 32usize];
+    ["Offset of field: GhSwapCountParams::filters"]
+        [::core::mem::offset_of!(GhSwapCountParams, filters) - 40usize];
+    ["Offset of field: GhSwapCountParams::blocks"]
+        [::core::mem::offset_of!(GhSwapCountParams, blocks) - 48usize];
+    ["Offset of field: GhSwapCountParams::reserved"]
+        [::core::mem::offset_of!(GhSwapCountParams, reserved) - 52usize];
+    ["Offset of field: GhSwapCountParams::passed"]
+        [::core::mem::offset_of!(GhSwapCountParams, passed) - 56usize];
 };
 impl Default for GhSwapCountParams {
     fn default() -> Self {

@@ -8,8 +8,9 @@
 //! [`SwapTable<T>`] takes any child table `T` of the contract that has an image and says
 //! whether its image can be probed in place ([`ProbeInPlace`], which every [`Map`] +
 //! [`Image`] gets with `impl ProbeInPlace for MyMap {}`); [`SwapMap<K, V>`] is the default,
-//! DyHash children ([`gpuhash_cuckoo::CuckooTable`]), which are probed in place. It implements [`Table`] and [`Map`] itself, so code
-//! written against the contract runs on it unchanged, host forms included.
+//! DyHash children ([`gpuhash_cuckoo::CuckooTable`]), which are probed in place. It
+//! implements [`Table`] and [`Map`] itself, so code written against the contract runs on
+//! it unchanged, host forms included.
 //!
 //! ## Example
 //!
@@ -45,8 +46,9 @@
 //! Set through [`SwapOptions`]: `with_capacity(n)`, `child_capacity` (one million pairs, the
 //! paper's), `children`, `device_budget` and `host_budget` in bytes, `scratch_bytes` for
 //! partitioning a batch, `filter_bits_per_key` for the miss filters, `cost_model` (the
-//! rates that choose between paging and probing in place, [`CostModel`]), and
-//! `make_child`, the child table's constructor.
+//! rates that choose between paging and probing in place, [`CostModel`]),
+//! `page_out_wait` (how long a page-out waits for its child's work), and `make_child`, the
+//! child table's constructor.
 //!
 //! ## Structure
 //!
@@ -58,11 +60,20 @@
 //! - **A batch** (a device form; the host forms are the contract's, on top) is cut into
 //!   segments of [`SwapTable::segment_len`] elements, as many as the scratch budget holds.
 //!   Each segment is partitioned on the device (`cuda-src/swap/partition.cu`): a kernel
-//!   picks each key's child and counts the keys of each child; the counts come to the
-//!   host (which needs each child's range) and are scanned there; a second kernel scatters
-//!   keys, values and each element's input place into per-child ranges. Then, child by
-//!   child, the child is paged in if needed and its own device form runs on its range;
-//!   a last kernel puts the answers back in input order.
+//!   picks each key's child and counts the keys of each child (and, for a lookup, the
+//!   keys each consulted miss filter passes); the counts come to the host (which needs
+//!   each child's range) and are scanned there; a second kernel scatters keys, values and
+//!   each element's input place into per-child ranges. Then, child by child (resident
+//!   ones first, each child once), the child's own device form runs on its range; a last
+//!   kernel puts the answers back in input order.
+//! - **Overlap.** While a child's kernels run on the caller's stream, the next child the
+//!   segment needs on the device is paged in on another stream, by a thread of its own
+//!   (`batch.rs`): first, when no slot is free, the least recently used child that no
+//!   later visit needs is paged out (written back if changed, dropped if not), then the
+//!   next child's image is copied in. One slot of look-ahead, as the paper's two child
+//!   slots: the budget is never exceeded, and with a budget of one child there is no
+//!   look-ahead. A page-out waits only for the events recorded after the work queued on
+//!   its victim, so the kernels of other children run on meanwhile.
 //! - **Residency.** At most [`SwapTable::resident_limit`] children are on the device: the
 //!   device budget less the scratch and the filters, over the device memory of a child
 //!   made at the child capacity (measured once, when the table is made). Bringing a child
@@ -86,9 +97,12 @@
 //!   child's image **probed in place** ([`ProbeInPlace::get_in_place`]: DyHash's own find
 //!   kernel reading the mapped image over the bus; [`SwapStats::probes_in_place`]), or to
 //!   the child paged in, when the model says moving the whole image takes less time than
-//!   the probes' reads (large batches). Children
-//!   that cannot be probed in place always page. Inserts and removes of a child on the
-//!   host page it in: the image is never written in place.
+//!   the probes' reads (large batches). Children that cannot be probed in place always
+//!   page. A child whose keys in the segment the filter all ruled out is neither probed
+//!   nor paged. The filter test is one pass over the segment for every child on the host
+//!   (in the partition's count kernel, and again in one compaction kernel), not a kernel a
+//!   child. Inserts and removes of a child on the host page it in: the image is never
+//!   written in place.
 //! - **Threads.** A table takes `&self` everywhere; one lock serializes batches, so four
 //!   host threads on one table are correct but do not run their batches at once.
 //!
@@ -100,17 +114,28 @@
 //! - Children are the contract's tables (DyHash by default), not the paper's cuckoo tables
 //!   with a 108-slot stash; a child grows on its own (DyHash resizes), so a child holding
 //!   more than the child capacity takes more device memory than the budget counted.
-//! - Paging is sequential: partition, then page and run child by child on the caller's
-//!   stream. The paper overlaps the copy of one child with the build of the next.
+//! - The overlap is generalised: the paper alternates two child slots for a build; here
+//!   any batch pages its next child in (evicting ahead when the budget is full) while the
+//!   current child's kernels run, whatever the verb.
 //! - The paper has no filters and no zero-copy lookups: a search pages every child in.
 //!
 //! ## Waits
 //!
-//! A device form waits for its stream once a segment (the per-child counts come to the
-//! host), once more for a lookup that reaches children on the host (the counts of keys
-//! their filters passed), and for the whole device before each page-out (the child's work,
-//! from any thread's stream, must be done before its image is taken or it is dropped).
-//! Equal keys in one insert batch: one whole value wins, unspecified which.
+//! A device form waits for its stream once a segment: the per-child counts, and the counts
+//! of keys the filters passed, come to the host in one copy (the host sizes each child's
+//! launches from them, and the cost model needs the passed counts). Besides, the thread
+//! that runs the batch waits for a page-in ahead to land before the visit that needs it
+//! (the copies then run beside the last child's kernels), and for a page-in at its visit
+//! when there was no room to page ahead (the first child a batch pages in, or a budget of
+//! one child). A page-out waits for the work queued on its victim only, not for the device,
+//! and for at most [`SwapOptions::page_out_wait`] (a minute unless set): every piece of
+//! work queued on a resident child records an event, and the wait polls those. A page-in
+//! ahead runs on a thread that owns all it touches and takes no lock the batch's thread
+//! holds, so the batch waits for it only as long as its own copies and the victim's
+//! bounded wait take. A filter replaced by a page-out is freed once every kernel that read
+//! the filters has run, on the device. The children's own device forms may wait too
+//! (DyHash reads its counts back after inserts to decide on resizing). Equal keys in one
+//! insert batch: one whole value wins, unspecified which.
 //!
 //! ## After an error
 //!
@@ -118,17 +143,22 @@
 //! when it runs out of memory), but the table is **not** atomic across children: when a
 //! batch fails at child `c` of segment `s`, the children before it (and every earlier
 //! segment) keep their part of the batch, and `c` and the children after it have none of
-//! it. A failed page-out leaves the victim resident and unchanged; a failed page-in leaves
-//! the child on the host, unchanged. The answers buffers of a failed batch hold answers for
-//! the segments before the failure only. [`Table::clear`] that fails leaves some children
-//! cleared. Running out of device memory is an error of kind `OutOfDeviceMemory`;
-//! exceeding the host budget on a page-out, or the host refusing to pin more, is
-//! `OutOfPinnedMemory`, and the child stays resident and unchanged.
+//! it. A page-in ahead that fails counts as failing at the child it was for; the batch
+//! waits for any move under way before it returns. A failed page-out leaves the victim
+//! resident and unchanged; a failed page-in leaves the child on the host, unchanged. Work
+//! on a victim that has not finished within [`SwapOptions::page_out_wait`] fails the
+//! page-out with an error of kind `Device` (the driver's `CUDA_ERROR_TIMEOUT`). Lookups
+//! change nothing, so after a failed lookup the table is as it was. The answers buffers of
+//! a failed batch hold answers for the segments before the failure only. [`Table::clear`]
+//! that fails leaves some children cleared. Running out of device memory is an error of
+//! kind `OutOfDeviceMemory`; exceeding the host budget on a page-out, or the host refusing
+//! to pin more, is `OutOfPinnedMemory`, and the child stays resident and unchanged.
 //!
 //! ## Left for later
 //!
-//! - Overlap of paging with kernels across streams: a page-in's DMAs are queued at once
-//!   but waited for before the child's kernels run.
+//! - The look-ahead starts a thread a move; a page-in and the page-out before it run one
+//!   after the other on that thread (the page-in needs the victim's slot), not on two
+//!   copy engines at once.
 //! - Export builds every child's pairs on the device at once, outside the budget; so
 //!   does a page-out for the one child's filter.
 //! - The cost model's rates are estimates until measured on the H100 (the W5 benchmark's
@@ -137,6 +167,7 @@
 //! ## Features
 #![doc = document_features::document_features!()]
 
+mod batch;
 mod contract;
 mod filter;
 mod launch;
@@ -147,10 +178,11 @@ mod partition;
 pub mod policy;
 mod residency;
 mod table;
+mod wait;
 
 pub use options::{
-    DEFAULT_CHILD_CAPACITY, DEFAULT_FILTER_BITS_PER_KEY, DEFAULT_SCRATCH_BYTES, MakeChild,
-    SwapOptions,
+    DEFAULT_CHILD_CAPACITY, DEFAULT_FILTER_BITS_PER_KEY, DEFAULT_PAGE_OUT_WAIT,
+    DEFAULT_SCRATCH_BYTES, MakeChild, SwapOptions,
 };
 pub use policy::{Access, CostModel};
 pub use residency::SwapStats;

@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use gpuhash_core::Device;
 use gpuhash_core::table::{Key, Table, Value};
@@ -19,6 +20,9 @@ pub const DEFAULT_SCRATCH_BYTES: u64 = 64 << 20;
 /// Bits of a child's miss filter for each pair the child is made for, unless set: about
 /// 2% of the misses to a child on the host get past its filter.
 pub const DEFAULT_FILTER_BITS_PER_KEY: u32 = 8;
+/// How long a page-out waits for the work queued on the child it takes off the device,
+/// unless set: far longer than any batch's share of one child takes.
+pub const DEFAULT_PAGE_OUT_WAIT: Duration = Duration::from_secs(60);
 
 /// How a [`crate::SwapTable`] divides its keys and its memory. Built by setters:
 /// `SwapOptions::with_capacity(n).device_budget(bytes)`.
@@ -46,6 +50,11 @@ pub struct SwapOptions<T: Table> {
     pub filter_bits_per_key: u32,
     /// The rates that choose between paging a child in and probing it in place.
     pub cost_model: CostModel,
+    /// The longest a page-out waits for the work queued on its child (the kernels of
+    /// earlier visits, on any stream) before it fails with an error of kind `Device`,
+    /// the child staying resident and unchanged: work that never finishes shows up as an
+    /// error, not as a batch that never returns.
+    pub page_out_wait: Duration,
     /// Builds a child.
     pub make_child: MakeChild<T>,
 }
@@ -61,6 +70,7 @@ impl<K: Key, V: Value> Default for SwapOptions<CuckooTable<K, V>> {
             scratch_bytes: DEFAULT_SCRATCH_BYTES,
             filter_bits_per_key: DEFAULT_FILTER_BITS_PER_KEY,
             cost_model: CostModel::default(),
+            page_out_wait: DEFAULT_PAGE_OUT_WAIT,
             make_child: Arc::new(|device, capacity| CuckooTable::with_capacity(device, capacity)),
         }
     }
@@ -103,6 +113,8 @@ impl<T: Table> SwapOptions<T> {
         filter_bits_per_key: u32,
         /// Sets [`SwapOptions::cost_model`].
         cost_model: CostModel,
+        /// Sets [`SwapOptions::page_out_wait`].
+        page_out_wait: Duration,
     }
 
     /// The same options with children that `make_child(device, capacity)` builds.
@@ -119,6 +131,7 @@ impl<T: Table> SwapOptions<T> {
             scratch_bytes: self.scratch_bytes,
             filter_bits_per_key: self.filter_bits_per_key,
             cost_model: self.cost_model,
+            page_out_wait: self.page_out_wait,
             make_child: Arc::new(make_child),
         }
     }
@@ -151,6 +164,7 @@ impl<T: Table> fmt::Debug for SwapOptions<T> {
             .field("scratch_bytes", &self.scratch_bytes)
             .field("filter_bits_per_key", &self.filter_bits_per_key)
             .field("cost_model", &self.cost_model)
+            .field("page_out_wait", &self.page_out_wait)
             .finish_non_exhaustive()
     }
 }

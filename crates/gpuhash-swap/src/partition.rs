@@ -6,7 +6,7 @@ use std::ops::Range;
 use bytemuck::Pod;
 use gpuhash_core::{DeviceBuffer, Result, Stream};
 
-use crate::launch::{self, ScatterTarget};
+use crate::launch::{self, FilterSet, ScatterTarget};
 use crate::policy::child_ranges;
 
 /// A segment `keys[segment]` partitioned among `children` children.
@@ -17,25 +17,37 @@ pub(crate) struct Partition<K, V> {
     pub(crate) index: DeviceBuffer<u32>,
     /// Each child's range of the partitioned elements.
     pub(crate) ranges: Vec<Range<usize>>,
+    /// Each child's first place, in device memory.
+    pub(crate) starts: DeviceBuffer<u32>,
+    /// Each child's keys that its filter in the partition's filter set passed (0 for
+    /// children not checked).
+    pub(crate) passed: Vec<usize>,
 }
 
 impl<K: Pod, V: Pod> Partition<K, V> {
-    /// Counts the segment's keys by child, scans the counts (on the host, which needs each
-    /// child's range anyway: this waits for the stream) and scatters the segment.
+    /// Counts the segment's keys by child, and those the filters of `filters` pass; scans
+    /// the counts (on the host, which needs each child's range anyway: this waits for the
+    /// stream, once a segment) and scatters the segment.
     pub(crate) fn of(
         stream: &Stream,
         children: usize,
         keys: &DeviceBuffer<K>,
         values: Option<&DeviceBuffer<V>>,
         segment: Range<usize>,
+        filters: Option<&FilterSet<'_>>,
     ) -> Result<Self> {
         let len = segment.len();
         let mut child_of = DeviceBuffer::unfilled(stream, len)?;
-        let mut counts = DeviceBuffer::zeroed(stream, children)?;
-        launch::count(stream, keys, segment.clone(), &mut child_of, &mut counts)?;
-        let ranges = child_ranges(&counts.to_host(stream)?);
+        let mut counts = DeviceBuffer::zeroed(stream, 2 * children)?;
+        let keys_in = segment.clone();
+        launch::count(stream, keys, keys_in, filters, &mut child_of, &mut counts)?;
+        let counts = counts.to_host(stream)?;
+        let (counts, passed) = counts.split_at(children);
+        let ranges = child_ranges(counts);
+        let passed = passed.iter().map(|&p| p as usize).collect();
         let starts: Vec<u32> = ranges.iter().map(|r| r.start as u32).collect();
-        let mut cursors = DeviceBuffer::from_host(stream, &starts)?;
+        let starts = DeviceBuffer::from_host(stream, &starts)?;
+        let mut cursors = launch::copy_range(stream, &starts, 0..children)?;
         let mut partition = Self {
             keys: DeviceBuffer::unfilled(stream, len)?,
             values: values
@@ -43,6 +55,8 @@ impl<K: Pod, V: Pod> Partition<K, V> {
                 .transpose()?,
             index: DeviceBuffer::unfilled(stream, len)?,
             ranges,
+            starts,
+            passed,
         };
         let target = ScatterTarget {
             keys: &mut partition.keys,

@@ -199,6 +199,30 @@ impl CostModel {
     }
 }
 
+/// The next child of a batch's visits, from `from` on, that must be paged in: the first
+/// that needs the device (`needs_device`) and is not resident. The look-ahead pages it in
+/// while the kernels of the child before it run.
+pub fn next_page_in(
+    visits: &[(usize, bool)],
+    from: usize,
+    is_resident: impl Fn(usize) -> bool,
+) -> Option<usize> {
+    visits
+        .get(from..)?
+        .iter()
+        .find(|&&(child, needs_device)| needs_device && !is_resident(child))
+        .map(|&(child, _)| child)
+}
+
+/// How the look-ahead makes room for the child it pages in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ahead {
+    /// A slot is free: nothing leaves.
+    Free,
+    /// This resident child leaves first (written back if changed, else dropped).
+    Evict(usize),
+}
+
 /// Which children are resident, and when each was last used.
 #[derive(Debug, Clone)]
 pub struct Lru {
@@ -237,6 +261,20 @@ impl Lru {
             .iter()
             .min_by_key(|&&(_, used)| used)
             .map(|&(c, _)| c)
+    }
+
+    /// Room for one more child while the children `busy` says keep their slots (the one
+    /// whose kernels run now, and those the batch visits next): a free slot, else the least
+    /// recently used child that is not busy; `None` when every resident child is busy.
+    pub fn ahead(&self, busy: impl Fn(usize) -> bool) -> Option<Ahead> {
+        if self.resident.len() < self.limit {
+            return Some(Ahead::Free);
+        }
+        self.resident
+            .iter()
+            .filter(|&&(c, _)| !busy(c))
+            .min_by_key(|&&(_, used)| used)
+            .map(|&(c, _)| Ahead::Evict(c))
     }
 
     /// Marks `child` used now, admitting it if it was not resident. The caller pages out
@@ -406,6 +444,77 @@ mod tests {
         assert_eq!(order, vec![(5, 'c'), (0, 'd'), (3, 'a'), (1, 'b')]);
     }
 
+    /// A batch's visits run as the table runs them: each visit finds its child resident
+    /// (paged in by the look-ahead, else at once, the least recently used out), and after
+    /// its kernels are queued the look-ahead makes room for the next child to page in.
+    /// Returns the page-ins the visits waited for and those the look-ahead made, or why
+    /// the schedule broke the budget or evicted a child the batch still needed.
+    fn pipeline(visits: &[(usize, bool)], lru: &mut Lru) -> Result<(usize, usize), String> {
+        let mut waited = 0;
+        let mut ahead = 0;
+        let mut incoming: Option<usize> = None;
+        for (at, &(child, needs_device)) in visits.iter().enumerate() {
+            if let Some(next) = incoming.take() {
+                lru.touch(next);
+            }
+            if needs_device {
+                if !lru.is_resident(child) {
+                    if let Some(victim) = lru.victim() {
+                        lru.evict(victim);
+                    }
+                    waited += 1;
+                }
+                lru.touch(child);
+            }
+            let upcoming = &visits[at + 1..];
+            let Some(next) = next_page_in(visits, at + 1, |c| lru.is_resident(c)) else {
+                continue;
+            };
+            let busy = |c: usize| c == child || upcoming.iter().any(|&(u, _)| u == c);
+            match lru.ahead(busy) {
+                Some(Ahead::Free) => {}
+                Some(Ahead::Evict(victim)) => {
+                    if busy(victim) || !lru.is_resident(victim) {
+                        return Err(format!("evicted {victim} at visit {at}"));
+                    }
+                    lru.evict(victim);
+                }
+                None => continue,
+            }
+            incoming = Some(next);
+            ahead += 1;
+            if lru.resident().count() + 1 > lru.limit {
+                return Err(format!("over the limit at visit {at}"));
+            }
+        }
+        Ok((waited, ahead))
+    }
+
+    #[test]
+    fn the_look_ahead_pages_every_child_but_the_first_while_another_runs() {
+        // Eight children each needing the device, two slots: only the first waits.
+        let visits: Vec<(usize, bool)> = (0..8).map(|c| (c, true)).collect();
+        assert_eq!(pipeline(&visits, &mut Lru::new(2)), Ok((1, 7)));
+        // One slot: no room to look ahead; every child waits.
+        assert_eq!(pipeline(&visits, &mut Lru::new(1)), Ok((8, 0)));
+        // Children probed in place take no slot and are skipped over.
+        let mixed = [(0, true), (1, false), (2, false), (3, true)];
+        assert_eq!(next_page_in(&mixed, 1, |_| false), Some(3));
+        assert_eq!(pipeline(&mixed, &mut Lru::new(2)), Ok((1, 1)));
+    }
+
+    #[test]
+    fn the_look_ahead_keeps_the_running_child_and_those_to_come() {
+        let mut lru = Lru::new(2);
+        lru.touch(1);
+        lru.touch(2);
+        assert_eq!(lru.ahead(|c| c == 2), Some(Ahead::Evict(1)));
+        assert_eq!(lru.ahead(|c| c == 1), Some(Ahead::Evict(2)));
+        assert_eq!(lru.ahead(|c| c == 1 || c == 2), None);
+        lru.evict(1);
+        assert_eq!(lru.ahead(|_| true), Some(Ahead::Free));
+    }
+
     quickcheck! {
         fn resident_first_keeps_every_child_once(children: Vec<u8>, resident: Vec<u8>) -> bool {
             let items: Vec<(usize, usize)> =
@@ -464,6 +573,44 @@ mod tests {
             crossover == u64::MAX
                 || (model.choose(crossover, bytes, image) == Access::Page
                     && (crossover == 0 || model.choose(crossover - 1, bytes, image) == Access::Probe))
+        }
+
+        fn the_look_ahead_keeps_the_budget_and_what_the_batch_needs(
+            children: Vec<(u8, bool)>,
+            limit: u8,
+            resident: Vec<u8>
+        ) -> bool {
+            let limit = usize::from(limit % 4) + 1;
+            let mut lru = Lru::new(limit);
+            for &child in resident.iter().take(limit) {
+                lru.touch(usize::from(child % 16));
+            }
+            // A batch visits each child once, the resident ones first.
+            let mut seen = Vec::new();
+            let visits: Vec<(usize, (usize, bool))> = children
+                .iter()
+                .map(|&(c, needs)| (usize::from(c % 16), needs))
+                .filter(|&(c, _)| {
+                    let new = !seen.contains(&c);
+                    seen.push(c);
+                    new
+                })
+                .map(|(c, needs)| (c, (c, needs)))
+                .collect();
+            let visits: Vec<(usize, bool)> = resident_first(visits, |c| lru.is_resident(c))
+                .into_iter()
+                .map(|(_, visit)| visit)
+                .collect();
+            let paged = visits.iter().filter(|&&(c, needs)| needs && !lru.is_resident(c)).count();
+            match pipeline(&visits, &mut lru) {
+                // Each child paged in once, by the look-ahead or at its visit; with two
+                // slots or more only the first page-in of a batch waits.
+                Ok((waited, ahead)) => {
+                    waited + ahead == paged && (limit == 1 || waited <= 1)
+                        && lru.resident().count() <= limit
+                }
+                Err(_) => false,
+            }
         }
 
         fn the_lru_keeps_the_limit_and_evicts_the_oldest(uses: Vec<u8>) -> bool {

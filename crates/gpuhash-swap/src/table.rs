@@ -81,6 +81,7 @@ impl<T: ProbeInPlace> SwapTable<T> {
             plan.resident,
             options.host_budget,
             filters,
+            options.page_out_wait,
         )?;
         Ok(Self {
             device: device.clone(),

@@ -2,13 +2,19 @@
 //! memory apart from the others.
 
 use std::sync::OnceLock;
+use std::time::Duration;
 
 use gpuhash_core::{Device, DeviceBuffer, Stream};
-use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-/// Tests that fill the device's memory on purpose take this for writing; the others for
-/// reading, so that none runs out of memory by accident while one does.
-static DEVICE_MEMORY: RwLock<()> = RwLock::new(());
+use crate::memory_lock::{MemoryGuard, MemoryLock};
+
+/// How long a test waits for the device-memory lock before it fails: long enough for the
+/// slowest test that holds it, short enough that a hung holder shows up as a failure.
+const LOCK_WAIT: Duration = Duration::from_secs(600);
+
+/// Tests that fill the device's memory on purpose take the whole of it; the others share
+/// it, so that none runs out of memory by accident while one does.
+static DEVICE_MEMORY: MemoryLock = MemoryLock::new(LOCK_WAIT);
 
 /// Device 0, opened once per process. Panics where there is none: call it only from tests
 /// marked `#[ignore = "needs a CUDA device"]`.
@@ -25,14 +31,21 @@ pub fn stream() -> &'static Stream {
 
 /// Held by a test that uses device memory as usual: many at once, none while a test holds
 /// [`all_memory`].
-pub fn shared_memory() -> RwLockReadGuard<'static, ()> {
-    DEVICE_MEMORY.read()
+///
+/// A thread that holds a guard already gets another at once (a plain read lock would queue
+/// behind a test waiting for [`all_memory`], which waits for this thread). Panics after
+/// waiting 10 minutes for a test that holds [`all_memory`].
+pub fn shared_memory() -> MemoryGuard {
+    DEVICE_MEMORY.shared()
 }
 
 /// Held by a test that fills the device's memory on purpose: no other test runs on the
 /// device meanwhile.
-pub fn all_memory() -> RwLockWriteGuard<'static, ()> {
-    DEVICE_MEMORY.write()
+///
+/// Panics at once on a thread that holds a guard already (it would wait for itself), and
+/// after waiting 10 minutes for the tests that hold [`shared_memory`].
+pub fn all_memory() -> MemoryGuard {
+    DEVICE_MEMORY.all()
 }
 
 /// The smallest piece of memory the filler holds back.

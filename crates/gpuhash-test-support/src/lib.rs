@@ -4,7 +4,10 @@
 //!
 //! - [`device`] and [`stream`], opened once per process; [`shared_memory`] and
 //!   [`all_memory`], the guards that keep a test that fills the device's memory
-//!   ([`fill_device_except`]) apart from the others.
+//!   ([`fill_device_except`]) apart from the others: a thread that asks for the whole
+//!   device while it holds a guard panics at once, and a wait for a holder that does not
+//!   let go panics after 10 minutes, so a misused or hung guard fails a test instead of
+//!   hanging the binary.
 //! - Inputs: [`adversarial_keys`] (every word a table reserves, its neighbours, zero, keys
 //!   equal in their low or high bits, hashed keys), [`value_of`] (the one value stored
 //!   under a key, never all zeros or all ones, at any width), and [`SeededRng`].
@@ -48,6 +51,7 @@ mod export_into;
 mod gpu;
 mod images;
 mod inputs;
+mod memory_lock;
 mod model;
 mod shape;
 mod steps;
@@ -62,6 +66,7 @@ pub use conformance::{map_conformance, multimap_conformance, set_conformance};
 pub use gpu::{all_memory, device, fill_device_except, shared_memory, stream};
 pub use images::{damaged_images, foreign_headers, image_round_trip};
 pub use inputs::{SeededRng, adversarial_keys, key_from_bits, value_in_round, value_of, values_of};
+pub use memory_lock::MemoryGuard;
 pub use model::Rule;
 pub use shape::{ExportedInto, MapShape, MultiMapShape, SetShape, Shape, Via};
 pub use view_probe::{assert_includes_are_shipped, probe_through_view};

@@ -9,14 +9,20 @@
 // does not follow the hashing of the child tables themselves.
 #define GH_SWAP_SEED 0x5bd1e9955bd1e995ull
 
-// Chooses each key's child and counts the keys of each child.
+// Chooses each key's child and counts the keys of each child, and of those the keys that
+// the child's miss filter passes where the child's filter is consulted: both counts come
+// to the host in one copy, which the partition needs anyway.
 typedef struct GhSwapCountParams {
-    const uint32_t* keys;  // key_words words a key
+    const uint32_t* keys;      // key_words words a key
     uint64_t count;
-    uint32_t key_words;    // 1 or 2
+    uint32_t key_words;        // 1 or 2
     uint32_t children;
-    uint32_t* child_of;    // out: the child of each key
-    uint32_t* counts;      // in: zeros; out: keys a child
+    uint32_t* child_of;        // out: the child of each key
+    uint32_t* counts;          // in: zeros; out: keys a child
+    const uint64_t* filters;   // each child's filter address (0 where not consulted), or null
+    uint32_t blocks;           // blocks of every child's filter
+    uint32_t reserved;
+    uint32_t* passed;          // in: zeros; out: keys a consulted filter passed, a child
 } GhSwapCountParams;
 
 // Moves each key (and value) into its child's range, recording where it came from.
@@ -79,7 +85,8 @@ typedef struct GhSwapFilterCheckParams {
     uint32_t reserved;
     const uint64_t* filters;     // each child's filter address (0 where not consulted)
     const uint32_t* starts;      // each child's first place in the partitioned segment
-    uint32_t* survivors;         // in: zeros; out: keys a child's filter passed
+    uint32_t* survivors;         // in: zeros; out: keys a child's filter passed (as counted
+                                 // by the partition's count, with the same test)
     uint32_t* out_keys;          // the keys passed, at starts[child] + rank
     uint32_t* out_places;        // and their places in the partitioned segment
 } GhSwapFilterCheckParams;

@@ -1,0 +1,438 @@
+//! A batch on a [`SwapTable`]: cut into segments, each segment partitioned by child on the
+//! device, then its children visited one by one, with paging overlapped with kernels.
+//!
+//! Each segment's children are visited once each, the resident ones first
+//! ([`resident_first`]). A visit queues the child's work on the caller's stream: the
+//! child's own device form on its range of the partition, or, for a lookup of a child on
+//! the host, on the keys its miss filter passed, probed in place or paged in as the cost
+//! model chooses (a child whose keys the filter all ruled out is not visited). Right after
+//! a visit's kernels are queued, the look-ahead starts paging in the next child the segment
+//! needs on the device ([`next_page_in`]): on a thread of its own, on streams the device
+//! lends, first paging out the least recently used child no visit still needs when no slot
+//! is free ([`crate::policy::Lru::ahead`]), so that the budget holds. The page-out waits
+//! for the events recorded after the victim's own work, not for the stream, so the bus
+//! moves one child while the SMs run another (the paper's two child slots). The next visit
+//! takes the move's outcome back first; with one slot there is no room to look ahead and
+//! every page-in happens at its visit.
+
+use std::ops::Range;
+
+use gpuhash_core::image::ProbeInPlace;
+use gpuhash_core::table::{Map, check_pairs};
+use gpuhash_core::{DeviceBuffer, Stream};
+
+use crate::filter::{self, Survivors};
+use crate::launch;
+use crate::partition::Partition;
+use crate::policy::{Access, next_page_in, resident_first, segments};
+use crate::residency::{Moved, Residency};
+use crate::table::SwapTable;
+
+/// A batch verb with the caller's buffers.
+pub(crate) enum Verb<'a, V> {
+    Insert(&'a DeviceBuffer<V>),
+    Get {
+        found: &'a mut DeviceBuffer<u8>,
+        values: &'a mut DeviceBuffer<V>,
+    },
+    Contains(&'a mut DeviceBuffer<u8>),
+    Remove(&'a mut DeviceBuffer<u8>),
+}
+
+impl<V> Verb<'_, V> {
+    fn changes(&self) -> bool {
+        matches!(self, Verb::Insert(_) | Verb::Remove(_))
+    }
+
+    fn values(&self) -> Option<&DeviceBuffer<V>> {
+        match self {
+            Verb::Insert(values) => Some(values),
+            _ => None,
+        }
+    }
+
+    fn found(&mut self) -> Option<&mut DeviceBuffer<u8>> {
+        match self {
+            Verb::Insert(_) => None,
+            Verb::Get { found, .. } | Verb::Contains(found) | Verb::Remove(found) => Some(found),
+        }
+    }
+
+    fn gets_values(&self) -> bool {
+        matches!(self, Verb::Get { .. })
+    }
+}
+
+/// One segment's answers in partitioned order.
+struct Answers<V> {
+    found: DeviceBuffer<u8>,
+    values: DeviceBuffer<V>,
+}
+
+/// A segment partitioned by child, and the keys the filters passed.
+type Split<K, V> = (Partition<K, V>, Survivors<K>);
+
+/// How a visit reaches its child.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum How {
+    /// The child on the device, the verb on its range of the partition.
+    Run,
+    /// A lookup of the filter's survivors in the child's image, in place.
+    Probe,
+    /// A lookup of the filter's survivors in the child paged in.
+    PageLookup,
+}
+
+/// A child's part of a segment.
+struct Visit {
+    child: usize,
+    /// The child's range of the partition ([`How::Run`]) or of the survivors.
+    range: Range<usize>,
+    how: How,
+}
+
+/// What every visit of a segment reads and writes.
+struct Segment<'s, 'v, K, V> {
+    stream: &'s Stream,
+    partition: &'s Partition<K, V>,
+    survivors: &'s Survivors<K>,
+    verb: &'s Verb<'v, V>,
+    answers: &'s mut Answers<V>,
+}
+
+impl<T: ProbeInPlace> SwapTable<T> {
+    /// Runs `verb` on `keys`, segment by segment.
+    pub(crate) fn run(
+        &self,
+        stream: &Stream,
+        keys: &DeviceBuffer<T::Key>,
+        mut verb: Verb<'_, T::Value>,
+    ) -> Result<(), T::Error> {
+        if let Some(found) = verb.found() {
+            check_pairs(keys.len(), found.len())?;
+        }
+        let mut residency = self.residency.lock();
+        for segment in segments(keys.len(), self.plan.segment) {
+            self.run_segment(&mut residency, stream, keys, &mut verb, segment)?;
+        }
+        Ok(())
+    }
+
+    fn run_segment(
+        &self,
+        residency: &mut Residency<T>,
+        stream: &Stream,
+        keys: &DeviceBuffer<T::Key>,
+        verb: &mut Verb<'_, T::Value>,
+        segment: Range<usize>,
+    ) -> Result<(), T::Error> {
+        let children = residency.count();
+        // Which children a lookup reaches through its filter: those on the host now (the
+        // set is fixed before any child of the segment pages in or out). The partition's
+        // count kernel counts the keys their filters pass, in the one wait a segment has;
+        // one more kernel compacts those keys for the whole segment.
+        let on_host: Vec<bool> = (0..children)
+            .map(|child| !verb.changes() && !residency.is_resident(child))
+            .collect();
+        let (partition, survivors) =
+            Self::partition(residency, stream, keys, verb, &segment, &on_host)?;
+        // Misses of children on the host are answered by these zeros.
+        let mut answers = Answers {
+            found: DeviceBuffer::zeroed(stream, segment.len())?,
+            values: DeviceBuffer::unfilled(stream, segment.len())?,
+        };
+        let visits = self.visits(residency, &partition, &survivors, &on_host);
+        let mut work = Segment {
+            stream,
+            partition: &partition,
+            survivors: &survivors,
+            verb,
+            answers: &mut answers,
+        };
+        self.visit_all(residency, &visits, &mut work)?;
+        gather_answers(stream, &partition, &answers, verb, segment.start)?;
+        Ok(())
+    }
+
+    /// The segment partitioned by child, and the keys of the children `on_host` that their
+    /// filters pass. The filters' readers are recorded even when this fails: its kernels
+    /// may have been queued.
+    fn partition(
+        residency: &mut Residency<T>,
+        stream: &Stream,
+        keys: &DeviceBuffer<T::Key>,
+        verb: &Verb<'_, T::Value>,
+        segment: &Range<usize>,
+        on_host: &[bool],
+    ) -> Result<Split<T::Key, T::Value>, T::Error> {
+        let children = residency.count();
+        let filters = residency.filters().set(stream, on_host)?;
+        let consulted = filters.is_some();
+        let split = Partition::of(
+            stream,
+            children,
+            keys,
+            verb.values(),
+            segment.clone(),
+            filters.as_ref(),
+        )
+        .and_then(|partition| {
+            let survivors = filter::check(stream, &partition, filters.as_ref())?;
+            Ok((partition, survivors))
+        });
+        drop(filters);
+        if consulted {
+            residency.filters_read_on(stream)?;
+        }
+        split.map_err(T::Error::from)
+    }
+
+    /// The segment's visits in order, resident children first; counts the keys the
+    /// filters ruled out.
+    fn visits<K: bytemuck::Pod, V: bytemuck::Pod>(
+        &self,
+        residency: &mut Residency<T>,
+        partition: &Partition<K, V>,
+        survivors: &Survivors<K>,
+        on_host: &[bool],
+    ) -> Vec<Visit> {
+        let cost_model = self.cost_model();
+        let order = resident_first(partition.children(), |child| residency.is_resident(child));
+        let mut filtered = 0;
+        let visits = order
+            .into_iter()
+            .filter_map(|(child, range)| {
+                if !on_host[child] {
+                    return Some(Visit {
+                        child,
+                        range,
+                        how: How::Run,
+                    });
+                }
+                let passed = survivors.ranges[child].clone();
+                filtered += range.len() - passed.len();
+                // Every key ruled out: the child is neither paged in nor probed.
+                if passed.is_empty() {
+                    return None;
+                }
+                let access = if T::PROBES_IN_PLACE {
+                    let image_bytes = residency.image(child).bytes();
+                    cost_model.choose(passed.len() as u64, T::PROBE_BYTES, image_bytes)
+                } else {
+                    Access::Page
+                };
+                let how = match access {
+                    Access::Probe => How::Probe,
+                    Access::Page => How::PageLookup,
+                };
+                Some(Visit {
+                    child,
+                    range: passed,
+                    how,
+                })
+            })
+            .collect();
+        residency.count_filtered(filtered);
+        visits
+    }
+
+    /// Visits each child in turn, paging the next one in while the last one's kernels run.
+    /// Whatever happens, a move under way is taken back before this returns, so the
+    /// residency is whole: children before a failed visit keep their part of the segment,
+    /// the failed one and those after have none of it. At most one move is under way, and
+    /// only between a visit's queueing and the next landing: no visit runs beside it on the
+    /// host, and a panic in a visit leaves none behind.
+    fn visit_all(
+        &self,
+        residency: &mut Residency<T>,
+        visits: &[Visit],
+        work: &mut Segment<'_, '_, T::Key, T::Value>,
+    ) -> Result<(), T::Error> {
+        let needs_device: Vec<(usize, bool)> = visits
+            .iter()
+            .map(|v| (v.child, v.how != How::Probe))
+            .collect();
+        std::thread::scope(|scope| {
+            let mut under_way = None;
+            let mut outcome = Ok(());
+            for (at, visit) in visits.iter().enumerate() {
+                if let Some(moving) = under_way.take() {
+                    outcome = residency.land(joined(moving));
+                }
+                outcome = outcome.and_then(|()| self.visit(residency, visit, work));
+                if outcome.is_err() {
+                    break;
+                }
+                let Some(next) = next_page_in(&needs_device, at + 1, |c| residency.is_resident(c))
+                else {
+                    continue;
+                };
+                let upcoming = &needs_device[at + 1..];
+                let busy = |c: usize| c == visit.child || upcoming.iter().any(|&(u, _)| u == c);
+                if let Some(ahead) = residency.ahead(busy) {
+                    let moving = residency.start_move(&self.device, ahead, next);
+                    under_way = Some(scope.spawn(move || moving.run()));
+                }
+            }
+            let landed = under_way.map_or(Ok(()), |moving| residency.land(joined(moving)));
+            outcome.and(landed)
+        })
+    }
+
+    /// Queues one visit's work on the segment's stream.
+    fn visit(
+        &self,
+        residency: &mut Residency<T>,
+        visit: &Visit,
+        work: &mut Segment<'_, '_, T::Key, T::Value>,
+    ) -> Result<(), T::Error> {
+        let (child, range) = (visit.child, visit.range.clone());
+        let stream = work.stream;
+        match visit.how {
+            How::Probe => {
+                let image = residency.image(child);
+                look_up(work, range, |keys, found, values| {
+                    T::get_in_place(stream, &image, keys, found, values)
+                })?;
+                residency.count_probe_in_place();
+                // The image may be replaced while the kernels above still read it: its
+                // memory goes back to the pool only once they have run (a pinned buffer
+                // waits for its readers).
+                drop(image);
+                Ok(())
+            }
+            How::Run => {
+                let changes = work.verb.changes();
+                residency.on_resident(&self.device, (child, changes), stream, |table| {
+                    run_child(table, work, range)
+                })
+            }
+            How::PageLookup => {
+                residency.on_resident(&self.device, (child, false), stream, |table| {
+                    look_up(work, range, |keys, found, values| match values {
+                        Some(values) => table.get_async(stream, keys, found, values),
+                        None => table.contains_async(stream, keys, found),
+                    })
+                })
+            }
+        }
+    }
+}
+
+/// A move's outcome, once its thread is done. The move owns what it touches and takes no
+/// lock this thread holds: it ends once its own copies and kernels have run and the
+/// victim's work has (a wait bounded by [`crate::SwapOptions::page_out_wait`]).
+fn joined<T: ProbeInPlace>(moving: std::thread::ScopedJoinHandle<'_, Moved<T>>) -> Moved<T> {
+    moving
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
+/// Runs the segment's verb on one child's range of the partition, its answers into the
+/// segment's answers at the range.
+fn run_child<T: Map>(
+    table: &T,
+    work: &mut Segment<'_, '_, T::Key, T::Value>,
+    range: Range<usize>,
+) -> Result<(), T::Error> {
+    let Segment {
+        stream,
+        partition,
+        answers,
+        verb,
+        ..
+    } = work;
+    let keys = partition.keys_of(stream, range.clone())?;
+    let found = match verb {
+        Verb::Insert(_) => {
+            return table.insert_async(stream, &keys, &partition.values_of(stream, range)?);
+        }
+        Verb::Get { .. } => {
+            let mut values = DeviceBuffer::unfilled(stream, keys.len())?;
+            let found = flags(stream, keys.len(), |found| {
+                table.get_async(stream, &keys, found, &mut values)
+            })?;
+            answers.values.copy_from_at(stream, range.start, &values)?;
+            found
+        }
+        Verb::Contains(_) => flags(stream, keys.len(), |found| {
+            table.contains_async(stream, &keys, found)
+        })?,
+        Verb::Remove(_) => flags(stream, keys.len(), |found| {
+            table.remove_async(stream, &keys, found)
+        })?,
+    };
+    Ok(answers.found.copy_from_at(stream, range.start, &found)?)
+}
+
+/// Looks up the survivors of `range` with `lookup` (found flags, and values for a get),
+/// their answers into their places in the segment's answers.
+fn look_up<K: bytemuck::Pod, V: gpuhash_core::table::Value, E: From<gpuhash_core::Error>>(
+    work: &mut Segment<'_, '_, K, V>,
+    range: Range<usize>,
+    lookup: impl FnOnce(
+        &DeviceBuffer<K>,
+        &mut DeviceBuffer<u8>,
+        Option<&mut DeviceBuffer<V>>,
+    ) -> Result<(), E>,
+) -> Result<(), E> {
+    let stream = work.stream;
+    let keys = work.survivors.keys_of(stream, range.clone())?;
+    let mut found = DeviceBuffer::zeroed(stream, keys.len())?;
+    let mut values = match work.verb.gets_values() {
+        true => Some(DeviceBuffer::unfilled(stream, keys.len())?),
+        false => None,
+    };
+    lookup(&keys, &mut found, values.as_mut())?;
+    let places = work.survivors.places_of(stream, range)?;
+    let answers = &mut *work.answers;
+    launch::gather(stream, &found, &places, None, &mut answers.found, 0)?;
+    if let Some(values) = &values {
+        launch::gather(
+            stream,
+            values,
+            &places,
+            Some(&found),
+            &mut answers.values,
+            0,
+        )?;
+    }
+    Ok(())
+}
+
+/// A new flag buffer of `len`, filled by `device_form`.
+fn flags<E: From<gpuhash_core::Error>>(
+    stream: &Stream,
+    len: usize,
+    device_form: impl FnOnce(&mut DeviceBuffer<u8>) -> Result<(), E>,
+) -> Result<DeviceBuffer<u8>, E> {
+    let mut found = DeviceBuffer::unfilled(stream, len)?;
+    device_form(&mut found)?;
+    Ok(found)
+}
+
+/// Puts a segment's answers into the caller's buffers, in input order; values only where
+/// found, so a miss leaves the caller's value as it was.
+fn gather_answers<K, V: gpuhash_core::table::Value>(
+    stream: &Stream,
+    partition: &Partition<K, V>,
+    answers: &Answers<V>,
+    verb: &mut Verb<'_, V>,
+    start: usize,
+) -> gpuhash_core::Result<()> {
+    let index = &partition.index;
+    if let Verb::Get { values, .. } = verb {
+        launch::gather(
+            stream,
+            &answers.values,
+            index,
+            Some(&answers.found),
+            values,
+            start,
+        )?;
+    }
+    match verb.found() {
+        Some(found) => launch::gather(stream, &answers.found, index, None, found, start),
+        None => Ok(()),
+    }
+}

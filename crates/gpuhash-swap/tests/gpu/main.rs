@@ -1,0 +1,11 @@
+//! GPU tests of the swap table: the contract's conformance suite with children paging on
+//! every batch (`conformance`), answers against `HashMap` models across evictions, probing
+//! and paging, filters and budgets (`paging`), and the overlapped pipeline (`pipeline`).
+//!
+//! Every test is small (tables of 2^14 pairs in 8 children, 2 resident) and runs alone:
+//! `cargo test -p gpuhash-swap --test gpu -- --ignored --exact pipeline::NAME`.
+
+mod common;
+mod conformance;
+mod paging;
+mod pipeline;

@@ -1,0 +1,264 @@
+//! Paging against `HashMap` models: answers across evictions, write-backs of changed
+//! children only, budgets too small to hold a child, lookups of children on the host
+//! probed in place and paged giving the same answers, misses answered by the filters with
+//! no paging, and a host budget that runs out. DyHash children of u32 keys and u32 values
+//! have packed buckets (the default for such pairs), the others split ones: both are paged
+//! and probed.
+
+use std::collections::HashMap;
+
+use gpuhash_core::PinnedPool;
+use gpuhash_core::image::Image;
+use gpuhash_core::table::{ErrorKind, Key, Map, Table, TableError, Value};
+use gpuhash_cuckoo::CuckooTable;
+use gpuhash_swap::policy::child_of;
+use gpuhash_swap::{SwapMap, SwapOptions};
+use gpuhash_test_support::{SeededRng, adversarial_keys, device, shared_memory, value_in_round};
+
+use crate::common::{
+    CHILDREN, RESIDENT, SCRATCH, always_page, always_probe, check_lookups, filled, paging,
+    paging_options, paging_with,
+};
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn the_plan_pages() {
+    let _memory = shared_memory();
+    let table = paging::<u32, u64>(device(), 1 << 16).unwrap();
+    assert_eq!(table.children(), CHILDREN);
+    assert_eq!(table.resident_limit(), RESIDENT as usize);
+}
+
+/// Rounds of inserts, removals and lookups of keys spread over every child, held against
+/// a `HashMap`.
+fn matches_a_hash_map<K: Key, V: Value>() {
+    let _memory = shared_memory();
+    let table = paging::<K, V>(device(), 1 << 14).unwrap();
+    let mut model: HashMap<K, V> = HashMap::new();
+    let mut rng = SeededRng::new(7);
+    let keys: Vec<K> = rng.distinct_keys(1 << 14);
+    for (round, batch) in keys.chunks(1 << 11).enumerate() {
+        let values: Vec<V> = batch
+            .iter()
+            .map(|&k| value_in_round::<V>(k.widen(), round as u64))
+            .collect();
+        table.insert(batch, &values).unwrap();
+        model.extend(batch.iter().copied().zip(values));
+        let gone: Vec<K> = keys.iter().step_by(5 + round).copied().collect();
+        let removed = table.remove(&gone).unwrap();
+        for (key, removed) in gone.iter().zip(removed) {
+            assert_eq!(removed, model.remove(key).is_some(), "round {round}");
+        }
+        let found = table.get(&keys).unwrap();
+        for (key, found) in keys.iter().zip(found) {
+            assert_eq!(found, model.get(key).copied(), "round {round}");
+        }
+        assert_eq!(table.len().unwrap(), model.len());
+    }
+    let mut exported = table.export().unwrap();
+    exported.sort_unstable_by_key(|&(k, _)| k);
+    let mut expected: Vec<(K, V)> = model.into_iter().collect();
+    expected.sort_unstable_by_key(|&(k, _)| k);
+    assert_eq!(exported, expected);
+    assert!(table.stats().page_outs > 0, "{:?}", table.stats());
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn answers_match_a_hash_map_across_evictions_u32_u64() {
+    matches_a_hash_map::<u32, u64>();
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn answers_match_a_hash_map_across_evictions_u32_u32_packed() {
+    matches_a_hash_map::<u32, u32>();
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn answers_match_a_hash_map_across_evictions_u64_u64() {
+    matches_a_hash_map::<u64, u64>();
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn an_unchanged_child_is_dropped_not_written_back() {
+    let _memory = shared_memory();
+    let table = paging_with::<u64, u64>(1 << 14, always_page());
+    let keys: Vec<u64> = SeededRng::new(9).distinct_keys(1 << 12);
+    table.insert(&keys, &keys).unwrap();
+    table.get(&keys).unwrap();
+    let after_first = table.stats();
+    table.get(&keys).unwrap();
+    table.contains(&keys).unwrap();
+    let after_reads = table.stats();
+    assert_eq!(
+        after_reads.page_outs, after_first.page_outs,
+        "{after_reads:?}"
+    );
+    assert!(after_reads.drops > after_first.drops, "{after_reads:?}");
+    assert!(
+        after_reads.page_ins > after_first.page_ins,
+        "{after_reads:?}"
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn a_budget_too_small_is_refused() {
+    let _memory = shared_memory();
+    let options = SwapOptions::<CuckooTable<u32, u32>>::with_capacity(1 << 20)
+        .scratch_bytes(SCRATCH)
+        .device_budget(SCRATCH + 1024);
+    let refused = SwapMap::new(device(), options).unwrap_err();
+    assert_eq!(refused.kind(), ErrorKind::InvalidInput);
+    let no_host_room =
+        SwapOptions::<CuckooTable<u32, u32>>::with_capacity(1 << 20).host_budget(4096);
+    assert_eq!(
+        SwapMap::new(device(), no_host_room).unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
+    let no_scratch = SwapOptions::<CuckooTable<u32, u32>>::with_capacity(1 << 20).scratch_bytes(4);
+    assert_eq!(
+        SwapMap::new(device(), no_scratch).unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
+}
+
+/// Lookups of hits, misses, removed keys and adversarial keys, probed in place on one
+/// table and paged on another, against a `HashMap` and each other.
+fn probing_and_paging_agree<K: Key, V: Value>() {
+    let _memory = shared_memory();
+    let mut keys: Vec<K> = SeededRng::new(11).distinct_keys(1 << 13);
+    keys.extend(adversarial_keys::<K>());
+    keys.sort_unstable();
+    keys.dedup();
+    let mut probes = keys.clone();
+    probes.extend(SeededRng::new(12).distinct_keys::<K>(1 << 12));
+    let (probing, model) = filled::<K, V>(always_probe(), &keys);
+    let (paged, _) = filled::<K, V>(always_page(), &keys);
+    for batch in [1 << 10, 1 << 12, probes.len()] {
+        let before = probing.stats();
+        check_lookups(&probing, &model, &probes, batch);
+        check_lookups(&paged, &model, &probes, batch);
+        let after = probing.stats();
+        assert_eq!(after.page_ins, before.page_ins, "probing paged: {after:?}");
+        assert!(after.probes_in_place > before.probes_in_place, "{after:?}");
+        for chunk in probes.chunks(batch) {
+            assert_eq!(probing.get(chunk).unwrap(), paged.get(chunk).unwrap());
+        }
+    }
+    assert_eq!(paged.stats().probes_in_place, 0, "{:?}", paged.stats());
+    assert!(paged.stats().page_ins > 0, "{:?}", paged.stats());
+    assert!(probing.stats().filtered > 0, "{:?}", probing.stats());
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn lookups_probed_in_place_and_paged_agree_u32_u64() {
+    probing_and_paging_agree::<u32, u64>();
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn lookups_probed_in_place_and_paged_agree_u32_u32_packed() {
+    probing_and_paging_agree::<u32, u32>();
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn lookups_probed_in_place_and_paged_agree_u64_u64() {
+    probing_and_paging_agree::<u64, u64>();
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn misses_leave_residency_unchanged() {
+    // The default cost model: small batches of misses page nothing in, whatever their
+    // filters let through.
+    let _memory = shared_memory();
+    let table = paging::<u64, u64>(device(), 1 << 14).unwrap();
+    let keys: Vec<u64> = SeededRng::new(13).distinct_keys(1 << 14);
+    let (stored, misses) = keys.split_at(1 << 13);
+    table.insert(stored, stored).unwrap();
+    let before = table.stats();
+    for chunk in misses.chunks(1 << 10) {
+        assert!(table.get(chunk).unwrap().iter().all(Option::is_none));
+        assert!(!table.contains(chunk).unwrap().iter().any(|&c| c));
+    }
+    let after = table.stats();
+    assert_eq!(
+        (after.page_ins, after.page_outs, after.drops),
+        (before.page_ins, before.page_outs, before.drops),
+        "{after:?}"
+    );
+    // At 8 bits a pair, nearly every miss stops at its filter.
+    let lookups = 2 * misses.len() as u64 * (CHILDREN as u64 - RESIDENT) / CHILDREN as u64;
+    assert!(
+        after.filtered - before.filtered > lookups * 9 / 10,
+        "{after:?}"
+    );
+    // Small batches of hits do not page either.
+    for chunk in stored.chunks(1 << 10) {
+        let found = table.get(chunk).unwrap();
+        assert!(chunk.iter().zip(found).all(|(&k, v)| v == Some(k)));
+    }
+    assert_eq!(
+        table.stats().page_ins,
+        before.page_ins,
+        "{:?}",
+        table.stats()
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn a_host_budget_that_runs_out_is_an_error_and_loses_nothing() {
+    // The budget holds 8 images: the empty one all children share and 7 of their own, so
+    // the page-out of an eighth changed child is refused.
+    let _memory = shared_memory();
+    let options = paging_options::<u64, u64>(device(), 1 << 14).unwrap();
+    let child = (options.make_child)(device(), options.child_capacity).unwrap();
+    let image_class = child
+        .to_pinned_image(&PinnedPool::new_mapped(device(), None))
+        .unwrap()
+        .pinned_bytes() as u64;
+    let table = SwapMap::<u64, u64>::new(
+        device(),
+        options
+            .host_budget(CHILDREN as u64 * image_class)
+            .cost_model(always_probe()),
+    )
+    .unwrap();
+    let keys: Vec<u64> = SeededRng::new(14).distinct_keys(1 << 13);
+    let mut model: HashMap<u64, u64> = HashMap::new();
+    let mut refused = None;
+    // Child by child, round and round: each batch changes one child, so a refused batch
+    // changes nothing.
+    'rounds: for round in 0..3u64 {
+        for child in 0..CHILDREN as u32 {
+            let batch: Vec<u64> = keys
+                .iter()
+                .copied()
+                .filter(|&k| child_of(k, CHILDREN as u32) == child)
+                .skip(round as usize * 100)
+                .take(100)
+                .collect();
+            let values: Vec<u64> = batch.iter().map(|&k| k ^ round).collect();
+            match table.insert(&batch, &values) {
+                Ok(()) => model.extend(batch.iter().copied().zip(values)),
+                Err(error) => {
+                    refused = Some(error);
+                    break 'rounds;
+                }
+            }
+        }
+    }
+    let refused = refused.expect("the host budget never ran out");
+    assert_eq!(refused.kind(), ErrorKind::OutOfPinnedMemory, "{refused}");
+    assert_eq!(table.len().unwrap(), model.len());
+    let mut probes: Vec<u64> = model.keys().copied().collect();
+    probes.extend_from_slice(&keys);
+    check_lookups(&table, &model, &probes, 1 << 12);
+}
