@@ -194,7 +194,9 @@ fn four_threads_on_the_pipeline_match_their_models() {
 #[ignore = "needs a CUDA device"]
 fn running_out_of_device_memory_mid_pipeline_loses_nothing() {
     let _memory = all_memory();
-    let table = paging_with::<u64, u64>(1 << 14, always_page());
+    // Children of 128K pairs (about 2 MiB each), so that a page-in asks for more than the
+    // filler leaves at the smallest rooms.
+    let table = paging_with::<u64, u64>(1 << 20, always_page());
     let keys: Vec<u64> = SeededRng::new(28).distinct_keys(1 << 13);
     let (stored, fresh) = keys.split_at(1 << 12);
     table.insert(stored, stored).unwrap();
