@@ -13,13 +13,21 @@
 //! Before each chunk is inserted, its keys are looked up with the table's own device form
 //! (`get_async` for a map, `contains_async` for a set), and the answers (a flag a key and,
 //! for a map, the value it held) stay on the device until the batch is done. If a chunk
-//! fails (its upload, its lookup or its insert returns an error), the table's device form
-//! has left the table as it was before that chunk, and the chunks before it are undone in
-//! reverse order with the contract's own verbs: the keys a chunk did not find are removed,
-//! and the keys it found get their old values back by an insert (which replaces a value).
-//! Reverse order makes a key repeated across chunks end with the value it held before the
-//! batch: each chunk's undo brings back what the chunk before it left. Then the error of
-//! the chunk that failed is returned.
+//! fails (its upload, its lookup or its insert returns an error), the chunks that ran are
+//! undone in reverse order with the contract's own verbs: the keys a chunk did not find
+//! are removed, and the keys it found get their old values back by an insert (which
+//! replaces a value). Reverse order makes a key repeated across chunks end with the value
+//! it held before the batch: each chunk's undo brings back what the chunk before it left.
+//! Then the error of the chunk that failed is returned.
+//!
+//! The failed chunk itself: a device form that fails before it changes anything (bad
+//! input, no device memory for its scratch space or its room) leaves the table as it was,
+//! and one that fails with [`ErrorKind::NotInserted`](super::ErrorKind::NotInserted) has
+//! put in every pair but those it names. So a chunk whose insert form returned an error
+//! is undone as well (which changes nothing where the form changed nothing): after the
+//! error the table holds exactly what it held before the batch, and a `NotInserted`
+//! error's pairs are the chunk's that found no place, none of the batch being in. A chunk
+//! whose upload or lookup failed never ran.
 //!
 //! Which copy of a repeated key wins follows from the order: chunks run one after
 //! another, so a later chunk's copy replaces an earlier chunk's, and within a chunk the
@@ -257,8 +265,9 @@ fn run<U: Undoable>(
         let Err(failure) = pipeline(table, s, &plan, keys, values, &mut answers) else {
             return Ok(());
         };
-        // The failed chunk changed nothing; the ones before it are undone, last first.
-        for (range, answers) in plan.chunks.iter().zip(&answers).rev() {
+        // Every chunk that ran, the failed one included, is undone, last first.
+        let ran = &plan.chunks[..answers.len()];
+        for (range, answers) in ran.iter().zip(&answers).rev() {
             if undo(table, s, &keys[range.clone()], answers).is_err() {
                 break;
             }
@@ -334,7 +343,7 @@ struct Answers<V> {
 }
 
 /// Runs the chunks of `plan` in order on `stream`, their copies in lanes, pushing the
-/// answers of every chunk that takes effect onto `answers`.
+/// answers of every chunk whose insert form runs onto `answers` before it runs.
 fn pipeline<U: Undoable>(
     table: &U,
     stream: &Stream,
@@ -365,8 +374,8 @@ fn pipeline<U: Undoable>(
                 .map(|_| DeviceBuffer::unfilled(stream, range.len()))
                 .transpose()?;
             table.look_up(stream, &slot.keys, &mut found, held.as_mut())?;
-            table.apply(stream, &slot.keys, slot.values.as_ref())?;
             answers.push(Answers { found, held });
+            table.apply(stream, &slot.keys, slot.values.as_ref())?;
             let inserted = stream.record()?;
             // A lane with no chunk left has gone: the slot is freed with it.
             let _ = give_back[lane].send(Returned { slot, inserted });
@@ -432,8 +441,8 @@ fn copy_lane<K: Key, V: Value, E: From<Error>>(
     }
 }
 
-/// Undoes one chunk that took effect: removes the keys it did not find, and puts back the
-/// values of those it found. Reads the answers back to the host to part the keys.
+/// Undoes one chunk that ran: removes the keys it did not find, and puts back the values
+/// of those it found. Reads the answers back to the host to part the keys.
 fn undo<U: Undoable>(
     table: &U,
     stream: &Stream,
