@@ -69,20 +69,13 @@ impl<W: Shape<Tag>, Tag> Scenario<W, Tag> {
     /// call), and the batch.
     fn new(make: MakeSmall<'_, W>, setup: ChunkSetup) -> Result<Self, String> {
         let table = make(device(), setup).during("making the table")?;
-        let mut held = adversarial_keys::<W::Key>();
-        held.extend(SeededRng::new(0x41).distinct_keys::<W::Key>(setup.chunk / 2));
-        held.sort_unstable();
-        held.dedup();
-        held.truncate(setup.chunk);
+        let (held, batch) = held_and_batch::<W::Key>(setup.chunk);
         let held_values = rounds_to_values::<W, Tag>(&held, |_| 1);
         table
             .insert_via(Via::Host, &held, &held_values)
             .during("the insert before the batch")?;
         let mut model = Model::new(W::RULE);
         model.insert(&held, &held_values);
-        let mut fresh = SeededRng::new(0x42).distinct_keys::<W::Key>(5 * setup.chunk / 2 + 3);
-        fresh.retain(|k| held.binary_search(k).is_err());
-        let batch = many_chunk_batch(&fresh, &held, setup.chunk);
         let keys: Vec<W::Key> = batch.iter().map(|&(k, _)| k).collect();
         let rounds: Vec<u64> = batch.iter().map(|&(_, r)| r).collect();
         let values = rounds_to_values::<W, Tag>(&keys, |i| rounds[i]);
@@ -169,15 +162,8 @@ fn failing_chunk<W: Shape<Tag>, Tag>(
     failing: usize,
     registered: bool,
 ) -> Result<(), String> {
-    let probe = Scenario::new(
-        make,
-        ChunkSetup {
-            chunk,
-            fail_at: None,
-        },
-    )?;
-    let failing = failing.min(probe.keys.len().div_ceil(chunk) - 1);
-    drop(probe);
+    let chunks = held_and_batch::<W::Key>(chunk).1.len().div_ceil(chunk);
+    let failing = failing.min(chunks - 1);
     // The insert before the batch is the insert form's first call.
     let setup = ChunkSetup {
         chunk,
@@ -215,6 +201,20 @@ fn rounds_to_values<W: Shape<Tag>, Tag>(
 
 fn failed_registration<E: TableError>(why: String) -> E {
     gpuhash_core::Error::InvalidInput(why).into()
+}
+
+/// The keys a table holds before the batch (the adversarial ones and random ones, one
+/// chunk at most, sorted), and the batch ([`many_chunk_batch`]) over them and new keys.
+fn held_and_batch<K: Key>(chunk: usize) -> (Vec<K>, Vec<(K, u64)>) {
+    let mut held = adversarial_keys::<K>();
+    held.extend(SeededRng::new(0x41).distinct_keys::<K>(chunk / 2));
+    held.sort_unstable();
+    held.dedup();
+    held.truncate(chunk);
+    let mut fresh = SeededRng::new(0x42).distinct_keys::<K>(5 * chunk / 2 + 3);
+    fresh.retain(|k| held.binary_search(k).is_err());
+    let batch = many_chunk_batch(&fresh, &held, chunk);
+    (held, batch)
 }
 
 /// A batch of several chunks of `chunk` keys, as (key, round) pairs: each of `fresh` in
@@ -264,7 +264,9 @@ fn last_copies<M: Map>(make: MakeSmall<'_, SmallChunks<M>>) -> Result<(), String
     let chunk = CHUNKS[0];
     for fail_at in [None, Some(4)] {
         let map = make(device(), ChunkSetup { chunk, fail_at }).during("making the map")?;
-        let held = adversarial_keys::<M::Key>();
+        let mut held = adversarial_keys::<M::Key>();
+        // One chunk: the insert form's first call.
+        held.truncate(chunk);
         let held_values: Vec<M::Value> =
             held.iter().map(|k| value_in_round(k.widen(), 1)).collect();
         map.insert(&held, &held_values)

@@ -288,7 +288,8 @@ where
                 fail_at,
             },
         ))?;
-        let held = adversarial_keys::<M::Key>();
+        let mut held = adversarial_keys::<M::Key>();
+        held.truncate(CHUNK);
         let ones = vec![key_from_bits::<M::Value>(1); held.len()];
         // The first call of the upsert form (held is one chunk).
         map.upsert(&held, &ones, Combine::Add)
