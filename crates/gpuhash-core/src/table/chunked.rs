@@ -1,8 +1,9 @@
 //! Host-slice inserts and upserts in chunks, whose copies overlap the inserts, and which
 //! still take effect, or fail, as one.
 //!
-//! A batch of at most one chunk ([`Table::host_insert_chunk`](super::Table::host_insert_chunk)) is uploaded whole and runs
-//! the table's device form once. A larger batch runs as a pipeline: copy lanes (host
+//! A batch of at most one chunk
+//! ([`Table::host_insert_chunk`](super::Table::host_insert_chunk)) is uploaded whole and
+//! runs the table's device form once, with no lookup. A larger batch runs as a pipeline: copy lanes (host
 //! threads, each with a stream and one chunk's device buffers of its own) upload the
 //! chunks in turn, while the calling thread runs each chunk, in batch order, on the
 //! call's stream. So chunk k + 1's copies cross the bus while chunk k's insert runs.
@@ -37,8 +38,8 @@
 //!
 //! What the undo cannot undo: an error that a device form does not return but that shows
 //! only when the stream is waited on (a kernel that faults leaves the context unusable),
-//! and an undo that itself fails (the device lost, say); the error returned is then the
-//! first chunk's failure, and the table may hold part of the batch. A batch undone while
+//! and an undo that itself fails (the device lost, say): the error returned is still the
+//! failed chunk's, and the table may then hold part of the batch. A batch undone while
 //! other host threads write the same keys may overwrite their writes with the old values.
 //! The answers cost device memory for the whole batch while it runs: one byte a key, and
 //! one value a key for a map.
