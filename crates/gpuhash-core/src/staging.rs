@@ -12,8 +12,9 @@
 //! A slice the caller registered ([`Device::register`](crate::Device::register)) is not
 //! staged: it is copied straight, in one DMA, at the bus's speed.
 //!
-//! A host form then runs its table's device form once on the whole batch, so that the
-//! batch takes effect, or fails and leaves the table as it was, as one.
+//! A host form then runs its table's device form on the batch, whole or in chunks
+//! (`gpuhash_core::table`'s host forms say which), so that the batch takes effect, or
+//! fails and leaves the table as it was, as one.
 
 use std::ops::Range;
 use std::sync::mpsc;
@@ -50,13 +51,28 @@ fn chunks(len: usize) -> Vec<Range<usize>> {
 /// Copies `host` to a new device buffer through pinned memory; queued on `stream`, returns
 /// once the last chunk's copy is queued.
 pub fn upload<T: Pod + Send + Sync>(stream: &Stream, host: &[T]) -> Result<DeviceBuffer<T>, Error> {
+    let mut device = DeviceBuffer::unfilled(stream, host.len())?;
+    upload_into(stream, host, &mut device)?;
+    Ok(device)
+}
+
+/// [`upload`] into the caller's `device` buffer, which must have the slice's length.
+pub fn upload_into<T: Pod + Send + Sync>(
+    stream: &Stream,
+    host: &[T],
+    device: &mut DeviceBuffer<T>,
+) -> Result<(), Error> {
     if size_of_val(host) <= DIRECT_BYTES || stream.device().is_registered(host) {
         // Small, or registered: one copy, which waits for itself when registered.
-        let mut device = DeviceBuffer::unfilled(stream, host.len())?;
-        device.copy_from_host(stream, host)?;
-        return Ok(device);
+        return device.copy_from_host(stream, host);
     }
-    let mut device = DeviceBuffer::unfilled(stream, host.len())?;
+    if host.len() != device.len() {
+        return Err(Error::LengthMismatch {
+            what: "upload_into: host slice and device buffer",
+            left: host.len(),
+            right: device.len(),
+        });
+    }
     let ranges = chunks(host.len());
     let workers = copy_threads().min(ranges.len());
     let mut buffers = pinned_buffers(stream, workers, host.len())?;
@@ -66,7 +82,7 @@ pub fn upload<T: Pod + Send + Sync>(stream: &Stream, host: &[T]) -> Result<Devic
             buffer[..range.len()].copy_from_slice(&host[range.clone()]);
             device.copy_from_pinned_range_async(stream, range.start, buffer, 0..range.len())?;
         }
-        return Ok(device);
+        return Ok(());
     }
     std::thread::scope(|scope| {
         let (filled_tx, filled_rx) = mpsc::channel::<(usize, PooledPinned<T>)>();
@@ -98,8 +114,7 @@ pub fn upload<T: Pod + Send + Sync>(stream: &Stream, host: &[T]) -> Result<Devic
             let _ = give_back[i % workers].send(buffer);
         }
         Ok::<(), Error>(())
-    })?;
-    Ok(device)
+    })
 }
 
 /// Copies `device` into `host`, of its length, through pinned memory; waits for the copies.

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::CudaStream;
+use cudarc::driver::{CudaEvent, CudaStream};
 
 use crate::{Device, Result};
 
@@ -27,6 +27,16 @@ impl Stream {
     /// Blocks until all work queued so far has finished; reports any error the work raised.
     pub fn synchronize(&self) -> Result<()> {
         Ok(self.inner.synchronize()?)
+    }
+
+    /// An event recorded after the work queued so far, for another stream to wait on.
+    pub(crate) fn record(&self) -> Result<CudaEvent> {
+        Ok(self.inner.record_event(None)?)
+    }
+
+    /// Makes the work queued from now on wait for `event` (on the device; the host goes on).
+    pub(crate) fn wait_for(&self, event: &CudaEvent) -> Result<()> {
+        Ok(self.inner.wait(event)?)
     }
 
     /// The cudarc stream, for code that calls cudarc directly.

@@ -19,10 +19,15 @@
 //!   any other wait (a resize it must decide on the host, say).
 //! - The **host forms** (`insert(&[K], &[V])`, `get(&[K]) -> Vec<Option<V>>`, ...) are
 //!   provided once, here, on top of the device forms: each stages its slices to the device
-//!   through pinned memory ([`crate::staging`]), runs its device form once on the whole
-//!   batch (which takes effect, or fails and changes nothing, whole), and stages the
-//!   answers back. Lookups, which change nothing, run in chunks on several streams at once
-//!   instead, so that copies overlap kernels ([`Table::host_lookup_chunk`]). They take `&self`, so several host
+//!   through pinned memory ([`crate::staging`]), runs its device form, and stages the
+//!   answers back. A batch that changes the table takes effect, or fails and changes
+//!   nothing, as one. Lookups, which change nothing, run in chunks on several streams at
+//!   once, so that copies overlap kernels ([`Table::host_lookup_chunk`]). Inserts and
+//!   upserts of maps and sets run in chunks too ([`Table::host_insert_chunk`]), one
+//!   chunk's copies overlapping the insert of the chunk before; each chunk's keys are
+//!   looked up first, so that a failing chunk has the ones before it undone
+//!   ([`insert_in_chunks`]). Removals, and a multimap's inserts (which add values rather
+//!   than replace them), run once on the whole batch. They take `&self`, so several host
 //!   threads use one table at once. Their `_into` forms (`get_into`, `contains_into`,
 //!   `count_into`, `export_into`) write the answers into the caller's buffers instead of
 //!   new vectors; slices the caller registered with [`Device::register`] are copied
@@ -59,10 +64,12 @@ use crate::last_copy::LastCopyKernels;
 use crate::staging::{download, downloaded, parallel_collect, upload};
 use crate::{Device, DeviceBuffer, Error, Stream};
 
+mod chunked;
 mod combining;
 mod host;
 mod pairs;
 
+pub use chunked::{insert_in_chunks, insert_keys_in_chunks, upsert_in_chunks};
 pub use combining::{Combine, CombiningMap, check_values_out};
 use host::{
     WHOLE, answers_into, answers_of, check_lengths, flags_of, in_lanes, insert_pairs, with_stream,
@@ -215,6 +222,16 @@ pub trait Table: Send + Sync {
         crate::staging::CHUNK
     }
 
+    /// Keys of the chunks that an insert or upsert from host slices ([`Map::insert`],
+    /// [`Set::insert`], [`CombiningMap::upsert`]) is cut into: one chunk's copies overlap
+    /// the insert of the chunk before, and the batch still takes effect, or fails, as one
+    /// ([`insert_in_chunks`]). A batch of at most one chunk runs whole, with no lookup.
+    /// [`crate::staging::CHUNK`] unless the table says otherwise; a table whose every batch
+    /// costs a pass over all of it answers `usize::MAX`, and its inserts run whole.
+    fn host_insert_chunk(&self) -> usize {
+        crate::staging::CHUNK
+    }
+
     /// Live entries.
     fn len(&self) -> Result<usize, Self::Error> {
         with_stream(self.device(), |s| self.len_on(s))
@@ -327,11 +344,10 @@ pub trait Map: Table {
     pair_exports!();
 
     /// Inserts each pair (see the table's docs for which value a key repeated in the batch
-    /// keeps).
+    /// keeps), in chunks of [`Table::host_insert_chunk`] pairs: the batch takes effect, or
+    /// fails and leaves the map as it was, as one ([`insert_in_chunks`]).
     fn insert(&self, keys: &[Self::Key], values: &[Self::Value]) -> Result<(), Self::Error> {
-        insert_pairs(self.device(), keys, values, |s, k, v| {
-            self.insert_async(s, k, v)
-        })
+        insert_in_chunks(self, keys, values)
     }
 
     /// The value of each key, or `None`.
@@ -469,9 +485,10 @@ pub trait Set: Table {
         Ok(exported.len())
     }
 
-    /// Inserts each key.
+    /// Inserts each key, in chunks of [`Table::host_insert_chunk`] keys: the batch takes
+    /// effect, or fails and leaves the set as it was, as one ([`insert_keys_in_chunks`]).
     fn insert(&self, keys: &[Self::Key]) -> Result<(), Self::Error> {
-        with_stream(self.device(), |s| self.insert_async(s, &upload(s, keys)?))
+        insert_keys_in_chunks(self, keys)
     }
 
     /// Whether each key is there.
@@ -558,7 +575,10 @@ pub trait MultiMap: Table {
 
     pair_exports!();
 
-    /// Inserts each pair.
+    /// Inserts each pair, the whole batch in one call of the device form (so that it takes
+    /// effect, or fails, as one). A multimap adds values rather than replacing them, so it
+    /// has no chunked form: undoing a chunk would need to take out exactly the copies it
+    /// added.
     fn insert(&self, keys: &[Self::Key], values: &[Self::Value]) -> Result<(), Self::Error> {
         insert_pairs(self.device(), keys, values, |s, k, v| {
             self.insert_async(s, k, v)

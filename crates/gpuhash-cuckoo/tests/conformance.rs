@@ -3,8 +3,10 @@
 //! split forced). Run on a GPU machine with `--include-ignored`.
 
 use gpuhash_core::Device;
-use gpuhash_cuckoo::{BucketLayout, CuckooOptions, CuckooTable, Result};
-use gpuhash_test_support::{combining_conformance, image_round_trip, map_conformance};
+use gpuhash_cuckoo::{BucketLayout, CuckooOptions, CuckooTable, DuplicateKeys, Result};
+use gpuhash_test_support::{
+    combining_conformance, image_round_trip, last_copy_in_chunks, map_conformance,
+};
 
 /// A table of `capacity` pairs with split buckets forced.
 fn split<K: gpuhash_core::table::Key, V: gpuhash_core::table::Value>(
@@ -59,4 +61,16 @@ fn dyhash_passes_the_combining_suite() {
     combining_conformance(CuckooTable::<u64, u32>::with_capacity);
     combining_conformance(CuckooTable::<u32, u64>::with_capacity);
     combining_conformance(CuckooTable::<u64, u64>::with_capacity);
+}
+
+/// A table that keeps the last copy of a key keeps it across the chunks of a host insert,
+/// and a failing chunk leaves it as it was.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn last_copies_win_across_insert_chunks() {
+    last_copy_in_chunks(|device, capacity| {
+        let options =
+            CuckooOptions::with_capacity(capacity).duplicate_keys(DuplicateKeys::LastCopy);
+        CuckooTable::<u32, u32>::new(device, options)
+    });
 }

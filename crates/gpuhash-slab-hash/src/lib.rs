@@ -109,9 +109,12 @@
 //! that waits for its stream (`len`, `memory`, `export`, `export_into`, `get_all`, `flush`,
 //! `to_image`)
 //! returns [`SlabHashError::LostInserts`]: a pair is never lost silently. The host forms
-//! (`insert`, [`SlabHashMap::apply`]) keep each element's status and run the inserts that
-//! found no slab again once the table has made room, or name them in
-//! [`SlabHashError::NotInserted`].
+//! (`insert` and `upsert` of a batch of at most one chunk, [`SlabHashMap::apply`]) keep
+//! each element's status and run the inserts that found no slab again once the table has
+//! made room, or name them in [`SlabHashError::NotInserted`]. A host batch of more than one
+//! chunk ([`Table::host_insert_chunk`]) runs in chunks through the device form instead
+//! ([`gpuhash_core::table::insert_in_chunks`]): each chunk reserves its room first, and
+//! the batch takes effect, or fails and leaves the table as it was, as one.
 //!
 //! The price is memory: the allocator reserves at least 4/3 of the slabs a batch could
 //! link, on top of those in use, which for a large batch is far more than it links. A
@@ -120,7 +123,8 @@
 //! (load 0.6), about 1.9 GiB (the allocator grows by doubling to at least that), beside
 //! 0.9 GiB of head slabs. Smaller batches cost in
 //! proportion (about 4/3 x 1.07 n slabs for n well below B); the reserve grows by doubling
-//! and is kept through `clear`.
+//! and is kept through `clear`. A host batch in chunks reserves for one chunk at a time
+//! (4M pairs), on top of the slabs the chunks before it linked.
 //!
 //! ## What readers see
 //!

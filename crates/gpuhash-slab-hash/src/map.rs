@@ -2,7 +2,10 @@
 
 use std::marker::PhantomData;
 
-use gpuhash_core::table::{Combine, CombiningMap, Key, Map, check_pairs, check_values_out};
+use gpuhash_core::table::{
+    Combine, CombiningMap, Key, Map, Table, check_pairs, check_values_out, insert_in_chunks,
+    upsert_in_chunks,
+};
 use gpuhash_core::{DeviceBuffer, Stream};
 
 use crate::contract::{pair_export, table_contract};
@@ -145,11 +148,17 @@ impl<K: Key, V: Key> Map for SlabHashMap<K, V> {
 
     pair_export!();
 
-    /// Inserts each pair; inserts that find no free slab run again once the table has made
-    /// room, and if it cannot, [`crate::SlabHashError::NotInserted`] names them (every
-    /// other pair went in).
+    /// Inserts each pair. A batch of at most one chunk
+    /// ([`Table::host_insert_chunk`](gpuhash_core::table::Table::host_insert_chunk)) runs
+    /// whole: inserts that find no free slab run again once the table has made room, and if
+    /// it cannot, [`crate::SlabHashError::NotInserted`] names them (every other pair went
+    /// in). A larger batch runs in chunks ([`insert_in_chunks`]), each reserving the room it
+    /// may need first: it takes effect, or fails and leaves the map as it was, as one.
     fn insert(&self, keys: &[K], values: &[V]) -> Result<()> {
         check_pairs(keys.len(), values.len())?;
+        if keys.len() > self.host_insert_chunk() {
+            return insert_in_chunks(self, keys, values);
+        }
         self.table
             .run_host(None, GH_OP_INSERT, keys, Some(values), false)
             .map(drop)
@@ -183,10 +192,15 @@ impl<K: Key, V: Key> CombiningMap for SlabHashMap<K, V> {
         self.table.queue(stream, &batch, Some(values_out), None)
     }
 
-    /// Upserts each pair; as [`Map::insert`], upserts that find no free slab run again
-    /// once the table has made room, or [`crate::SlabHashError::NotInserted`] names them.
+    /// Upserts each pair; as [`Map::insert`], a batch of one chunk runs whole, upserts that
+    /// find no free slab running again once the table has made room, or
+    /// [`crate::SlabHashError::NotInserted`] naming them; a larger batch runs in chunks
+    /// ([`upsert_in_chunks`]), as one.
     fn upsert(&self, keys: &[K], values: &[V], combine: Combine) -> Result<()> {
         check_pairs(keys.len(), values.len())?;
+        if keys.len() > self.host_insert_chunk() {
+            return upsert_in_chunks(self, keys, values, combine);
+        }
         self.table
             .run_host(None, upsert_op(combine), keys, Some(values), false)
             .map(drop)

@@ -2,7 +2,7 @@
 
 use std::marker::PhantomData;
 
-use gpuhash_core::table::{Key, Set};
+use gpuhash_core::table::{Key, Set, Table, insert_keys_in_chunks};
 use gpuhash_core::{DeviceBuffer, Stream};
 
 use crate::Result;
@@ -61,9 +61,14 @@ impl<K: Key> Set for SlabHashSet<K> {
         self.table.export_into(stream, outputs)
     }
 
-    /// Inserts each key; inserts that find no free slab run again once the table has made
-    /// room, and if it cannot, [`crate::SlabHashError::NotInserted`] names them.
+    /// Inserts each key; as [`crate::SlabHashMap`]'s insert, a batch of one chunk runs
+    /// whole, inserts that find no free slab running again once the table has made room,
+    /// or [`crate::SlabHashError::NotInserted`] naming them; a larger batch runs in chunks
+    /// ([`insert_keys_in_chunks`]), as one.
     fn insert(&self, keys: &[K]) -> Result<()> {
+        if keys.len() > self.host_insert_chunk() {
+            return insert_keys_in_chunks(self, keys);
+        }
         self.table
             .run_host::<K, u32>(None, GH_OP_INSERT, keys, None, false)
             .map(drop)

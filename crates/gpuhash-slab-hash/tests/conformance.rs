@@ -1,9 +1,12 @@
 //! The slab hash tables against the contract's conformance suite (gpuhash-test-support), at
 //! each width. Run on a GPU machine with `--include-ignored`.
 
-use gpuhash_slab_hash::{SlabHashMap, SlabHashMultiMap, SlabHashSet};
+use gpuhash_slab_hash::{
+    DuplicateKeys, SlabHashMap, SlabHashMultiMap, SlabHashOptions, SlabHashSet,
+};
 use gpuhash_test_support::{
-    combining_conformance, image_round_trip, map_conformance, multimap_conformance, set_conformance,
+    combining_conformance, image_round_trip, last_copy_in_chunks, map_conformance,
+    multimap_conformance, set_conformance,
 };
 
 #[test]
@@ -39,4 +42,16 @@ fn multimaps_pass_the_multimap_suite() {
     multimap_conformance(SlabHashMultiMap::<u32, u32>::with_capacity);
     multimap_conformance(SlabHashMultiMap::<u64, u64>::with_capacity);
     image_round_trip(SlabHashMultiMap::<u64, u32>::with_capacity);
+}
+
+/// A map that keeps the last copy of a key keeps it across the chunks of a host insert,
+/// and a failing chunk leaves it as it was.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn last_copies_win_across_insert_chunks() {
+    last_copy_in_chunks(|device, capacity| {
+        let options =
+            SlabHashOptions::with_capacity(capacity as u64).duplicate_keys(DuplicateKeys::LastCopy);
+        SlabHashMap::<u32, u64>::new(device, options)
+    });
 }

@@ -78,6 +78,12 @@ impl<T: ProbeInPlace> Table for SwapTable<T> {
     fn host_lookup_chunk(&self) -> usize {
         usize::MAX
     }
+
+    /// Whole, for the same reason: an insert cut into chunks would page every child in
+    /// twice a chunk (its lookup, then its insert).
+    fn host_insert_chunk(&self) -> usize {
+        usize::MAX
+    }
 }
 
 impl<T: ProbeInPlace> Map for SwapTable<T> {

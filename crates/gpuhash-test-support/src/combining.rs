@@ -3,14 +3,16 @@
 
 use std::collections::{HashMap, HashSet};
 
-use gpuhash_core::table::{Combine, CombiningMap, Key, Map, Table};
+use gpuhash_core::table::{Combine, CombiningMap, ErrorKind, Key, Map, Table, TableError};
 use gpuhash_core::workload::zipf_keys;
 use gpuhash_core::{Device, DeviceBuffer};
 
+use crate::chunked::small;
 use crate::conformance::{During, expect};
 use crate::gpu::{device, shared_memory, stream};
 use crate::inputs::{SeededRng, adversarial_keys, key_from_bits};
 use crate::shape::Via;
+use crate::small_chunks::ChunkSetup;
 
 /// The values a combining map holds, by widened key.
 type Fold = HashMap<u64, u64>;
@@ -34,6 +36,7 @@ where
         expect::<M>("dense ids", via, dense_ids(&make, via));
     }
     expect::<M>("four host threads counting", Via::Host, threads(&make));
+    expect::<M>("upserts of many chunks", Via::Host, chunked_upserts(&make));
 }
 
 fn made<M: Table>(made: Result<M, M::Error>) -> Result<M, String> {
@@ -260,4 +263,66 @@ where
         fold(&mut model, &keys, &ones, Combine::Add);
     }
     check_content(&map, &model, "four threads")
+}
+
+/// Upserts of five chunks of 1000 keys (Zipf-skewed, so keys repeat within and across
+/// chunks), Add then Max, into a map holding keys: each against the fold; then the same
+/// batch with its third chunk failing, after which the map holds what it held before.
+/// Skipped for a map whose host upserts run whole.
+fn chunked_upserts<M, F>(make: &F) -> Result<(), String>
+where
+    M: CombiningMap,
+    M::Value: Key,
+    F: Fn(&Device, usize) -> Result<M, M::Error>,
+{
+    const CHUNK: usize = 1000;
+    if made(make(device(), 1))?.host_insert_chunk() > gpuhash_core::staging::CHUNK {
+        return Ok(());
+    }
+    let make = small(make, 1 << 12);
+    for fail_at in [None, Some(4)] {
+        let map = made(make(
+            device(),
+            ChunkSetup {
+                chunk: CHUNK,
+                fail_at,
+            },
+        ))?;
+        let mut held = adversarial_keys::<M::Key>();
+        held.truncate(CHUNK);
+        let ones = vec![key_from_bits::<M::Value>(1); held.len()];
+        // The first call of the upsert form (held is one chunk).
+        map.upsert(&held, &ones, Combine::Add)
+            .during("upsert before")?;
+        let mut model = Fold::new();
+        fold(&mut model, &held, &ones, Combine::Add);
+        let mut keys: Vec<M::Key> = zipf_keys(5 * CHUNK, 700, 7)
+            .into_iter()
+            .map(|k| key_from_bits(u64::from(k)))
+            .collect();
+        keys[CHUNK..CHUNK + held.len()].copy_from_slice(&held);
+        let mut rng = SeededRng::new(0xadd);
+        let values: Vec<M::Value> = keys
+            .iter()
+            .map(|_| key_from_bits(rng.next_u64() % 1000))
+            .collect();
+        for combine in [Combine::Add, Combine::Max] {
+            let outcome = map.upsert(&keys, &values, combine);
+            match (outcome, fail_at) {
+                (Ok(()), None) => fold(&mut model, &keys, &values, combine),
+                (Err(e), Some(_)) if e.kind() == ErrorKind::InvalidInput => {}
+                (outcome, _) => {
+                    return Err(format!(
+                        "{combine:?}, fail_at {fail_at:?}: the upsert gave {outcome:?}"
+                    ));
+                }
+            }
+            check_content(
+                &map,
+                &model,
+                &format!("{combine:?} in chunks, fail_at {fail_at:?}"),
+            )?;
+        }
+    }
+    Ok(())
 }

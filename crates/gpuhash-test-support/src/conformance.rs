@@ -9,6 +9,7 @@ use gpuhash_core::staging::CHUNK;
 use gpuhash_core::table::{ErrorKind, Key, Map, MultiMap, Set, Table, TableError, Value};
 
 use crate::caller_buffers::{map_caller_buffers, multimap_caller_buffers, set_caller_buffers};
+use crate::chunked::{chunked_inserts, small};
 use crate::export_into::export_into;
 use crate::gpu::{all_memory, device, fill_device_except, shared_memory, stream};
 use crate::inputs::{SeededRng, adversarial_keys, value_of, values_of};
@@ -23,7 +24,11 @@ use crate::steps::{Step, batch_values, find_failure, small_key};
 /// four host threads on one table, host lookups of many chunks (for a table whose lookups
 /// run in chunks), and out of device memory in the middle of a batch; the
 /// first five through the device forms on a caller's stream as well; then the `_into`
-/// forms into reused and registered caller buffers ([`PageAlone`](crate::PageAlone)).
+/// forms into reused and registered caller buffers ([`PageAlone`](crate::PageAlone)); then
+/// host inserts cut into chunks of a few thousand keys (for a table whose inserts run in
+/// chunks): keys held and new, repeated within and across chunks, from pageable and
+/// registered memory, and a failing chunk (the first, the third, the last), after which
+/// the table must hold exactly what it held before.
 /// Takes the memory guards itself: call it holding neither. Prints nothing when the map
 /// conforms; otherwise panics naming the map type, the check and the failing step.
 pub fn map_conformance<M, F>(make: F)
@@ -34,6 +39,13 @@ where
     conformance::<M, MapShape, _>(&make);
     let _memory = shared_memory();
     expect::<M>("caller buffers", Via::Host, map_caller_buffers(&make));
+    if inserts_in_chunks(&make) {
+        expect::<M>(
+            "inserts of many chunks",
+            Via::Host,
+            chunked_inserts(&small(&make, 1 << 10)),
+        );
+    }
 }
 
 /// [`map_conformance`] for sets: an insert of a key the set holds changes nothing.
@@ -45,6 +57,13 @@ where
     conformance::<S, SetShape, _>(&make);
     let _memory = shared_memory();
     expect::<S>("caller buffers", Via::Host, set_caller_buffers(&make));
+    if inserts_in_chunks(&make) {
+        expect::<S>(
+            "inserts of many chunks",
+            Via::Host,
+            chunked_inserts(&small(&make, 1 << 10)),
+        );
+    }
 }
 
 /// [`map_conformance`] for multimaps: every insert adds a value, equal copies included,
@@ -78,6 +97,16 @@ where
     }
     let _memory = all_memory();
     expect::<T>("out of device memory", Via::Host, out_of_memory(&make));
+}
+
+/// Whether the tables `make` builds cut host inserts into chunks (of at most the
+/// staging's [`CHUNK`]): the checks of inserts in chunks are skipped for one whose inserts
+/// run whole.
+fn inserts_in_chunks<T: Table>(make: &impl Fn(&Device, usize) -> Result<T, T::Error>) -> bool {
+    match make(device(), 1) {
+        Ok(table) => table.host_insert_chunk() <= CHUNK,
+        Err(e) => panic!("{}: making the table failed: {e}", type_name::<T>()),
+    }
 }
 
 /// Panics, naming the table type, the check and the forms, unless the check passed.

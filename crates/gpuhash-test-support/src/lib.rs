@@ -17,7 +17,11 @@
 //!   host forms and the device forms, and the `_into` forms into reused and registered
 //!   caller buffers ([`PageAlone`]); [`image_round_trip`] checks a table's images;
 //!   [`combining_conformance`] checks the upserts and `insert_or_find` of a
-//!   [`gpuhash_core::table::CombiningMap`] against a `HashMap` fold.
+//!   [`gpuhash_core::table::CombiningMap`] against a `HashMap` fold. Host inserts and
+//!   upserts of many chunks ([`gpuhash_core::table::insert_in_chunks`]) are checked
+//!   through a wrapper that cuts them into chunks of a few thousand keys and can make a
+//!   chosen chunk fail; [`last_copy_in_chunks`] checks that a map of
+//!   `DuplicateKeys::LastCopy` keeps each key's last copy across chunks.
 //! - [`exports_under_churn`]: every export form, again and again, while two threads
 //!   remove and reinsert keys on their own streams; no answer may hold a pair nobody
 //!   inserted, a value nobody wrote, or a key twice.
@@ -44,6 +48,7 @@
 
 mod batch_cost;
 mod caller_buffers;
+mod chunked;
 mod churn;
 mod combining;
 mod conformance;
@@ -54,12 +59,14 @@ mod inputs;
 mod memory_lock;
 mod model;
 mod shape;
+mod small_chunks;
 mod steps;
 mod view_probe;
 mod view_scenario;
 
 pub use batch_cost::{BATCH_KEYS, BatchCost, batch_cost};
 pub use caller_buffers::PageAlone;
+pub use chunked::last_copy_in_chunks;
 pub use churn::exports_under_churn;
 pub use combining::combining_conformance;
 pub use conformance::{map_conformance, multimap_conformance, set_conformance};

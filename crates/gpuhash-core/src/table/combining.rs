@@ -2,7 +2,7 @@
 //! or summing per key is one batch; `insert_or_find` gives each key the value it holds
 //! already, or stores a candidate (dictionary encoding).
 
-use super::{Map, check_pairs, insert_pairs, with_stream};
+use super::{Map, check_pairs, with_stream};
 use crate::staging::{downloaded, upload};
 use crate::{DeviceBuffer, Error, Stream};
 
@@ -64,16 +64,17 @@ pub trait CombiningMap: Map {
         values_out: &mut DeviceBuffer<Self::Value>,
     ) -> Result<(), Self::Error>;
 
-    /// Upserts each pair: `map[key] = map[key] combine value`, or `value` for a new key.
+    /// Upserts each pair: `map[key] = map[key] combine value`, or `value` for a new key; in
+    /// chunks of [`Table::host_insert_chunk`](super::Table::host_insert_chunk) pairs, the
+    /// batch taking effect, or failing and leaving the map as it was, as one
+    /// ([`upsert_in_chunks`](super::upsert_in_chunks)).
     fn upsert(
         &self,
         keys: &[Self::Key],
         values: &[Self::Value],
         combine: Combine,
     ) -> Result<(), Self::Error> {
-        insert_pairs(self.device(), keys, values, |s, k, v| {
-            self.upsert_async(s, k, v, combine)
-        })
+        super::upsert_in_chunks(self, keys, values, combine)
     }
 
     /// The value each key holds, storing `candidates[i]` for a key that was new: with

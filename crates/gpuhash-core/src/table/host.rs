@@ -2,7 +2,9 @@
 //! pinned memory ([`crate::staging`]), and lookups cut into chunks that run in lanes.
 //!
 //! A form that changes the table runs its device form once on the whole batch, so that
-//! the batch takes effect, or fails, as one. A lookup changes nothing, so it answers in
+//! the batch takes effect, or fails, as one ([`insert_pairs`], for a multimap's inserts),
+//! or in chunks that it can undo ([`super::chunked`], for maps' and sets' inserts and
+//! upserts). A lookup changes nothing, so it answers in
 //! chunks as it would whole: [`in_lanes`] deals its chunks in turn to a few host threads,
 //! each on a stream of its own, each copying its chunk in, running the device form on it
 //! and copying the answers out. One lane's copies then overlap another's kernel, the bus
