@@ -92,6 +92,11 @@ trait Undoable: Sync {
         keys: &DeviceBuffer<Self::Key>,
         values: &DeviceBuffer<Self::Value>,
     ) -> Result<(), Self::Error>;
+
+    /// Counts the table after an undo: a table that leaves the resizes its removes call
+    /// for to its next count (DyHash) makes them here, so that it gives back what the
+    /// undone chunks grew it by.
+    fn count(&self, stream: &Stream) -> Result<usize, Self::Error>;
 }
 
 /// A map's insert or upsert, `apply` being the batch's device form.
@@ -142,6 +147,10 @@ where
         self.map.remove_async(stream, keys, &mut removed)
     }
 
+    fn count(&self, stream: &Stream) -> Result<usize, M::Error> {
+        self.map.len_on(stream)
+    }
+
     fn restore(
         &self,
         stream: &Stream,
@@ -188,6 +197,10 @@ impl<S: Set + ?Sized> Undoable for SetForms<'_, S> {
     fn remove(&self, stream: &Stream, keys: &DeviceBuffer<S::Key>) -> Result<(), S::Error> {
         let mut removed = DeviceBuffer::unfilled(stream, keys.len())?;
         self.set.remove_async(stream, keys, &mut removed)
+    }
+
+    fn count(&self, stream: &Stream) -> Result<usize, S::Error> {
+        self.set.len_on(stream)
     }
 
     /// A set's found keys are there after the chunk as before: nothing to put back.
@@ -268,10 +281,14 @@ fn run<U: Undoable>(
         };
         // Every chunk that ran, the failed one included, is undone, last first.
         let ran = &plan.chunks[..answers.len()];
-        for (range, answers) in ran.iter().zip(&answers).rev() {
-            if undo(table, s, &keys[range.clone()], answers).is_err() {
-                break;
-            }
+        let undone = ran
+            .iter()
+            .zip(&answers)
+            .rev()
+            .all(|(range, answers)| undo(table, s, &keys[range.clone()], answers).is_ok());
+        if undone {
+            // The error to return is the failed chunk's, whatever the count says.
+            let _ = table.count(s);
         }
         Err(failure)
     })

@@ -194,10 +194,11 @@ fn four_threads_on_the_pipeline_match_their_models() {
 #[ignore = "needs a CUDA device"]
 fn running_out_of_device_memory_mid_pipeline_loses_nothing() {
     let _memory = all_memory();
-    // Children of 128K pairs (about 2 MiB each), so that a page-in asks for more than the
-    // filler leaves at the smallest rooms.
-    let table = paging_with::<u64, u64>(1 << 20, always_page());
-    let keys: Vec<u64> = SeededRng::new(28).distinct_keys(1 << 13);
+    // A page-in reuses the memory its victim's page-out gave back, so what runs out is the
+    // batch's own space: 512K fresh pairs (8 MiB and their partitioned copies) ask for more
+    // than the smallest rooms leave and less than the largest.
+    let table = paging_with::<u64, u64>(1 << 21, always_page());
+    let keys: Vec<u64> = SeededRng::new(28).distinct_keys((1 << 12) + (1 << 19));
     let (stored, fresh) = keys.split_at(1 << 12);
     table.insert(stored, stored).unwrap();
     let mut model: HashMap<u64, u64> = stored.iter().map(|&k| (k, k)).collect();
