@@ -161,13 +161,14 @@ fn running_out_of_device_memory_names_the_inserts_that_did_not_go_in() {
     let s = stream();
     let map = SlabHashMap::<u32, u32>::new(device(), options(1000, Some(1 << 16))).unwrap();
     map.insert(&[1, 2, 3], &[1, 2, 3]).unwrap();
-    let keys: Vec<u32> = (10..6_000_010).map(fmix32).collect();
+    // One chunk of a host insert (a larger batch is undone whole: the next test).
+    let keys: Vec<u32> = (10..3_000_010).map(fmix32).collect();
     // Leave room for the batch's own buffers (keys, values, a status byte each) and 4 MiB
-    // of slabs (at most 8 with the last chunk freed); the 6M pairs need about 48 MiB of
+    // of slabs (at most 8 with the last chunk freed); the 3M pairs need about 24 MiB of
     // slabs in 2^16 buckets.
     let filler = gpuhash_test_support::fill_device_except(s, keys.len() * 9 + (4 << 20));
     let Err(SlabHashError::NotInserted { not_inserted, .. }) = map.insert(&keys, &keys) else {
-        panic!("6M pairs cannot fit in 8 MiB of slabs");
+        panic!("3M pairs cannot fit in 8 MiB of slabs");
     };
     assert!(!not_inserted.is_empty() && not_inserted.len() < keys.len());
     drop(filler);
@@ -181,6 +182,23 @@ fn running_out_of_device_memory_names_the_inserts_that_did_not_go_in() {
         map.get(&[1, 2, 3]).unwrap(),
         vec![Some(1), Some(2), Some(3)]
     );
+}
+
+/// A host insert of more than one chunk that runs out of memory is undone whole: the map
+/// holds what it held before.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn running_out_of_device_memory_in_a_batch_of_chunks_leaves_the_map_as_it_was() {
+    let _memory = all_memory();
+    let s = stream();
+    let map = SlabHashMap::<u32, u32>::new(device(), options(1000, Some(1 << 16))).unwrap();
+    map.insert(&[1, 2, 3], &[1, 2, 3]).unwrap();
+    let keys: Vec<u32> = (10..10_000_010).map(fmix32).collect();
+    let filler = gpuhash_test_support::fill_device_except(s, keys.len() * 9 + (4 << 20));
+    let result = map.insert(&keys, &keys);
+    drop(filler);
+    assert!(result.is_err(), "10M pairs cannot fit in 8 MiB of slabs");
+    check_map(&map, &HashMap::from([(1, 1), (2, 2), (3, 3)]));
 }
 
 #[test]
