@@ -46,9 +46,13 @@ pub(crate) fn chunked_inserts<W: Shape<Tag>, Tag>(make: MakeSmall<'_, W>) -> Res
             let memory = if registered { "registered" } else { "pageable" };
             let name = format!("chunks of {chunk} keys, {memory} inputs");
             many_chunks(make, chunk, registered).map_err(|why| format!("{name}: {why}"))?;
-            for failing in [0, 2, usize::MAX] {
-                failing_chunk(make, chunk, failing, registered)
-                    .map_err(|why| format!("{name}, chunk {failing} failing: {why}"))?;
+            // Into a table holding keys, and into an empty one (which looks nothing up).
+            for held in [true, false] {
+                for failing in [0, 2, usize::MAX] {
+                    failing_chunk(make, chunk, failing, registered, held).map_err(|why| {
+                        format!("{name}, chunk {failing} failing, held keys {held}: {why}")
+                    })?;
+                }
             }
         }
     }
@@ -66,16 +70,18 @@ struct Scenario<W: Shape<Tag>, Tag> {
 
 impl<W: Shape<Tag>, Tag> Scenario<W, Tag> {
     /// The table after an insert of the held keys (one chunk: the insert form's first
-    /// call), and the batch.
-    fn new(make: MakeSmall<'_, W>, setup: ChunkSetup) -> Result<Self, String> {
+    /// call) unless `empty`, and the batch.
+    fn new(make: MakeSmall<'_, W>, setup: ChunkSetup, empty: bool) -> Result<Self, String> {
         let table = make(device(), setup).during("making the table")?;
         let (held, batch) = held_and_batch::<W::Key>(setup.chunk);
-        let held_values = rounds_to_values::<W, Tag>(&held, |_| 1);
-        table
-            .insert_via(Via::Host, &held, &held_values)
-            .during("the insert before the batch")?;
         let mut model = Model::new(W::RULE);
-        model.insert(&held, &held_values);
+        if !empty {
+            let held_values = rounds_to_values::<W, Tag>(&held, |_| 1);
+            table
+                .insert_via(Via::Host, &held, &held_values)
+                .during("the insert before the batch")?;
+            model.insert(&held, &held_values);
+        }
         let keys: Vec<W::Key> = batch.iter().map(|&(k, _)| k).collect();
         let rounds: Vec<u64> = batch.iter().map(|&(_, r)| r).collect();
         let values = rounds_to_values::<W, Tag>(&keys, |i| rounds[i]);
@@ -145,6 +151,7 @@ fn many_chunks<W: Shape<Tag>, Tag>(
             chunk,
             fail_at: None,
         },
+        false,
     )?;
     scenario
         .insert(registered)
@@ -153,23 +160,24 @@ fn many_chunks<W: Shape<Tag>, Tag>(
     check_everything(&scenario.table, Via::Host, &model)
 }
 
-/// The same batch with chunk `failing` failing (`usize::MAX`: the last): the insert
-/// returns the failure and the table holds what it held before; then the batch again,
-/// failing nowhere, takes effect.
+/// The same batch with chunk `failing` failing (`usize::MAX`: the last), into the table
+/// holding keys (`held`) or empty: the insert returns the failure and the table holds what
+/// it held before; then the batch again, failing nowhere, takes effect.
 fn failing_chunk<W: Shape<Tag>, Tag>(
     make: MakeSmall<'_, W>,
     chunk: usize,
     failing: usize,
     registered: bool,
+    held: bool,
 ) -> Result<(), String> {
     let chunks = held_and_batch::<W::Key>(chunk).1.len().div_ceil(chunk);
     let failing = failing.min(chunks - 1);
-    // The insert before the batch is the insert form's first call.
+    // The insert before the batch, if any, is the insert form's first call.
     let setup = ChunkSetup {
         chunk,
-        fail_at: Some(failing + 2),
+        fail_at: Some(failing + 1 + usize::from(held)),
     };
-    let scenario = Scenario::new(make, setup)?;
+    let scenario = Scenario::new(make, setup, !held)?;
     match scenario.insert(registered) {
         Err(e) if e.kind() == ErrorKind::InvalidInput => {}
         Err(e) => {

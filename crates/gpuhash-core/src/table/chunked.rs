@@ -13,7 +13,9 @@
 //!
 //! Before each chunk is inserted, its keys are looked up with the table's own device form
 //! (`get_async` for a map, `contains_async` for a set), and the answers (a flag a key and,
-//! for a map, the value it held) stay on the device until the batch is done. If a chunk
+//! for a map, the value it held) stay on the device until the batch is done; into a table
+//! that was empty when the batch began nothing is looked up (every key a chunk holds then
+//! came with the batch, and its undo removes them all). If a chunk
 //! fails (its upload, its lookup or its insert returns an error), the chunks that ran are
 //! undone in reverse order with the contract's own verbs: the keys a chunk did not find
 //! are removed, and the keys it found get their old values back by an insert (which
@@ -276,7 +278,10 @@ fn run<U: Undoable>(
     }
     with_stream(table.device(), |s| {
         let mut answers = Vec::with_capacity(plan.chunks.len());
-        let Err(failure) = pipeline(table, s, &plan, keys, values, &mut answers) else {
+        // Into an empty table no chunk needs looking up: an undo removes every key.
+        let empty_before = table.count(s)? == 0;
+        let Err(failure) = pipeline(table, s, &plan, keys, values, empty_before, &mut answers)
+        else {
             return Ok(());
         };
         // Every chunk that ran, the failed one included, is undone, last first.
@@ -354,20 +359,24 @@ struct Returned<K, V> {
     inserted: CudaEvent,
 }
 
-/// What a chunk's keys held before it ran, kept on the device.
+/// What a chunk's keys held before it ran, kept on the device; `None` when the table was
+/// empty before the batch (nothing looked up: the chunk's keys were all new or the batch's
+/// own, and its undo removes them all).
 struct Answers<V> {
-    found: DeviceBuffer<u8>,
+    found: Option<DeviceBuffer<u8>>,
     held: Option<DeviceBuffer<V>>,
 }
 
 /// Runs the chunks of `plan` in order on `stream`, their copies in lanes, pushing the
-/// answers of every chunk whose insert form runs onto `answers` before it runs.
+/// answers of every chunk whose insert form runs onto `answers` before it runs (looked up
+/// unless the table was `empty_before` the batch).
 fn pipeline<U: Undoable>(
     table: &U,
     stream: &Stream,
     plan: &ChunkPlan,
     keys: &[U::Key],
     values: Option<&[U::Value]>,
+    empty_before: bool,
     answers: &mut Vec<Answers<U::Value>>,
 ) -> Result<(), U::Error> {
     std::thread::scope(|scope| {
@@ -387,12 +396,22 @@ fn pipeline<U: Undoable>(
             let lane = i % plan.lanes;
             let Loaded { slot, copied } = loaded[lane].recv().map_err(|_| lane_gone())??;
             stream.wait_for(&copied)?;
-            let mut found = DeviceBuffer::unfilled(stream, range.len())?;
-            let mut held = values
-                .map(|_| DeviceBuffer::unfilled(stream, range.len()))
-                .transpose()?;
-            table.look_up(stream, &slot.keys, &mut found, held.as_mut())?;
-            answers.push(Answers { found, held });
+            if empty_before {
+                answers.push(Answers {
+                    found: None,
+                    held: None,
+                });
+            } else {
+                let mut found = DeviceBuffer::unfilled(stream, range.len())?;
+                let mut held = values
+                    .map(|_| DeviceBuffer::unfilled(stream, range.len()))
+                    .transpose()?;
+                table.look_up(stream, &slot.keys, &mut found, held.as_mut())?;
+                answers.push(Answers {
+                    found: Some(found),
+                    held,
+                });
+            }
             table.apply(stream, &slot.keys, slot.values.as_ref())?;
             let inserted = stream.record()?;
             // A lane with no chunk left has gone: the slot is freed with it.
@@ -467,7 +486,10 @@ fn undo<U: Undoable>(
     keys: &[U::Key],
     answers: &Answers<U::Value>,
 ) -> Result<(), U::Error> {
-    let found = downloaded(stream, &answers.found)?;
+    let found = match &answers.found {
+        Some(found) => downloaded(stream, found)?,
+        None => vec![0; keys.len()],
+    };
     let held = answers
         .held
         .as_ref()
