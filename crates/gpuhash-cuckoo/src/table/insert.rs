@@ -22,15 +22,8 @@ use crate::{BucketLayout, CuckooError, Result};
 
 /// Upsize-and-retry rounds an insert makes before it reports the pairs it could not place.
 const MAX_ROUNDS: usize = 24;
-/// Rounds of those whose homeless pairs are first retried without an upsize, while the
-/// table is below beta.
-const IN_PLACE_RETRIES: usize = 2;
 /// The find kernel's mark of a key it found, which the update kernel selects.
 const FOUND: u32 = 1;
-/// The fill factor up to which the place pass reads home quarters first.
-const QUARTER_FIRST_FILL: f64 = 0.6;
-/// Times the L2 cache from which a table's place pass reads home quarters first.
-const QUARTER_FIRST_L2_MULTIPLE: u64 = 4;
 
 impl<K: Key, V: Value> CuckooTable<K, V> {
     /// Under the gate's write lock: inserts the batch (see the crate docs), with the counts
@@ -89,7 +82,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
             _ => Scratch::<K, V>::new(stream, n, n)?,
         };
         let mut sorted = None;
-        if self.sorts(stream, n) {
+        if policy::sorts_by_partition(&self.insert_shape(stream, n)) {
             // A copy of another size is freed before the new one is allocated.
             let cached = scratch.sorted.take().filter(|(k, _)| k.len() == n);
             let (mut sorted_keys, mut sorted_values) = match cached {
@@ -169,30 +162,18 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
         self.apply_policy(stream)
     }
 
-    /// Whether a batch of `n` pairs goes in sorted by partition (the crate docs, "Batches
-    /// sorted by partition"): when the place kernel cannot hold it in flight whole (a smaller
-    /// batch is in flight whole whatever its order), its pairs touch two lines each (split
-    /// buckets: the key's and the value's), and the table outgrows the L2 cache (one that
-    /// fits is read from L2 in any order). A packed pair touches one line: sorted, its
-    /// place pass ran no faster and the sort was pure cost.
-    fn sorts(&self, stream: &Stream, n: usize) -> bool {
-        let l2 = stream.device().properties().l2_cache_bytes as u64;
-        self.layout == BucketLayout::Split
-            && n as u64 > self.pairs_in_flight(stream)
-            && self.table_bytes() > l2
-    }
-
-    /// Whether the place pass reads a pair's home quarter before its home half: while the
-    /// table, after `pairs` more, stays at most [`QUARTER_FIRST_FILL`] full, a pair
-    /// mostly finds an empty slot in the quarter, and one sector a pair is read instead of
-    /// two. Where the table is many times the L2 cache, that sector comes from DRAM: there
-    /// it shortened a build of 2^26 pairs at load 0.5 by 9 to 11% on an H100, of 2^24 by 0
-    /// to 4% (docs/benchmarks/cuckoo.md); at load 0.8 it was up to 3% slower, and a table
-    /// near the L2's size built no faster.
-    fn quarter_first(&self, stream: &Stream, pairs: usize) -> bool {
-        let l2 = stream.device().properties().l2_cache_bytes as u64;
-        let fill = (self.mirror.lock().len() + pairs as u64) as f64 / self.capacity().max(1) as f64;
-        fill <= QUARTER_FIRST_FILL && self.table_bytes() >= QUARTER_FIRST_L2_MULTIPLE * l2
+    /// What [`policy::sorts_by_partition`] and [`policy::reads_home_quarter_first`] decide a
+    /// batch of `pairs` pairs by.
+    fn insert_shape(&self, stream: &Stream, pairs: usize) -> policy::InsertShape {
+        policy::InsertShape {
+            split: self.layout == BucketLayout::Split,
+            pairs: pairs as u64,
+            in_flight: self.pairs_in_flight(stream),
+            len: self.mirror.lock().len(),
+            capacity: self.capacity() as u64,
+            table_bytes: self.table_bytes(),
+            l2_bytes: stream.device().properties().l2_cache_bytes as u64,
+        }
     }
 
     /// Pairs the place kernel holds in flight at most: GH_CUCKOO_PLACE_PER_THREAD a thread of
@@ -388,15 +369,17 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
     }
 
     /// Whether the homeless pairs of settle's round `round` (`failed` of them) are retried
-    /// as the table is, with fresh random swaps, rather than after an upsize: in the first
-    /// [`IN_PLACE_RETRIES`] rounds, while the table would hold them below beta. A random
-    /// walk that ran out of swaps mostly finds room on another try there, and growing a
-    /// table short of its bound for a few pairs would double a subtable for nothing.
-    /// Reads the counts (waits for `stream`).
+    /// as the table is ([`policy::retries_in_place`]). Reads the counts (waits for
+    /// `stream`).
     fn retry_in_place(&self, stream: &Stream, round: usize, failed: usize) -> Result<bool> {
         self.refresh(stream)?;
         let len = self.mirror.lock().len() + failed as u64;
-        Ok(round < IN_PLACE_RETRIES && (len as f64) < self.options.beta * self.capacity() as f64)
+        Ok(policy::retries_in_place(
+            round,
+            len,
+            self.options.beta,
+            self.capacity() as u64,
+        ))
     }
 
     /// Undoes an insert batch that ran out of memory half way: removes the keys it added,
@@ -506,7 +489,8 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
         scratch: &mut Scratch<K, V>,
     ) -> Result<()> {
         let mut cursor = DeviceBuffer::<u64>::zeroed(stream, 1)?;
-        let quarter_first = self.quarter_first(stream, input.count);
+        let quarter_first =
+            policy::reads_home_quarter_first(&self.insert_shape(stream, input.count));
         // The addresses borrow the scratch space until the launch is queued.
         {
             let view = self.view();
