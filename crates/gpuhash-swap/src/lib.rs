@@ -158,7 +158,11 @@
 //!
 //! - The look-ahead starts a thread a move; a page-in and the page-out before it run one
 //!   after the other on that thread (the page-in needs the victim's slot), not on two
-//!   copy engines at once.
+//!   copy engines at once. Measured against paging one child after another in one run on
+//!   an H100 (docs/benchmarks/swap.md), large batches of hits run 15 to 31% slower with
+//!   the look-ahead, misses and small batches faster: the thread starts and joins cost
+//!   about what they hide.
+//! - A batch that fails after its first segment keeps what the earlier segments put in.
 //! - Export builds every child's pairs on the device at once, outside the budget; so
 //!   does a page-out for the one child's filter.
 //! - The cost model's rates are estimates until measured on the H100 (the W5 benchmark's
