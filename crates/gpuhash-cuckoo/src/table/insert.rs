@@ -256,24 +256,39 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
         scratch: &mut Scratch<K, V>,
     ) -> Result<()> {
         self.place_launch(stream, input, scratch)?;
+        self.insert_from_list(stream, scratch, 1, input.count, Some(counter::PENDING), 0)
+    }
+
+    /// The insert kernel on the first `count` pairs of failed list `list` (or as many as
+    /// counter `count_from` says, read on the device), homeless ones into list `out`. The
+    /// list is lent to the launch and back in the scratch space whether it fails or not.
+    fn insert_from_list(
+        &self,
+        stream: &Stream,
+        scratch: &mut Scratch<K, V>,
+        list: usize,
+        count: usize,
+        count_from: Option<usize>,
+        out: usize,
+    ) -> Result<()> {
         let keys = std::mem::replace(
-            &mut scratch.failed_keys[1],
+            &mut scratch.failed_keys[list],
             DeviceBuffer::zeroed(stream, 0)?,
         );
         let values = std::mem::replace(
-            &mut scratch.failed_values[1],
+            &mut scratch.failed_values[list],
             DeviceBuffer::zeroed(stream, 0)?,
         );
-        let rest = Input {
+        let input = Input {
             keys: &keys,
             values: &values,
-            count: input.count,
-            count_from: Some(counter::PENDING),
+            count,
+            count_from,
             skip: None,
         };
-        let launched = self.insert_launch(stream, &rest, scratch, 0, None);
-        scratch.failed_keys[1] = keys;
-        scratch.failed_values[1] = values;
+        let launched = self.insert_launch(stream, &input, scratch, out, None);
+        scratch.failed_keys[list] = keys;
+        scratch.failed_values[list] = values;
         launched
     }
 
@@ -338,24 +353,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
             scratch.reset(stream)?;
             let next = 1 - current;
             // Retry the homeless pairs, from list `current` into list `next`.
-            let keys = std::mem::replace(
-                &mut scratch.failed_keys[current],
-                DeviceBuffer::zeroed(stream, 0)?,
-            );
-            let values = std::mem::replace(
-                &mut scratch.failed_values[current],
-                DeviceBuffer::zeroed(stream, 0)?,
-            );
-            let input = Input {
-                keys: &keys,
-                values: &values,
-                count: failed,
-                count_from: None,
-                skip: None,
-            };
-            self.insert_launch(stream, &input, scratch, next, None)?;
-            scratch.failed_keys[current] = keys;
-            scratch.failed_values[current] = values;
+            self.insert_from_list(stream, scratch, current, failed, None, next)?;
             retried = failed;
             current = next;
             scratch.current = current;
