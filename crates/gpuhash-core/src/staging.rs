@@ -40,11 +40,12 @@ pub(crate) fn copy_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
 }
 
-/// The chunks of `len` elements.
-fn chunks(len: usize) -> Vec<Range<usize>> {
+/// The chunks of `chunk` elements (at least 1) over `len` elements, the last one short.
+pub(crate) fn chunks(len: usize, chunk: usize) -> Vec<Range<usize>> {
+    let chunk = chunk.max(1);
     (0..len)
-        .step_by(CHUNK)
-        .map(|start| start..len.min(start + CHUNK))
+        .step_by(chunk)
+        .map(|start| start..len.min(start.saturating_add(chunk)))
         .collect()
 }
 
@@ -73,7 +74,7 @@ pub fn upload_into<T: Pod + Send + Sync>(
             right: device.len(),
         });
     }
-    let ranges = chunks(host.len());
+    let ranges = chunks(host.len(), CHUNK);
     let workers = copy_threads().min(ranges.len());
     let mut buffers = pinned_buffers(stream, workers, host.len())?;
     if let [buffer] = &mut buffers[..] {
@@ -133,7 +134,7 @@ pub fn download<T: Pod + Send + Sync>(
     if size_of_val(host) <= DIRECT_BYTES || stream.device().is_registered(host) {
         return device.copy_to_host(stream, host);
     }
-    let ranges = chunks(host.len());
+    let ranges = chunks(host.len(), CHUNK);
     let workers = copy_threads().min(ranges.len());
     let mut buffers = pinned_buffers(stream, workers, host.len())?;
     if let [buffer] = &mut buffers[..] {
@@ -247,9 +248,9 @@ mod tests {
 
     #[test]
     fn chunks_cover_a_batch_once() {
-        assert!(chunks(0).is_empty());
-        assert_eq!(chunks(5), vec![0..5]);
-        let c = chunks(2 * CHUNK + 1);
+        assert!(chunks(0, CHUNK).is_empty());
+        assert_eq!(chunks(5, CHUNK), vec![0..5]);
+        let c = chunks(2 * CHUNK + 1, CHUNK);
         assert_eq!(
             c,
             vec![0..CHUNK, CHUNK..2 * CHUNK, 2 * CHUNK..2 * CHUNK + 1]

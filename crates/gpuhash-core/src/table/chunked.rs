@@ -54,7 +54,7 @@ use cudarc::driver::CudaEvent;
 
 use super::host::with_stream;
 use super::{Combine, CombiningMap, Key, Map, Set, Value, check_pairs};
-use crate::staging::{copy_threads, downloaded, upload, upload_into};
+use crate::staging::{chunks, copy_threads, downloaded, upload, upload_into};
 use crate::{Device, DeviceBuffer, Error, Stream};
 
 /// What a chunked insert needs of a table: the batch's own device form, and the forms that
@@ -321,11 +321,7 @@ impl ChunkPlan {
     /// Chunks of `chunk` keys (at least 1) over `len` keys, the last one short, and at
     /// most `lanes` lanes, one a chunk at most, at least one.
     fn new(len: usize, chunk: usize, lanes: usize) -> Self {
-        let chunk = chunk.max(1);
-        let chunks: Vec<Range<usize>> = (0..len)
-            .step_by(chunk)
-            .map(|start| start..len.min(start.saturating_add(chunk)))
-            .collect();
+        let chunks = chunks(len, chunk);
         let lanes = lanes.min(chunks.len()).max(1);
         Self { chunks, lanes }
     }
