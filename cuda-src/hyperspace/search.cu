@@ -217,21 +217,32 @@ extern "C" __global__ void gh_hs_search(GhHsSearchParams p) {
     }
 }
 
-// One warp per query: its lanes copy the query's matches, one tuple a lane at a time.
+// One thread an answer position; the query whose row holds it is found by a binary search
+// of `to`. A warp a query left all but a few SMs idle when a batch holds a few queries of
+// long rows (an attribute of 100 values: 25 queries, 2^22 matches).
 extern "C" __global__ void gh_hs_compact(GhHsCompactParams p) {
-    for_each_warp_item(p.query_count, [&](uint64_t q) {
-        const uint64_t count = p.to[q + 1] - p.to[q];
-        for (uint64_t k = lane_id(); k < count; k += 32u) {
-            const uint64_t src = p.from[q] + k;
-            const uint64_t dst = p.to[q] + k;
-            p.out.keys[dst] = p.source.keys[src];
-            p.out.values[dst] = p.source.values[src];
-            for (uint32_t a = 0; a < p.attribute_count; ++a) {
-                p.out.attributes[(uint64_t)a * p.out.capacity + dst] =
-                    p.source.attributes[(uint64_t)a * p.source.count + src];
+    const uint64_t total = p.to[p.query_count];
+    const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+    for (uint64_t dst = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; dst < total; dst += stride) {
+        // to[low] <= dst < to[high]: low ends at the last query whose row starts at or
+        // before dst, the one that holds it (rows before it that are empty start there too).
+        uint64_t low = 0;
+        uint64_t high = p.query_count;
+        while (high - low > 1u) {
+            const uint64_t middle = low + (high - low) / 2u;
+            if (p.to[middle] <= dst) {
+                low = middle;
+            } else {
+                high = middle;
             }
         }
-    });
+        const uint64_t src = p.from[low] + (dst - p.to[low]);
+        p.out.keys[dst] = p.source.keys[src];
+        p.out.values[dst] = p.source.values[src];
+        for (uint32_t a = 0; a < p.attribute_count; ++a) {
+            p.out.attributes[(uint64_t)a * p.out.capacity + dst] = p.source.attributes[(uint64_t)a * p.source.count + src];
+        }
+    }
 }
 
 // Settles a write pass's rows: a query that found more than its room (or, exact, another

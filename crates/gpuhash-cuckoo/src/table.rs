@@ -435,13 +435,25 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
     /// Reads the subtable counts and the side slot's flag into the mirror; waits for
     /// `stream`.
     fn refresh(&self, stream: &Stream) -> Result<()> {
-        let (counts, side) = {
+        let subtables = self.options.subtables;
+        let pool = stream.device().pinned_pool();
+        let mut counts = pool.take::<u64>(subtables)?;
+        let mut side = pool.take::<u32>(1)?;
+        {
+            // Both copies queued before either is read: one wait.
             let shared = self.shared.read();
-            (shared.counts.to_host(stream)?, shared.side.to_host(stream)?)
-        };
+            shared
+                .counts
+                .copy_to_pinned_range_async(stream, 0..subtables, &mut counts, 0)?;
+            shared
+                .side
+                .copy_to_pinned_range_async(stream, 0..1, &mut side, 0)?;
+        }
+        // Reading a pinned buffer waits for the copies into it.
+        let side_present = side[0] != 0;
         let mut m = self.mirror.lock();
-        m.counts = counts[..self.options.subtables].to_vec();
-        m.side_present = side[0] != 0;
+        m.counts = counts[..subtables].to_vec();
+        m.side_present = side_present;
         m.uncounted_removes = false;
         Ok(())
     }

@@ -500,7 +500,7 @@ pub(crate) fn compact(
     attribute_count: usize,
 ) -> gpuhash_core::Result<()> {
     let queries = to.len().saturating_sub(1) as u64;
-    if queries == 0 {
+    if queries == 0 || out.is_empty() {
         return Ok(());
     }
     if (from.len() as u64) < queries {
@@ -508,6 +508,7 @@ pub(crate) fn compact(
             "compact: fewer sources than queries".into(),
         ));
     }
+    let answers = out.len() as u64;
     let input = tuples_on(stream, source);
     let f = from.address(stream);
     let t = to.address(stream);
@@ -524,7 +525,7 @@ pub(crate) fn compact(
     // to[q + 1] - to[q] tuples lie in source from from[q] (a write pass found that many
     // within the capacity laid out for q there, checked by the caller); both hold
     // `attribute_count` attribute columns.
-    unsafe { COMPACT.launch(stream, grid(stream, queries * 32), params) }
+    unsafe { COMPACT.launch(stream, grid(stream, answers), params) }
 }
 
 /// How [`settle_rows`] judges and lays out the rows of a write pass.

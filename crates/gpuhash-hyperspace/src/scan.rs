@@ -62,7 +62,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 
 use gpuhash_core::scan::{exclusive_scan, scanned_total};
-use gpuhash_core::{Device, DeviceBuffer, Stream};
+use gpuhash_core::{Device, DeviceBuffer, Stream, staging};
 
 use crate::launch::{self, ScanAnswers, ScanChunk, ScanRows};
 use crate::layouts::{GH_HS_MAX_FIELDS, GH_HS_SCAN_CHUNK};
@@ -160,7 +160,7 @@ impl ColumnScan {
         let stream = self.device.lend_stream()?;
         let matches = self.search_on(&stream, queries)?;
         Ok(Matches {
-            offsets: matches.offsets.to_host(&stream)?,
+            offsets: staging::downloaded(&stream, &matches.offsets)?,
             tuples: matches.tuples.to_host(&stream, self.attribute_count)?,
         })
     }

@@ -34,7 +34,7 @@
 use std::collections::BTreeMap;
 
 use gpuhash_core::scan::{exclusive_scan, scanned_total};
-use gpuhash_core::{DeviceBuffer, Stream};
+use gpuhash_core::{DeviceBuffer, Stream, staging};
 
 use crate::Result;
 use crate::build::counting_order;
@@ -213,7 +213,7 @@ impl HyperspaceIndex {
         let stream = self.device().lend_stream()?;
         let matches = self.search_on(&stream, queries)?;
         Ok(Matches {
-            offsets: matches.offsets.to_host(&stream)?,
+            offsets: staging::downloaded(&stream, &matches.offsets)?,
             tuples: matches.tuples.to_host(&stream, self.attribute_count())?,
         })
     }

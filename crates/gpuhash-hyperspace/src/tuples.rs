@@ -149,13 +149,15 @@ impl DeviceTuples {
         self.keys.is_empty()
     }
 
-    /// The tuples, of `p` attributes, copied to the host; waits for the stream.
+    /// The tuples, of `p` attributes, copied to the host through pinned memory (host
+    /// threads empty its chunks while the next ones cross the bus, [`staging::download`]);
+    /// waits for the stream.
     pub fn to_host(&self, stream: &Stream, p: usize) -> Result<Tuples> {
         Ok(Tuples {
             attribute_count: p,
-            keys: self.keys.to_host(stream)?,
-            attributes: self.attributes.to_host(stream)?,
-            values: self.values.to_host(stream)?,
+            keys: staging::downloaded(stream, &self.keys)?,
+            attributes: staging::downloaded(stream, &self.attributes)?,
+            values: staging::downloaded(stream, &self.values)?,
         })
     }
 }
