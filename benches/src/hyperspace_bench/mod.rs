@@ -38,7 +38,9 @@ use std::time::Instant;
 use gpuhash_core::{Device, DeviceBuffer};
 use gpuhash_hyperspace::scan::ColumnScan;
 use gpuhash_hyperspace::shape::{Field, SpaceShape};
-use gpuhash_hyperspace::{DeviceTuples, HyperspaceIndex, HyperspaceOptions, Query, TupleBatch};
+use gpuhash_hyperspace::{
+    DeviceTuples, HyperspaceIndex, HyperspaceOptions, Matches, Query, TupleBatch,
+};
 
 use crate::hyperspace::cpu_index::{CpuHyperspace, Tuples};
 use crate::hyperspace::cpu_search::QueryBatch;
@@ -478,6 +480,27 @@ fn compare(
             cpu_row,
             scan_rate,
         );
+        if fields != [Field::Key] {
+            // A caller looping over batches reuses its answers' vectors: the same search
+            // without the page faults of fresh host memory.
+            let mut answers = Matches::default();
+            let reused = median_s(runs, |_| Ok(index.search_into(&gpu_form, &mut answers)?))?;
+            let found = answers.offsets[count];
+            if found != gpu_matches {
+                return Err(format!(
+                    "{name}: {found} matches into reused answers, {gpu_matches} into fresh ones"
+                )
+                .into());
+            }
+            print_row(
+                spec,
+                &format!("{name}, answers into reused vectors"),
+                count,
+                Rate::of(count, Some(found), reused),
+                cpu_row,
+                None,
+            );
+        }
     }
     // The columns leave the device before the updates, which the scan would not see.
     drop(scan);

@@ -46,7 +46,7 @@ use crate::options::SearchStrategy;
 use crate::query::{DeviceMatches, Matches, Query, check_queries};
 use crate::shape::{Field, FieldSet, SpaceShape};
 use crate::space::Space;
-use crate::tuples::DeviceTuples;
+use crate::tuples::{DeviceTuples, download_reusing};
 
 /// One group's subtasks in its space, ready for the passes.
 struct Plan<'a> {
@@ -216,6 +216,21 @@ impl HyperspaceIndex {
             offsets: staging::downloaded(&stream, &matches.offsets)?,
             tuples: matches.tuples.to_host(&stream, self.attribute_count())?,
         })
+    }
+
+    /// [`HyperspaceIndex::search`] into `out`, whose vectors are reused from batch to
+    /// batch ([`DeviceTuples::copy_to_host_into`]): a caller that loops over batches
+    /// spares the host the page faults of fresh answers, and with vectors it registered
+    /// ([`gpuhash_core::Device::register`]; answers past their capacity get new ones), the
+    /// staging copies too. On an error `out` is unspecified.
+    pub fn search_into(&self, queries: &[Query], out: &mut Matches) -> Result<()> {
+        let stream = self.device().lend_stream()?;
+        let matches = self.search_on(&stream, queries)?;
+        download_reusing(&stream, &matches.offsets, &mut out.offsets)?;
+        let p = self.attribute_count();
+        matches
+            .tuples
+            .copy_to_host_into(&stream, p, &mut out.tuples)
     }
 
     /// Every tuple each query matches, as compressed rows on the device, after the work

@@ -160,6 +160,40 @@ impl DeviceTuples {
             values: staging::downloaded(stream, &self.values)?,
         })
     }
+
+    /// [`DeviceTuples::to_host`] into `out`, whose vectors are reused: cut to length, or
+    /// lengthened within their capacity (new vectors only past it). Memory that held
+    /// answers before is written again without the page faults of fresh memory, and
+    /// vectors the caller registered ([`gpuhash_core::Device::register`]) take one DMA
+    /// each. Waits for the stream.
+    pub fn copy_to_host_into(&self, stream: &Stream, p: usize, out: &mut Tuples) -> Result<()> {
+        out.attribute_count = p;
+        for (device, host) in [
+            (&self.keys, &mut out.keys),
+            (&self.attributes, &mut out.attributes),
+            (&self.values, &mut out.values),
+        ] {
+            download_reusing(stream, device, host)?;
+        }
+        Ok(())
+    }
+}
+
+/// Copies `device` into `host`, of its length after the call, reusing the vector's memory
+/// while its capacity suffices.
+pub(crate) fn download_reusing<T: bytemuck::Pod + Send + Sync>(
+    stream: &Stream,
+    device: &DeviceBuffer<T>,
+    host: &mut Vec<T>,
+) -> Result<()> {
+    let n = device.len();
+    if n > host.capacity() {
+        // Fresh memory is faulted in by the copy threads, not zeroed here first.
+        *host = bytemuck::zeroed_vec(n);
+    } else {
+        host.resize(n, T::zeroed());
+    }
+    Ok(staging::download(stream, device, host)?)
 }
 
 /// Checks the shape of a batch of `p` attributes a tuple: as many values as keys, p

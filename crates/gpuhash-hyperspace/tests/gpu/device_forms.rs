@@ -8,8 +8,8 @@ use crate::common::{
 use gpuhash_core::DeviceBuffer;
 use gpuhash_hyperspace::shape::Field;
 use gpuhash_hyperspace::{
-    DeviceTuples, HyperspaceError, HyperspaceIndex, HyperspaceOptions, InsertStatus, Query,
-    SearchStrategy, Subspaces, Tuple, Tuples,
+    DeviceTuples, HyperspaceError, HyperspaceIndex, HyperspaceOptions, InsertStatus, Matches,
+    Query, SearchStrategy, Subspaces, Tuple, Tuples,
 };
 use gpuhash_test_support::{SeededRng, shared_memory, stream};
 
@@ -376,6 +376,65 @@ fn async_searches_match_the_model() {
             }
         }
         check_searches(&idx, &model, &queries, &what);
+    }
+}
+
+/// Searches into one `Matches` reused batch after batch (answers longer, shorter, none,
+/// and past the vectors' capacity, starting from stale longer vectors) give the model's
+/// rows, of the host search's lengths.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn searches_into_reused_answers_match_the_model() {
+    let _memory = shared_memory();
+    let mut rng = SeededRng::new(53);
+    let p = 3;
+    let cardinality = 6;
+    let idx = index(p, 1 << 12, HyperspaceOptions::default());
+    let tuples = random_tuples(&mut rng, p, 4000, 1 << 30, cardinality);
+    assert!(
+        idx.insert(batch(&tuples))
+            .expect("insert")
+            .iter()
+            .all(|&s| s == InsertStatus::Inserted)
+    );
+    let mut model = Model::default();
+    model.insert(&tuples);
+    let many = some_queries(&mut rng, p, cardinality, &model);
+    let few = vec![Query::attribute(1, 0), Query::attribute(0, u32::MAX)];
+    let none = vec![Query::attribute(2, u32::MAX)];
+    let mut out = Matches {
+        offsets: vec![9; 50_000],
+        tuples: Tuples {
+            attribute_count: 7,
+            keys: vec![9; 50_000],
+            attributes: vec![9; 50_000],
+            values: vec![9; 50_000],
+        },
+    };
+    for (round, queries) in [&many, &few, &none, &many, &few].into_iter().enumerate() {
+        idx.search_into(queries, &mut out)
+            .expect("a search into reused answers");
+        let what = format!("round {round}");
+        assert_eq!(out.offsets.len(), queries.len() + 1, "{what}: offsets");
+        assert_eq!(out.tuples.attribute_count, p, "{what}: attributes a tuple");
+        let total = out.offsets[queries.len()] as usize;
+        assert_eq!(out.tuples.len(), total, "{what}: keys");
+        assert_eq!(
+            out.tuples.attributes.len(),
+            p * total,
+            "{what}: attribute columns"
+        );
+        assert_eq!(out.tuples.values.len(), total, "{what}: values");
+        for (q, query) in queries.iter().enumerate() {
+            let mut got = out.of(q);
+            got.sort();
+            assert_eq!(got, model.search(query), "{what}: query {q} {query:?}");
+        }
+        let fresh = idx.search(queries).expect("a host search");
+        assert_eq!(
+            out.offsets, fresh.offsets,
+            "{what}: rows as a host search's"
+        );
     }
 }
 
