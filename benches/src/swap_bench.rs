@@ -31,7 +31,7 @@ pub fn run(device: &Device, log2_n: u32, progress: &Progress) -> Result<(), Cuck
     let (misses, _) = workload::host_pairs(KeySet::Misses, 0, n as u32);
     let child = CuckooTable::<u32, u32>::with_capacity(device, child_capacity(n))?;
     let children = n.div_ceil(child_capacity(n));
-    let scratch = SwapOptions::<CuckooTable<u32, u32>>::default().scratch_bytes;
+    let scratch = gpuhash_swap::DEFAULT_SCRATCH_BYTES;
     let budget = scratch + child.memory()?.bytes_reserved * (children as u64 / 4).max(1);
     println!(
         "W5: n = 2^{log2_n} u32 pairs, {children} DyHash children, device budget {budget} bytes"

@@ -7,34 +7,99 @@
 #include "swap/child.cuh"
 #include "swap/filter.cuh"
 
+// Per-child counts and cursors live in shared memory while a block works (for up to this
+// many children; with more, every key adds to global memory): 16 children and a batch
+// of millions made every key's global atomic wait on a few contended words.
+constexpr uint32_t kSharedChildren = 1024;
+// Keys a thread ranks in one tile of the scatter: a tile's global atomics (one a child
+// it holds) are spread over this many keys a thread.
+constexpr uint32_t kScatterPerThread = 8;
+
 extern "C" __global__ void gh_swap_count(GhSwapCountParams p) {
+    __shared__ uint32_t block_counts[kSharedChildren];
+    __shared__ uint32_t block_passed[kSharedChildren];
+    const bool in_block = p.children <= kSharedChildren;
+    if (in_block) {
+        for (uint32_t c = threadIdx.x; c < p.children; c += blockDim.x) {
+            block_counts[c] = 0;
+            block_passed[c] = 0;
+        }
+    }
+    __syncthreads();
     const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
     for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < p.count; i += stride) {
         const uint64_t key = gh_swap_key(p.keys, i, p.key_words);
         const uint32_t child = gh_swap_child(key, p.children);
         p.child_of[i] = child;
-        atomicAdd(&p.counts[child], 1u);
-        if (p.filters == nullptr) continue;
-        const uint32_t* filter = (const uint32_t*)p.filters[child];
-        if (filter != nullptr && gh_swap_filter_may_hold(filter, key, p.blocks)) {
-            atomicAdd(&p.passed[child], 1u);
-        }
+        const uint32_t* filter = p.filters == nullptr ? nullptr : (const uint32_t*)p.filters[child];
+        const bool passed = filter != nullptr && gh_swap_filter_may_hold(filter, key, p.blocks);
+        atomicAdd(in_block ? &block_counts[child] : &p.counts[child], 1u);
+        if (passed) atomicAdd(in_block ? &block_passed[child] : &p.passed[child], 1u);
+    }
+    if (!in_block) return;
+    __syncthreads();
+    for (uint32_t c = threadIdx.x; c < p.children; c += blockDim.x) {
+        if (block_counts[c] != 0) atomicAdd(&p.counts[c], block_counts[c]);
+        if (block_passed[c] != 0) atomicAdd(&p.passed[c], block_passed[c]);
     }
 }
 
-extern "C" __global__ void gh_swap_scatter(GhSwapScatterParams p) {
-    const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
-    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < p.count; i += stride) {
-        const uint32_t at = atomicAdd(&p.cursors[p.child_of[i]], 1u);
-        for (uint32_t w = 0; w < p.key_words; ++w) {
-            p.out_keys[(uint64_t)at * p.key_words + w] = p.keys[i * p.key_words + w];
+namespace {
+
+__device__ __forceinline__ void scatter_one(const GhSwapScatterParams& p, uint64_t i, uint32_t at) {
+    for (uint32_t w = 0; w < p.key_words; ++w) {
+        p.out_keys[(uint64_t)at * p.key_words + w] = p.keys[i * p.key_words + w];
+    }
+    if (p.values != nullptr) {
+        for (uint32_t b = 0; b < p.value_bytes; ++b) {
+            p.out_values[(uint64_t)at * p.value_bytes + b] = p.values[i * p.value_bytes + b];
         }
-        if (p.values != nullptr) {
-            for (uint32_t b = 0; b < p.value_bytes; ++b) {
-                p.out_values[(uint64_t)at * p.value_bytes + b] = p.values[i * p.value_bytes + b];
+    }
+    p.out_index[at] = (uint32_t)i;
+}
+
+}  // namespace
+
+// A block ranks a tile of keys by child in shared memory, then takes each child's places
+// for the whole tile with one global atomic.
+extern "C" __global__ void gh_swap_scatter(GhSwapScatterParams p) {
+    if (p.children > kSharedChildren) {
+        const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+        for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < p.count; i += stride) {
+            scatter_one(p, i, atomicAdd(&p.cursors[p.child_of[i]], 1u));
+        }
+        return;
+    }
+    __shared__ uint32_t tile_counts[kSharedChildren];
+    __shared__ uint32_t tile_base[kSharedChildren];
+    for (uint32_t c = threadIdx.x; c < p.children; c += blockDim.x) tile_counts[c] = 0;
+    __syncthreads();
+    const uint64_t tile = (uint64_t)blockDim.x * kScatterPerThread;
+    for (uint64_t first = blockIdx.x * tile; first < p.count; first += gridDim.x * tile) {
+        uint32_t child[kScatterPerThread];
+        uint32_t rank[kScatterPerThread];
+#pragma unroll
+        for (uint32_t j = 0; j < kScatterPerThread; ++j) {
+            const uint64_t i = first + (uint64_t)j * blockDim.x + threadIdx.x;
+            if (i < p.count) {
+                child[j] = p.child_of[i];
+                rank[j] = atomicAdd(&tile_counts[child[j]], 1u);
             }
         }
-        p.out_index[at] = (uint32_t)i;
+        __syncthreads();
+        for (uint32_t c = threadIdx.x; c < p.children; c += blockDim.x) {
+            const uint32_t n = tile_counts[c];
+            tile_base[c] = n == 0 ? 0u : atomicAdd(&p.cursors[c], n);
+            tile_counts[c] = 0;
+        }
+        __syncthreads();
+#pragma unroll
+        for (uint32_t j = 0; j < kScatterPerThread; ++j) {
+            const uint64_t i = first + (uint64_t)j * blockDim.x + threadIdx.x;
+            if (i < p.count) scatter_one(p, i, tile_base[child[j]] + rank[j]);
+        }
+        // tile_base is rewritten by the next tile.
+        __syncthreads();
     }
 }
 

@@ -114,6 +114,7 @@ pub(crate) fn scatter<K: Pod, V: Pod>(
     let keys_at = keys.address(stream);
     let values_at = values.map(|v| v.address(stream));
     let child_at = child_of.address(stream);
+    let children = cursors.len() as u32;
     let cursors_at = cursors.address_mut(stream);
     let out_keys = target.keys.address_mut(stream);
     let out_values = target.values.map(|v| v.address_mut(stream));
@@ -128,6 +129,8 @@ pub(crate) fn scatter<K: Pod, V: Pod>(
         key_words: (size_of::<K>() / 4) as u32,
         value_bytes: size_of::<V>() as u32,
         cursors: cursors_at.address as *mut u32,
+        children,
+        reserved: 0,
         out_keys: out_keys.address as *mut u32,
         out_values: out_values
             .as_ref()

@@ -71,13 +71,15 @@ pub struct GhSwapScatterParams {
     pub key_words: u32,
     pub value_bytes: u32,
     pub cursors: *mut u32,
+    pub children: u32,
+    pub reserved: u32,
     pub out_keys: *mut u32,
     pub out_values: *mut u8,
     pub out_index: *mut u32,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of GhSwapScatterParams"][::core::mem::size_of::<GhSwapScatterParams>() - 72usize];
+    ["Size of GhSwapScatterParams"][::core::mem::size_of::<GhSwapScatterParams>() - 80usize];
     ["Alignment of GhSwapScatterParams"][::core::mem::align_of::<GhSwapScatterParams>() - 8usize];
     ["Offset of field: GhSwapScatterParams::keys"]
         [::core::mem::offset_of!(GhSwapScatterParams, keys) - 0usize];
@@ -93,12 +95,16 @@ const _: () = {
         [::core::mem::offset_of!(GhSwapScatterParams, value_bytes) - 36usize];
     ["Offset of field: GhSwapScatterParams::cursors"]
         [::core::mem::offset_of!(GhSwapScatterParams, cursors) - 40usize];
+    ["Offset of field: GhSwapScatterParams::children"]
+        [::core::mem::offset_of!(GhSwapScatterParams, children) - 48usize];
+    ["Offset of field: GhSwapScatterParams::reserved"]
+        [::core::mem::offset_of!(GhSwapScatterParams, reserved) - 52usize];
     ["Offset of field: GhSwapScatterParams::out_keys"]
-        [::core::mem::offset_of!(GhSwapScatterParams, out_keys) - 48usize];
+        [::core::mem::offset_of!(GhSwapScatterParams, out_keys) - 56usize];
     ["Offset of field: GhSwapScatterParams::out_values"]
-        [::core::mem::offset_of!(GhSwapScatterParams, out_values) - 56usize];
+        [::core::mem::offset_of!(GhSwapScatterParams, out_values) - 64usize];
     ["Offset of field: GhSwapScatterParams::out_index"]
-        [::core::mem::offset_of!(GhSwapScatterParams, out_index) - 64usize];
+        [::core::mem::offset_of!(GhSwapScatterParams, out_index) - 72usize];
 };
 impl Default for GhSwapScatterParams {
     fn default() -> Self {

@@ -45,7 +45,8 @@
 //!
 //! Set through [`SwapOptions`]: `with_capacity(n)`, `child_capacity` (one million pairs, the
 //! paper's), `children`, `device_budget` and `host_budget` in bytes, `scratch_bytes` for
-//! partitioning a batch, `filter_bits_per_key` for the miss filters, `cost_model` (the
+//! partitioning a batch (a quarter of the device budget unless set, or a whole batch at
+//! once with no budget: [`policy::scratch_bytes`]), `filter_bits_per_key` for the miss filters, `cost_model` (the
 //! rates that choose between paging and probing in place, [`CostModel`]),
 //! `page_out_wait` (how long a page-out waits for its child's work), and `make_child`, the
 //! child table's constructor.

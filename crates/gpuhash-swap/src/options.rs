@@ -9,14 +9,13 @@ use gpuhash_core::table::{Key, Table, Value};
 use gpuhash_cuckoo::CuckooTable;
 
 use crate::policy::CostModel;
+pub use crate::policy::DEFAULT_SCRATCH_BYTES;
 
 /// Builds a child table of a capacity (in pairs) on a device.
 pub type MakeChild<T> = Arc<dyn Fn(&Device, usize) -> Result<T, <T as Table>::Error> + Send + Sync>;
 
 /// The paper's child table: one million pairs.
 pub const DEFAULT_CHILD_CAPACITY: usize = 1 << 20;
-/// Device bytes kept for the partition of a batch segment unless set.
-pub const DEFAULT_SCRATCH_BYTES: u64 = 64 << 20;
 /// Bits of a child's miss filter for each pair the child is made for, unless set: about
 /// 2% of the misses to a child on the host get past its filter.
 pub const DEFAULT_FILTER_BITS_PER_KEY: u32 = 8;
@@ -43,8 +42,10 @@ pub struct SwapOptions<T: Table> {
     /// mapped pinned memory, which pins each image in a power-of-two size class.
     pub host_budget: Option<u64>,
     /// Device bytes, within the device budget, for partitioning a batch: a batch is
-    /// processed in segments of as many elements as this holds.
-    pub scratch_bytes: u64,
+    /// processed in segments of as many elements as this holds. Unless set, a quarter of
+    /// the device budget (at least [`DEFAULT_SCRATCH_BYTES`]), or no bound with no budget
+    /// ([`crate::policy::scratch_bytes`]).
+    pub scratch_bytes: Option<u64>,
     /// Bits of a child's miss filter (in device memory, within the device budget) for
     /// each of the [`SwapOptions::child_capacity`] pairs it is made for.
     pub filter_bits_per_key: u32,
@@ -67,7 +68,7 @@ impl<K: Key, V: Value> Default for SwapOptions<CuckooTable<K, V>> {
             children: None,
             device_budget: u64::MAX,
             host_budget: None,
-            scratch_bytes: DEFAULT_SCRATCH_BYTES,
+            scratch_bytes: None,
             filter_bits_per_key: DEFAULT_FILTER_BITS_PER_KEY,
             cost_model: CostModel::default(),
             page_out_wait: DEFAULT_PAGE_OUT_WAIT,

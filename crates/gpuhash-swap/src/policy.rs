@@ -29,6 +29,25 @@ pub fn filter_blocks(child_capacity: usize, bits_per_key: u32) -> u32 {
     bits.div_ceil(256).clamp(1, u64::from(u32::MAX)) as u32
 }
 
+/// Device bytes kept for the partition of batch segments under a device budget, unless
+/// set, at least: a quarter of the budget is kept when that is more.
+pub const DEFAULT_SCRATCH_BYTES: u64 = 64 << 20;
+
+/// Device bytes a table keeps for partitioning batches: `asked` when set. Otherwise, with
+/// no device budget (`u64::MAX`), no bound: a batch (of up to 2^32 elements) is one
+/// segment, its scratch allocated for its own length. With a budget, a quarter of it, at
+/// least [`DEFAULT_SCRATCH_BYTES`]: the paper's input segments beside its child slots.
+/// Each segment visits its children once, so a batch cut into many short segments pages
+/// the same children in again and again, and pays a visit's fixed cost (a few kernels and
+/// copies a child) once a segment for every child.
+pub fn scratch_bytes(device_budget: u64, asked: Option<u64>) -> u64 {
+    match (asked, device_budget) {
+        (Some(bytes), _) => bytes,
+        (None, u64::MAX) => u64::MAX,
+        (None, budget) => (budget / 4).max(DEFAULT_SCRATCH_BYTES),
+    }
+}
+
 /// How the device budget divides: children resident at once and batch elements a segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Plan {
@@ -60,9 +79,13 @@ pub fn plan(
         scratch_bytes,
         filter_bytes,
     } = fixed;
-    let for_children = device_budget
-        .saturating_sub(scratch_bytes)
-        .saturating_sub(filter_bytes);
+    // No budget bounds neither the children nor the scratch.
+    let for_children = match device_budget {
+        u64::MAX => u64::MAX,
+        budget => budget
+            .saturating_sub(scratch_bytes)
+            .saturating_sub(filter_bytes),
+    };
     let resident = (for_children / child_bytes.max(1)).min(children as u64) as usize;
     if resident == 0 {
         return Err(format!(
@@ -347,6 +370,18 @@ mod tests {
             })
         );
         assert_eq!(plan(u64::MAX, scratch(64), 50, 8, 8).unwrap().resident, 8);
+    }
+
+    #[test]
+    fn scratch_is_a_quarter_of_a_budget_or_unbounded_without_one() {
+        assert_eq!(scratch_bytes(1 << 33, None), 1 << 31);
+        assert_eq!(scratch_bytes(1 << 20, None), DEFAULT_SCRATCH_BYTES);
+        assert_eq!(scratch_bytes(1 << 33, Some(4096)), 4096);
+        assert_eq!(scratch_bytes(u64::MAX, Some(4096)), 4096);
+        let unbounded = scratch_bytes(u64::MAX, None);
+        let plan = plan(u64::MAX, scratch(unbounded), 50, 42, 8).unwrap();
+        assert_eq!(plan.resident, 8);
+        assert_eq!(plan.segment, u32::MAX as usize);
     }
 
     #[test]

@@ -8,7 +8,9 @@ use parking_lot::Mutex;
 use crate::filter::Filters;
 use crate::launch::filter_words;
 use crate::options::SwapOptions;
-use crate::policy::{CostModel, Fixed, Plan, filter_blocks, plan, scratch_per_element};
+use crate::policy::{
+    CostModel, Fixed, Plan, filter_blocks, plan, scratch_bytes, scratch_per_element,
+};
 use crate::residency::{Residency, SwapStats};
 
 /// A map larger than the device's memory: children of type `T`, each key in one of them,
@@ -57,7 +59,7 @@ impl<T: ProbeInPlace> SwapTable<T> {
         let element_bytes = scratch_per_element(size_of::<T::Key>(), size_of::<T::Value>());
         let blocks = filter_blocks(options.child_capacity, options.filter_bits_per_key);
         let fixed = Fixed {
-            scratch_bytes: options.scratch_bytes,
+            scratch_bytes: scratch_bytes(options.device_budget, options.scratch_bytes),
             filter_bytes: (filter_words(blocks) * 4 * children) as u64,
         };
         let plan = plan(

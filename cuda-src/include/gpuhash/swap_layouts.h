@@ -34,6 +34,8 @@ typedef struct GhSwapScatterParams {
     uint32_t key_words;
     uint32_t value_bytes;
     uint32_t* cursors;          // in: each child's first place; advanced by the kernel
+    uint32_t children;          // cursors' length
+    uint32_t reserved;
     uint32_t* out_keys;
     uint8_t* out_values;        // null with values
     uint32_t* out_index;        // the input place of each partitioned element
