@@ -135,8 +135,12 @@
 //!   rows ([`Matches`]: offsets, then tuples as structure of arrays) like the slab hash
 //!   multimap's `get_all`; the passes stay on the device, their counts laid out by
 //!   device scans, and the host waits for two words a round (the room's size, the
-//!   answer's size). [`HyperspaceIndex::search_async`] queues the passes into the
-//!   caller's buffers and waits for nothing.
+//!   answer's size); the compaction takes a thread an answer, so a few long rows spread
+//!   over the whole device. [`HyperspaceIndex::search_async`] queues the passes into the
+//!   caller's buffers and waits for nothing; [`HyperspaceIndex::search_into`] brings the
+//!   answers into host vectors reused from batch to batch: answers are tuples of p + 2
+//!   words, and fresh host memory for millions of them costs more page faults than the
+//!   search itself costs on the device.
 //! - **What the index observes** (`src/observations.rs`, behind one lock): the fields of
 //!   every search, each query one search, in a decaying [`history::QueryHistory`]; and a
 //!   [`cost::Population`], the tuple count (kept by inserts and deletes, set exactly by
