@@ -255,13 +255,19 @@ GH_SLAB_GATHER(k1v2, 1, 2)
 GH_SLAB_GATHER(k2v1, 2, 1)
 GH_SLAB_GATHER(k2v2, 2, 2)
 
-#define GH_SLAB_RUNS(name, key_words, value_words)                                                    \
-    using Runs_##name = gh::SlabShape<GH_TABLE_MULTIMAP, key_words, value_words>;                      \
-    extern "C" __global__ void gh_slab_runs_count_##name(GhSlabRunsParams p) { gh::count_runs<Runs_##name>(p); } \
-    extern "C" __global__ void gh_slab_runs_scatter_##name(GhSlabRunsParams p) {                        \
-        gh::scatter_runs<Runs_##name>(p);                                                             \
-    }                                                                                                 \
-    extern "C" __global__ void gh_slab_runs_append_##name(GhSlabRunsParams p) { gh::append_runs<Runs_##name>(p); }
+// The grouped appends of a multimap insert pass (slab_runs.cuh); the reserve step below
+// is the same at every width.
+#define GH_SLAB_RUNS(name, key_words, value_words)                                             \
+    using Runs_##name = gh::SlabShape<GH_TABLE_MULTIMAP, key_words, value_words>;               \
+    extern "C" __global__ void gh_slab_runs_count_##name(GhSlabRunsParams p) {                  \
+        gh::count_runs<Runs_##name>(p);                                                       \
+    }                                                                                         \
+    extern "C" __global__ void gh_slab_runs_scatter_##name(GhSlabRunsParams p) {                \
+        gh::scatter_runs<Runs_##name>(p);                                                     \
+    }                                                                                         \
+    extern "C" __global__ void gh_slab_runs_append_##name(GhSlabRunsParams p) {                 \
+        gh::append_runs<Runs_##name>(p);                                                      \
+    }
 
 GH_SLAB_RUNS(k1v1, 1, 1)
 GH_SLAB_RUNS(k1v2, 1, 2)
