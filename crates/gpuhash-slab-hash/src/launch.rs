@@ -534,3 +534,21 @@ pub(crate) fn fill(
     // SAFETY: the kernel writes the buffer's `count` words only.
     unsafe { FILL.launch(stream, grid(stream, count as u64), params) }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_tables_are_counters_and_three_words_a_slot() {
+        for slots in [1usize, 2, 8, 1 << 22] {
+            let words = run_table_words(slots);
+            assert_eq!(words, 2 + 3 * slots);
+            assert_eq!(run_table_slots(words), Some(slots as u64));
+        }
+        // Not a power of two of slots, not whole slots, or no room for the counters.
+        for words in [0, 1, 2 + 3 * 3, 2 + 3 * 8 + 1, 2 + 3 * 8 - 1] {
+            assert_eq!(run_table_slots(words), None, "{words} words");
+        }
+    }
+}
