@@ -81,6 +81,11 @@
 //! to 21210 M/s (docs/benchmarks/slab-hash.md); mixed batches, removals and counts keep the
 //! paper's warp-cooperative work sharing.
 //!
+//! Keys and values are `u32` or `u64` (the contract's [`Key`] types); an entry with a
+//! 64-bit part takes 2 or 4 lanes, so a slab holds 7 to 30 entries. Lookups write their
+//! found byte straight from the kernel: the status of each element is one byte, and for a
+//! lookup or removal it is the answer the contract asks for.
+//!
 //! ## Many copies of a key
 //!
 //! A multimap insert has no key to look for, only the first empty spot of its list, and a
@@ -97,15 +102,13 @@
 //! compare-and-swap that links it. A batch then costs at most `walk_slabs` slab reads a
 //! pair, one walk a bucket and one slab write for every 15 pairs: linear in the batch
 //! however its keys repeat; a batch of short lists defers nothing and pays four near-empty
-//! launches. Every pair still goes in at an empty spot with the same claims, so readers,
-//! removals, counts and batches on other streams see the lists as before, and a run that
-//! finds no free slab ends as any insert that finds none (below). One bucket's run is one
-//! warp's work, so a key of 2^20 copies takes about 2200 chain steps of one warp.
-//!
-//! Keys and values are `u32` or `u64` (the contract's [`Key`] types); an entry with a
-//! 64-bit part takes 2 or 4 lanes, so a slab holds 7 to 30 entries. Lookups write their
-//! found byte straight from the kernel: the status of each element is one byte, and for a
-//! lookup or removal it is the answer the contract asks for.
+//! launches and the zeroing of its table of buckets (12 bytes for each of 2 to 4 slots a
+//! bucket it can fall in). Every pair still goes in at an empty spot with the same
+//! claims, so readers, removals, counts and batches on other streams see the lists as
+//! before, and a run that finds no free slab ends as any insert that finds none (below).
+//! One bucket's run is one warp's work, so a key of 2^20 copies takes about 2200 chain
+//! steps of one warp. A count or `get_all` of a key walks its list once, linear in its
+//! values.
 //!
 //! ## Inserts that do not wait
 //!

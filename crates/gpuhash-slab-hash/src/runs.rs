@@ -10,7 +10,8 @@
 //! its empty spots and linking chains of new slabs, filled before they are linked, at its
 //! tail. So a batch costs at most `walk_slabs` slab reads a pair, one walk a bucket and one
 //! slab write for every 15 pairs (7 of wider entries), linear in the batch however its keys
-//! repeat, and a batch of short lists defers nothing and pays four near-empty launches.
+//! repeat, and a batch of short lists defers nothing and pays four near-empty launches and
+//! the zeroing of its table of buckets.
 //!
 //! Everything a pass needs is allocated before its first kernel is queued, so that a batch
 //! refused for want of device memory changes nothing: one word a pair for the grouped
