@@ -1,8 +1,8 @@
-// Slab hash kernels: batches of operations, multimap gathers, and the per-bucket passes
-// (count and export by chunks of buckets, flush), for every table kind and key and value width; one template
-// each. Keys, values and results travel as arrays of 32-bit words, a 64-bit element as
-// two (low word first).
-#include "slab_hash/slab_tile.cuh"
+// Slab hash kernels: batches of operations, multimap gathers and grouped appends, and the
+// per-bucket passes (count and export by chunks of buckets, flush), for every table kind and
+// key and value width; one template each. Keys, values and results travel as arrays of
+// 32-bit words, a 64-bit element as two (low word first).
+#include "slab_hash/slab_runs.cuh"
 
 namespace {
 
@@ -254,6 +254,27 @@ GH_SLAB_GATHER(k1v1, 1, 1)
 GH_SLAB_GATHER(k1v2, 1, 2)
 GH_SLAB_GATHER(k2v1, 2, 1)
 GH_SLAB_GATHER(k2v2, 2, 2)
+
+// The grouped appends of a multimap insert pass (slab_runs.cuh); the reserve step below
+// is the same at every width.
+#define GH_SLAB_RUNS(name, key_words, value_words)                                             \
+    using Runs_##name = gh::SlabShape<GH_TABLE_MULTIMAP, key_words, value_words>;               \
+    extern "C" __global__ void gh_slab_runs_count_##name(GhSlabRunsParams p) {                  \
+        gh::count_runs<Runs_##name>(p);                                                       \
+    }                                                                                         \
+    extern "C" __global__ void gh_slab_runs_scatter_##name(GhSlabRunsParams p) {                \
+        gh::scatter_runs<Runs_##name>(p);                                                     \
+    }                                                                                         \
+    extern "C" __global__ void gh_slab_runs_append_##name(GhSlabRunsParams p) {                 \
+        gh::append_runs<Runs_##name>(p);                                                      \
+    }
+
+GH_SLAB_RUNS(k1v1, 1, 1)
+GH_SLAB_RUNS(k1v2, 1, 2)
+GH_SLAB_RUNS(k2v1, 2, 1)
+GH_SLAB_RUNS(k2v2, 2, 2)
+
+extern "C" __global__ void gh_slab_runs_reserve(GhSlabRunsParams p) { gh::reserve_runs(p); }
 
 extern "C" __global__ void gh_slab_mark_pending(GhSlabMarkParams p) {
     uint64_t stride = (uint64_t)gridDim.x * blockDim.x;

@@ -201,12 +201,19 @@ __device__ __forceinline__ BulkElement settle(const GhSlabTable &table, const Bu
 
 // Serves one chunk: each tile takes its lanes' operations in turn. Writes this lane's status
 // and result when its operation ends. Every collective below is reached by all 32 lanes.
+//
+// A multimap insert with `walk_slabs` set reads at most that many slabs of its list and
+// never extends it: where they hold no empty spot, it ends DEFERRED and the grouped
+// appends (slab_runs.cuh) store it. So no pair costs more than walk_slabs reads here,
+// however many copies of its key the batch or the list holds, and the thousands of tiles
+// that may share one key's list never race to extend it.
 template <typename Shape, uint32_t kLanes, bool kInsert, bool kHalfFirst>
 __device__ void serve_tiles(const GhSlabTable &table, WarpAllocator &allocator, const BulkElement &mine,
-                            uint32_t &status, uint64_t &result) {
+                            uint32_t walk_slabs, uint32_t &status, uint64_t &result) {
     static_assert(kInsert || !kHalfFirst, "finds read whole slabs");
     using Tile = SlabTile<Shape, kLanes>;
     constexpr uint32_t kKind = Shape::kKind;
+    const bool defers = kInsert && kKind == GH_TABLE_MULTIMAP && walk_slabs != 0;
     const Tile t = Tile::mine();
     uint32_t pending = t.own(__ballot_sync(kFullWarp, mine.active));
     uint32_t served = 0;  // the tile's lane being served, while pending != 0
@@ -214,6 +221,7 @@ __device__ void serve_tiles(const GhSlabTable &table, WarpAllocator &allocator, 
     uint64_t want = 0, value = 0;
     bool finished = true;  // start (or move on to) the next pending lane
     bool half = kHalfFirst;  // read the slab's first half only
+    uint32_t walked = 0;     // slabs of the served operation's list left behind
     while (true) {
         // The next pending lane's operation, shuffled to every lane of its tile.
         const uint32_t first_pending = pending == 0 ? 0 : __ffs(pending) - 1;
@@ -226,6 +234,7 @@ __device__ void serve_tiles(const GhSlabTable &table, WarpAllocator &allocator, 
             want = next_want;
             value = next_value;
             half = kHalfFirst;
+            walked = 0;
         }
         const bool busy = pending != 0;
         if (!__any_sync(kFullWarp, busy)) {
@@ -281,6 +290,8 @@ __device__ void serve_tiles(const GhSlabTable &table, WarpAllocator &allocator, 
                 outcome = GH_STATUS_PENDING;  // read the slab again once the busy spot resolves
             } else if (busy && half) {
                 widen = true;  // a full first half: the key or the first empty spot lies past it
+            } else if (busy && defers && (next == GH_INVALID_SLAB || walked + 1 >= walk_slabs)) {
+                outcome = GH_STATUS_DEFERRED;  // a full tail, or a list longer than this pass walks
             } else if (busy && next == GH_INVALID_SLAB) {
                 outcome = GH_STATUS_NO_SLAB;  // unless a slab is linked below
             } else {
@@ -309,6 +320,7 @@ __device__ void serve_tiles(const GhSlabTable &table, WarpAllocator &allocator, 
         } else if (advance) {
             slab = slab_pointer(table.alloc, next);
             half = kHalfFirst;
+            ++walked;
         } else if (widen) {
             half = false;
         }
@@ -330,12 +342,20 @@ __device__ void run_bulk(const GhSlabOpsParams &p) {
         uint64_t result = 0;
         // Two copies of the walk, so that whole-slab passes carry no test of `half`.
         if (kInsert && p.half_first != 0) {
-            serve_tiles<Shape, kBulkTileLanes, kInsert, kInsert>(p.table, allocator, mine, status, result);
+            serve_tiles<Shape, kBulkTileLanes, kInsert, kInsert>(p.table, allocator, mine, p.walk_slabs, status,
+                                                                 result);
         } else {
-            serve_tiles<Shape, kBulkTileLanes, kInsert, false>(p.table, allocator, mine, status, result);
+            serve_tiles<Shape, kBulkTileLanes, kInsert, false>(p.table, allocator, mine, p.walk_slabs, status,
+                                                               result);
         }
         if (mine.active) {
             answer<Shape>(p, base + lane_id(), status, result);
+        }
+        if (kInsert && Shape::kKind == GH_TABLE_MULTIMAP && p.deferred != nullptr) {
+            const uint32_t deferred = __ballot_sync(kFullWarp, mine.active && status == GH_STATUS_DEFERRED);
+            if (lane_id() == 0 && deferred != 0) {
+                atomicAdd(p.deferred, (uint32_t)__popc(deferred));
+            }
         }
     }
 }

@@ -34,7 +34,7 @@ pub(super) fn stand_alone(
     let expected = stand_alone_estimate_s(spec, builds);
     if expected > budget_s {
         return Ok(format!(
-            "| {} | {}{} | not run: about {expected:.0} s for {builds} builds, over the budget of {budget_s:.0} s (each insert walks its value's list) | - | - | - | - | - | - |",
+            "| {} | {}{} | not run: about {expected:.0} s for {builds} builds, over the budget of {budget_s:.0} s (estimated as if each insert walked its value's list) | - | - | - | - | - | - |",
             spec.attributes,
             spec.cardinality,
             skew_note(spec),

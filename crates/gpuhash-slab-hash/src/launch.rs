@@ -6,8 +6,9 @@ use gpuhash_core::launch::{Kernel, KernelImage, KernelParams, LaunchShape};
 use gpuhash_core::{DeviceBuffer, Stream};
 
 use crate::layouts::{
-    GH_OP_GET, GH_OP_INSERT, GH_SLAB_CHUNK_BUCKETS, GhFillParams, GhSlabBucketsParams,
-    GhSlabGatherParams, GhSlabMarkParams, GhSlabOpsParams, GhSlabTable,
+    GH_OP_GET, GH_OP_INSERT, GH_RESERVED_BUCKETS, GH_SLAB_CHUNK_BUCKETS, GH_SLAB_RUN_COUNTERS,
+    GhFillParams, GhSlabBucketsParams, GhSlabGatherParams, GhSlabMarkParams, GhSlabOpsParams,
+    GhSlabRunsParams, GhSlabTable,
 };
 use crate::op::OpCode;
 use crate::shape::{Kind, Shape};
@@ -22,6 +23,8 @@ unsafe impl KernelParams for GhSlabGatherParams {}
 unsafe impl KernelParams for GhFillParams {}
 // SAFETY: as above.
 unsafe impl KernelParams for GhSlabMarkParams {}
+// SAFETY: as above.
+unsafe impl KernelParams for GhSlabRunsParams {}
 // SAFETY: bindgen's repr(C) copy of the view that the caller's kernels take by value
 // (gpuhash/slab_hash_view.cuh): raw device pointers and integers only.
 unsafe impl cudarc::driver::DeviceRepr for crate::layouts::GhSlabView {}
@@ -75,6 +78,31 @@ static GATHERS: [((u32, u32), Kernel<GhSlabGatherParams>); 4] = [
     ((2, 1), Kernel::new(&IMAGE, "gh_slab_gather_k2v1")),
     ((2, 2), Kernel::new(&IMAGE, "gh_slab_gather_k2v2")),
 ];
+/// The grouped appends of a multimap insert pass (`cuda-src/slab_hash/slab_runs.cuh`) at
+/// one width.
+struct RunKernels {
+    count: Kernel<GhSlabRunsParams>,
+    scatter: Kernel<GhSlabRunsParams>,
+    append: Kernel<GhSlabRunsParams>,
+}
+
+macro_rules! run_kernels {
+    ($name:literal) => {
+        RunKernels {
+            count: Kernel::new(&IMAGE, concat!("gh_slab_runs_count_", $name)),
+            scatter: Kernel::new(&IMAGE, concat!("gh_slab_runs_scatter_", $name)),
+            append: Kernel::new(&IMAGE, concat!("gh_slab_runs_append_", $name)),
+        }
+    };
+}
+
+static RUNS: [((u32, u32), RunKernels); 4] = [
+    ((1, 1), run_kernels!("k1v1")),
+    ((1, 2), run_kernels!("k1v2")),
+    ((2, 1), run_kernels!("k2v1")),
+    ((2, 2), run_kernels!("k2v2")),
+];
+static RESERVE_RUNS: Kernel<GhSlabRunsParams> = Kernel::new(&IMAGE, "gh_slab_runs_reserve");
 static FILL: Kernel<GhFillParams> = Kernel::new(&IMAGE, "gh_slab_fill");
 static MARK_PENDING: Kernel<GhSlabMarkParams> = Kernel::new(&IMAGE, "gh_slab_mark_pending");
 
@@ -119,6 +147,19 @@ pub(crate) fn ops<K: Pod, V: Pod>(
     table: GhSlabTable,
     buffers: OpsBuffers<'_, K, V>,
 ) -> gpuhash_core::Result<()> {
+    ops_deferring(stream, shape, table, buffers, None)
+}
+
+/// One pass of operations; with `deferring` (a multimap insert batch's walk limit and the
+/// run table's first word, which counts what it defers), inserts past the limit end
+/// DEFERRED for the grouped appends.
+fn ops_deferring<K: Pod, V: Pod>(
+    stream: &Stream,
+    shape: Shape,
+    table: GhSlabTable,
+    buffers: OpsBuffers<'_, K, V>,
+    deferring: Option<(u32, &mut DeviceBuffer<u32>)>,
+) -> gpuhash_core::Result<()> {
     let count = buffers.keys.len();
     if count == 0 {
         return Ok(());
@@ -128,11 +169,13 @@ pub(crate) fn ops<K: Pod, V: Pod>(
             "a pass of pending elements needs their status".into(),
         ));
     }
+    let (walk_slabs, deferred) = deferring.unzip();
     let ops = buffers.ops.map(|b| b.address(stream));
     let keys = buffers.keys.address(stream);
     let values = buffers.values.map(|b| b.address(stream));
     let results = buffers.results.map(|b| b.address_mut(stream));
     let status = buffers.status.map(|b| b.address_mut(stream));
+    let deferred = deferred.map(|b| b.address_mut(stream));
     let params = GhSlabOpsParams {
         table,
         ops: ops
@@ -148,11 +191,14 @@ pub(crate) fn ops<K: Pod, V: Pod>(
         status: status
             .as_ref()
             .map_or(std::ptr::null_mut(), |a| a.address as *mut u8),
+        deferred: deferred
+            .as_ref()
+            .map_or(std::ptr::null_mut(), |a| a.address as *mut u32),
         count: count as u64,
         uniform_op: buffers.uniform_op,
         answer_all: u32::from(buffers.answer_all),
         half_first: u32::from(buffers.half_first),
-        pad: 0,
+        walk_slabs: walk_slabs.unwrap_or(0),
     };
     let kernels = kernels(shape)?;
     let kernel = match (buffers.ops, buffers.uniform_op) {
@@ -163,8 +209,123 @@ pub(crate) fn ops<K: Pod, V: Pod>(
     // SAFETY: `table` comes from the live table and allocator context the caller holds;
     // every buffer holds `count` elements (checked by the caller) and stays borrowed until
     // the launch is queued; status is given unless every element is answered (checked
-    // above), and the kernel touches elements below count only.
+    // above), and the kernel touches elements below count only. A walk limit comes with
+    // the run table, whose first word the kernel raises (`multimap_inserts` checks the
+    // status it then writes DEFERRED into).
     unsafe { kernel.launch(stream, grid(stream, count as u64), params) }
+}
+
+/// The scratch of a multimap insert pass's grouped appends.
+pub(crate) struct RunBuffers<'a> {
+    /// Slabs of a list an insert reads in the tiled pass before it defers (at least 1).
+    pub walk_slabs: u32,
+    /// GH_SLAB_RUN_COUNTERS words and 3 words a slot, for a power of two of slots at least
+    /// twice the buckets the batch can fall in ([`crate::policy::run_slots`]); zeroed here.
+    pub runs: &'a mut DeviceBuffer<u32>,
+    /// One word a batch element.
+    pub grouped: &'a mut DeviceBuffer<u32>,
+}
+
+/// A multimap insert pass: the tiled pass, which stores each pair in the first
+/// `walk_slabs` slabs of its list or defers it, then the grouped appends of the deferred
+/// pairs (`cuda-src/slab_hash/slab_runs.cuh`), which write their final status. `buffers`
+/// must be a uniform insert batch with values and status.
+pub(crate) fn multimap_inserts<K: Pod, V: Pod>(
+    stream: &Stream,
+    shape: Shape,
+    table: GhSlabTable,
+    buffers: OpsBuffers<'_, K, V>,
+    scratch: RunBuffers<'_>,
+) -> gpuhash_core::Result<()> {
+    let count = buffers.keys.len();
+    let slots = run_table_slots(scratch.runs.len());
+    let lists = u64::from(table.bucket_count) + u64::from(GH_RESERVED_BUCKETS);
+    let invalid = |what: &str| {
+        Err(gpuhash_core::Error::InvalidInput(format!(
+            "multimap inserts: {what}"
+        )))
+    };
+    if shape.kind != Kind::MultiMap || buffers.ops.is_some() || buffers.uniform_op != GH_OP_INSERT {
+        return invalid("not a multimap's uniform insert batch");
+    }
+    if scratch.walk_slabs == 0 || buffers.values.is_none() || buffers.status.is_none() {
+        return invalid("the pass needs a walk limit, values and status");
+    }
+    if u32::try_from(count).is_err() || scratch.grouped.len() < count {
+        return invalid("a batch index per element of at most 32 bits");
+    }
+    let Some(slots) = slots.filter(|&s| s >= crate::policy::run_slots(count, lists) as u64) else {
+        return invalid("too few slots for the buckets the batch can fall in");
+    };
+    if count == 0 {
+        return Ok(());
+    }
+    scratch.runs.fill_zero(stream)?;
+    let answer_all = buffers.answer_all;
+    let keys = buffers.keys;
+    let values = buffers.values.expect("checked above");
+    let status = buffers.status.expect("checked above");
+    let tiled = OpsBuffers {
+        status: Some(&mut *status),
+        ..buffers
+    };
+    ops_deferring(
+        stream,
+        shape,
+        table,
+        tiled,
+        Some((scratch.walk_slabs, &mut *scratch.runs)),
+    )?;
+    let kernels = &RUNS
+        .iter()
+        .find(|(k, _)| *k == (shape.key_words, shape.value_words))
+        .ok_or_else(|| no_kernel(shape))?
+        .1;
+    let k = keys.address(stream);
+    let v = values.address(stream);
+    let s = status.address_mut(stream);
+    let r = scratch.runs.address_mut(stream);
+    let g = scratch.grouped.address_mut(stream);
+    let params = GhSlabRunsParams {
+        table,
+        keys: k.address as *const u32,
+        values: v.address as *const u32,
+        status: s.address as *mut u8,
+        runs: r.address as *mut u32,
+        grouped: g.address as *mut u32,
+        count: count as u64,
+        slot_mask: (slots - 1) as u32,
+        answer_all: u32::from(answer_all),
+    };
+    let over_batch = grid(stream, count as u64);
+    let over_slots = grid(stream, slots);
+    // SAFETY: keys, values and status hold `count` elements, `grouped` at least that, and
+    // `count` is below 2^32 (checked above); `runs` holds the counters and 3 words for
+    // each of `slots` slots, a power of two at least twice the buckets the batch can fall
+    // in (checked above), so probing for a bucket ends; it was zeroed before the tiled
+    // pass, which counted its deferred pairs there. The stream runs the steps in order:
+    // the count claims a slot a bucket, the reserve hands out disjoint ranges of at most
+    // the deferred pairs, the scatter writes each pair once into its bucket's range, and
+    // the append walks lists of the live table and allocator the caller holds. Every guard
+    // lives until the last launch is queued.
+    unsafe {
+        kernels.count.launch(stream, over_batch, params)?;
+        RESERVE_RUNS.launch(stream, over_slots, params)?;
+        kernels.scatter.launch(stream, over_batch, params)?;
+        kernels.append.launch(stream, over_slots, params)
+    }
+}
+
+/// Slots of a run table of `words` words, if it has a whole power of two of them.
+fn run_table_slots(words: usize) -> Option<u64> {
+    let slot_words = words.checked_sub(GH_SLAB_RUN_COUNTERS as usize)?;
+    let slots = (slot_words % 3 == 0).then_some(slot_words as u64 / 3)?;
+    (slots.is_power_of_two() && slots <= 1 << 32).then_some(slots)
+}
+
+/// Words of a run table of `slots` slots.
+pub(crate) fn run_table_words(slots: usize) -> usize {
+    GH_SLAB_RUN_COUNTERS as usize + 3 * slots
 }
 
 /// Which per-bucket pass to run.
@@ -372,4 +533,22 @@ pub(crate) fn fill(
     };
     // SAFETY: the kernel writes the buffer's `count` words only.
     unsafe { FILL.launch(stream, grid(stream, count as u64), params) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_tables_are_counters_and_three_words_a_slot() {
+        for slots in [1usize, 2, 8, 1 << 22] {
+            let words = run_table_words(slots);
+            assert_eq!(words, 2 + 3 * slots);
+            assert_eq!(run_table_slots(words), Some(slots as u64));
+        }
+        // Not a power of two of slots, not whole slots, or no room for the counters.
+        for words in [0, 1, 2 + 3 * 3, 2 + 3 * 8 + 1, 2 + 3 * 8 - 1] {
+            assert_eq!(run_table_slots(words), None, "{words} words");
+        }
+    }
 }

@@ -37,6 +37,8 @@ pub const GH_STATUS_ABSENT: u32 = 0;
 pub const GH_STATUS_DONE: u32 = 1;
 pub const GH_STATUS_PENDING: u32 = 2;
 pub const GH_STATUS_NO_SLAB: u32 = 3;
+pub const GH_STATUS_DEFERRED: u32 = 4;
+pub const GH_SLAB_RUN_COUNTERS: u32 = 2;
 pub const GH_SLAB_CHUNK_BUCKETS: u32 = 32;
 #[repr(C)]
 #[derive(Debug, Copy, Clone, PartialEq, Eq)]
@@ -103,15 +105,16 @@ pub struct GhSlabOpsParams {
     pub values: *const u32,
     pub results: *mut u32,
     pub status: *mut u8,
+    pub deferred: *mut u32,
     pub count: u64,
     pub uniform_op: u32,
     pub answer_all: u32,
     pub half_first: u32,
-    pub pad: u32,
+    pub walk_slabs: u32,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of GhSlabOpsParams"][::core::mem::size_of::<GhSlabOpsParams>() - 144usize];
+    ["Size of GhSlabOpsParams"][::core::mem::size_of::<GhSlabOpsParams>() - 152usize];
     ["Alignment of GhSlabOpsParams"][::core::mem::align_of::<GhSlabOpsParams>() - 8usize];
     ["Offset of field: GhSlabOpsParams::table"]
         [::core::mem::offset_of!(GhSlabOpsParams, table) - 0usize];
@@ -125,18 +128,65 @@ const _: () = {
         [::core::mem::offset_of!(GhSlabOpsParams, results) - 104usize];
     ["Offset of field: GhSlabOpsParams::status"]
         [::core::mem::offset_of!(GhSlabOpsParams, status) - 112usize];
+    ["Offset of field: GhSlabOpsParams::deferred"]
+        [::core::mem::offset_of!(GhSlabOpsParams, deferred) - 120usize];
     ["Offset of field: GhSlabOpsParams::count"]
-        [::core::mem::offset_of!(GhSlabOpsParams, count) - 120usize];
+        [::core::mem::offset_of!(GhSlabOpsParams, count) - 128usize];
     ["Offset of field: GhSlabOpsParams::uniform_op"]
-        [::core::mem::offset_of!(GhSlabOpsParams, uniform_op) - 128usize];
+        [::core::mem::offset_of!(GhSlabOpsParams, uniform_op) - 136usize];
     ["Offset of field: GhSlabOpsParams::answer_all"]
-        [::core::mem::offset_of!(GhSlabOpsParams, answer_all) - 132usize];
+        [::core::mem::offset_of!(GhSlabOpsParams, answer_all) - 140usize];
     ["Offset of field: GhSlabOpsParams::half_first"]
-        [::core::mem::offset_of!(GhSlabOpsParams, half_first) - 136usize];
-    ["Offset of field: GhSlabOpsParams::pad"]
-        [::core::mem::offset_of!(GhSlabOpsParams, pad) - 140usize];
+        [::core::mem::offset_of!(GhSlabOpsParams, half_first) - 144usize];
+    ["Offset of field: GhSlabOpsParams::walk_slabs"]
+        [::core::mem::offset_of!(GhSlabOpsParams, walk_slabs) - 148usize];
 };
 impl Default for GhSlabOpsParams {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone, PartialEq, Eq)]
+pub struct GhSlabRunsParams {
+    pub table: GhSlabTable,
+    pub keys: *const u32,
+    pub values: *const u32,
+    pub status: *mut u8,
+    pub runs: *mut u32,
+    pub grouped: *mut u32,
+    pub count: u64,
+    pub slot_mask: u32,
+    pub answer_all: u32,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of GhSlabRunsParams"][::core::mem::size_of::<GhSlabRunsParams>() - 136usize];
+    ["Alignment of GhSlabRunsParams"][::core::mem::align_of::<GhSlabRunsParams>() - 8usize];
+    ["Offset of field: GhSlabRunsParams::table"]
+        [::core::mem::offset_of!(GhSlabRunsParams, table) - 0usize];
+    ["Offset of field: GhSlabRunsParams::keys"]
+        [::core::mem::offset_of!(GhSlabRunsParams, keys) - 80usize];
+    ["Offset of field: GhSlabRunsParams::values"]
+        [::core::mem::offset_of!(GhSlabRunsParams, values) - 88usize];
+    ["Offset of field: GhSlabRunsParams::status"]
+        [::core::mem::offset_of!(GhSlabRunsParams, status) - 96usize];
+    ["Offset of field: GhSlabRunsParams::runs"]
+        [::core::mem::offset_of!(GhSlabRunsParams, runs) - 104usize];
+    ["Offset of field: GhSlabRunsParams::grouped"]
+        [::core::mem::offset_of!(GhSlabRunsParams, grouped) - 112usize];
+    ["Offset of field: GhSlabRunsParams::count"]
+        [::core::mem::offset_of!(GhSlabRunsParams, count) - 120usize];
+    ["Offset of field: GhSlabRunsParams::slot_mask"]
+        [::core::mem::offset_of!(GhSlabRunsParams, slot_mask) - 128usize];
+    ["Offset of field: GhSlabRunsParams::answer_all"]
+        [::core::mem::offset_of!(GhSlabRunsParams, answer_all) - 132usize];
+};
+impl Default for GhSlabRunsParams {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
         unsafe {

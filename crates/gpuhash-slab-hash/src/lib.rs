@@ -56,9 +56,11 @@
 //!   caller's), memory, the multimap's gather. `image.rs`: table images.
 //! - `map.rs`, `set.rs`, `multimap.rs`: the contract's verbs on the engine;
 //!   `contract.rs`: what the three share (construction, `flush`, [`Table`], [`Image`]).
+//! - `runs.rs`: a multimap's inserts as a tiled pass and grouped appends (below).
 //! - `launch.rs`: the only place raw device pointers go to the kernels of
 //!   `cuda-src/slab_hash/`; `layouts.rs`: their parameter structs, made by bindgen.
-//! - [`sizing`]: how many slabs a table needs (host functions, tested on the CPU).
+//! - [`sizing`]: how many slabs a table needs, and [`policy`]: how far a multimap's tiled
+//!   inserts walk (host functions, tested on the CPU).
 //!
 //! A table is an array of bucket heads, each the first slab of a list. A key-value slab
 //! holds 15 pairs (key in an even lane, value in the next lane), a key-only slab 30 keys;
@@ -83,6 +85,30 @@
 //! 64-bit part takes 2 or 4 lanes, so a slab holds 7 to 30 entries. Lookups write their
 //! found byte straight from the kernel: the status of each element is one byte, and for a
 //! lookup or removal it is the answer the contract asks for.
+//!
+//! ## Many copies of a key
+//!
+//! A multimap insert has no key to look for, only the first empty spot of its list, and a
+//! list grows with the values of its keys: were each insert to walk its list from the head,
+//! c copies of one key would cost c^2 / 30 slab reads, and every copy would race the others
+//! for the one tail slab. So a multimap's insert batch runs in two parts (`runs.rs`,
+//! `cuda-src/slab_hash/slab_runs.cuh`). The tiled pass stores each pair in the first
+//! [`policy::walk_slabs`] slabs of its list where they have room (one slab past the mean
+//! list of the table's size), and defers the rest; it never extends a list. The **grouped
+//! appends** then group the deferred pairs by bucket on the device (a table of buckets
+//! counted with one atomic per group of lanes that share one, ranges handed out, indices
+//! scattered), and one warp a bucket walks its list once: it fills the empty spots it meets
+//! and links chains of up to 32 new slabs at the tail, each chain filled before the one
+//! compare-and-swap that links it. A batch then costs at most `walk_slabs` slab reads a
+//! pair, one walk a bucket and one slab write for every 15 pairs: linear in the batch
+//! however its keys repeat; a batch of short lists defers nothing and pays four near-empty
+//! launches and the zeroing of its table of buckets (12 bytes for each of 2 to 4 slots a
+//! bucket it can fall in). Every pair still goes in at an empty spot with the same
+//! claims, so readers, removals, counts and batches on other streams see the lists as
+//! before, and a run that finds no free slab ends as any insert that finds none (below).
+//! One bucket's run is one warp's work, so a key of 2^20 copies takes about 2200 chain
+//! steps of one warp. A count or `get_all` of a key walks its list once, linear in its
+//! values.
 //!
 //! ## Inserts that do not wait
 //!
@@ -118,6 +144,10 @@
 //!
 //! The price is memory: the allocator reserves at least 4/3 of the slabs a batch could
 //! link, on top of those in use, which for a large batch is far more than it links. A
+//! multimap's insert batch also holds, while it runs, 4 bytes a pair for its grouped
+//! appends, a status byte a pair, and 12 bytes for each of 2 to 4 slots a bucket it can
+//! fall in (allocated before anything is queued, so a batch refused for them changes
+//! nothing). A
 //! batch of n pairs of 32-bit keys and values into B buckets needs
 //! 4/3 x (n / 15 + min(n, B)) slabs of 128 bytes free: for n = 2^26 and B = 2^26 / 9
 //! (load 0.6), about 1.9 GiB (the allocator grows by doubling to at least that), beside
@@ -223,7 +253,9 @@ mod map;
 mod multimap;
 mod op;
 mod options;
+pub mod policy;
 mod room;
+mod runs;
 mod scan;
 mod set;
 mod shape;

@@ -14,7 +14,9 @@ use crate::table::{Batch, SlabTable};
 /// A concurrent GPU multimap over slab lists, keys and values `u32` or `u64`: a key may
 /// hold many values, and the same pair twice. It speaks the table contract ([`MultiMap`],
 /// [`gpuhash_core::table::Table`], [`gpuhash_core::image::Image`]). Every key value is
-/// valid; every call takes `&self`.
+/// valid; every call takes `&self`. An insert batch costs time linear in its pairs however
+/// often its keys repeat: copies a list's first slabs have no room for are grouped by
+/// bucket and appended with one walk of the list (the crate docs, "Many copies of a key").
 #[derive(Debug)]
 pub struct SlabHashMultiMap<K: Key = u32, V: Key = u32> {
     table: SlabTable,
@@ -41,7 +43,9 @@ impl<K: Key, V: Key> MultiMap for SlabHashMultiMap<K, V> {
     type Value = V;
 
     /// Queues inserts on `stream` and returns without waiting; the batch finishes on its
-    /// own (see the crate docs on the room it reserves first).
+    /// own (see the crate docs on the room it reserves first, and on the scratch of its
+    /// grouped appends, allocated before anything is queued). A batch of more than
+    /// `u32::MAX` pairs is [`gpuhash_core::table::ErrorKind::InvalidInput`].
     fn insert_async(
         &self,
         stream: &Stream,
@@ -83,7 +87,9 @@ impl<K: Key, V: Key> MultiMap for SlabHashMultiMap<K, V> {
     pair_export!();
 
     /// Adds every pair; inserts that find no free slab run again once the table has made
-    /// room, and if it cannot, [`crate::SlabHashError::NotInserted`] names them.
+    /// room, and if it cannot, [`crate::SlabHashError::NotInserted`] names them (every
+    /// other pair went in). A batch whose buffers or scratch the device has no memory for
+    /// is refused whole, the multimap as it was.
     fn insert(&self, keys: &[K], values: &[V]) -> Result<()> {
         check_pairs(keys.len(), values.len())?;
         self.table

@@ -24,6 +24,7 @@ use crate::layouts::{
 use crate::op::OpCode;
 use crate::options::SlabHashOptions;
 use crate::room::Room;
+use crate::runs::RunScratch;
 use crate::shape::{Kind, Shape};
 use crate::{Result, SlabHashError, sizing};
 
@@ -112,7 +113,17 @@ struct Answers<'a, V> {
     results: Option<&'a mut DeviceBuffer<V>>,
     status: Option<&'a mut DeviceBuffer<u8>>,
     answer_all: bool,
+    plan: Plan,
+}
+
+/// How the passes of one batch read the lists, chosen once for the batch.
+#[derive(Debug, Clone, Copy)]
+struct Plan {
+    /// Inserts read each slab's first half before the whole ([`SlabTable::plan`]).
     half_first: bool,
+    /// A multimap's inserts: slabs of a list the tiled pass reads before it defers to the
+    /// grouped appends (`runs.rs`); 0 for other batches.
+    walk_slabs: u32,
 }
 
 impl SlabTable {
@@ -214,25 +225,26 @@ impl SlabTable {
         status: Option<&mut DeviceBuffer<u8>>,
     ) -> Result<()> {
         check_lengths(batch, results.as_deref(), status.as_deref())?;
-        let half_first = self.half_first(batch);
+        let mut scratch = self.run_scratch(stream, batch, status.is_some())?;
         let slabs = self.slabs_for(stream, batch, Room::Required)?;
+        let plan = self.plan(batch);
         if self.keeps_last_copies(batch) {
             let mut marked = self.marked_status(stream, batch)?;
             let answers = Answers {
                 results,
                 status: Some(&mut marked),
                 answer_all: false,
-                half_first,
+                plan,
             };
-            return self.launch(&slabs, stream, batch, answers, None);
+            return self.launch(&slabs, stream, batch, answers, None, None);
         }
         let answers = Answers {
             results,
             status,
             answer_all: true,
-            half_first,
+            plan,
         };
-        self.launch(&slabs, stream, batch, answers, None)
+        self.launch(&slabs, stream, batch, answers, scratch.as_mut(), None)
     }
 
     /// Runs `batch` to the end and returns each element's status: when inserts find no
@@ -246,7 +258,8 @@ impl SlabTable {
     ) -> Result<DeviceBuffer<u8>> {
         check_lengths(batch, results.as_deref(), None)?;
         let mut status = self.marked_status(stream, batch)?;
-        let half_first = self.half_first(batch);
+        let mut scratch = self.run_scratch(stream, batch, true)?;
+        let plan = self.plan(batch);
         let mut room = Room::BestEffort;
         loop {
             let slabs = match self.slabs_for(stream, batch, room) {
@@ -265,9 +278,10 @@ impl SlabTable {
                 results: results.as_deref_mut(),
                 status: Some(&mut status),
                 answer_all: false,
-                half_first,
+                plan,
             };
-            self.launch(&slabs, stream, batch, answers, Some(&mut exhaustion))?;
+            let exhausted = Some(&mut exhaustion);
+            self.launch(&slabs, stream, batch, answers, scratch.as_mut(), exhausted)?;
             drop(slabs);
             if !exhaustion.happened(stream)? {
                 return Ok(status);
@@ -328,13 +342,15 @@ impl SlabTable {
         Ok(self.with_room(stream, needed, room)?)
     }
 
-    /// Whether the inserts of `batch` should read slabs by halves, counting the batch into
-    /// the entries bound: while the table, with every insert of the batch, would hold at
-    /// most one entry a bucket for each spot in a slab's first half (most lists' first
-    /// empty spot then lies in that half), and its head slabs span at least
-    /// [`HALF_FIRST_L2_MULTIPLE`] times the L2 cache (smaller tables are read mostly from L2,
-    /// where a half read saves little and a second read costs). Measured: slab_tile.cuh.
-    fn half_first<K, V>(&self, batch: &Batch<'_, K, V>) -> bool {
+    /// How the passes of `batch` read the lists, counting the batch into the entries
+    /// bound. Inserts read slabs by halves while the table, with every insert of the
+    /// batch, would hold at most one entry a bucket for each spot in a slab's first half
+    /// (most lists' first empty spot then lies in that half), and its head slabs span at
+    /// least [`HALF_FIRST_L2_MULTIPLE`] times the L2 cache (smaller tables are read mostly
+    /// from L2, where a half read saves little and a second read costs). Measured:
+    /// slab_tile.cuh. A multimap's inserts walk as far as [`crate::policy::walk_slabs`]
+    /// says for that bound.
+    fn plan<K, V>(&self, batch: &Batch<'_, K, V>) -> Plan {
         let added = batch.max_inserts as u64;
         let before = self
             .entries_bound
@@ -346,9 +362,18 @@ impl SlabTable {
         let buckets = u64::from(self.bucket_count);
         let heads_bytes = buckets * u64::from(GH_SLAB_WORDS) * 4;
         let l2 = self.device.properties().l2_cache_bytes as u64;
-        added > 0
+        let half_first = added > 0
             && after <= buckets * self.shape.in_first_half()
-            && heads_bytes >= HALF_FIRST_L2_MULTIPLE * l2
+            && heads_bytes >= HALF_FIRST_L2_MULTIPLE * l2;
+        let walk_slabs = if self.groups_runs(batch) {
+            self.walk_slabs(after)
+        } else {
+            0
+        };
+        Plan {
+            half_first,
+            walk_slabs,
+        }
     }
 
     fn keeps_last_copies<K, V>(&self, batch: &Batch<'_, K, V>) -> bool {
@@ -378,20 +403,22 @@ impl SlabTable {
         Ok(status)
     }
 
-    /// Queues one pass of `batch` over the slabs the caller holds.
+    /// Queues one pass of `batch` over the slabs the caller holds: a multimap's inserts,
+    /// with their `scratch`, as a tiled pass and grouped appends (`runs.rs`).
     fn launch<K: Key, V: Key>(
         &self,
         slabs: &Slabs,
         stream: &Stream,
         batch: &Batch<'_, K, V>,
         answers: Answers<'_, V>,
+        scratch: Option<&mut RunScratch>,
         exhaustion: Option<&mut Exhaustion>,
     ) -> Result<()> {
         if batch.may_remove() {
             self.may_hold_tombstones.store(true, Ordering::Release);
         }
         Ok(self.with_table(slabs, stream, exhaustion, |table| {
-            let buffers = OpsBuffers {
+            let mut buffers = OpsBuffers {
                 ops: batch.ops,
                 uniform_op: batch.uniform_op,
                 keys: batch.keys,
@@ -399,9 +426,16 @@ impl SlabTable {
                 results: answers.results,
                 status: answers.status,
                 answer_all: answers.answer_all,
-                half_first: answers.half_first,
+                half_first: answers.plan.half_first,
             };
-            launch::ops(stream, self.shape, table, buffers)
+            match scratch {
+                Some(scratch) => {
+                    let (status, runs) = scratch.parts(answers.plan.walk_slabs, buffers.status);
+                    buffers.status = status;
+                    launch::multimap_inserts(stream, self.shape, table, buffers, runs)
+                }
+                None => launch::ops(stream, self.shape, table, buffers),
+            }
         })?)
     }
 }

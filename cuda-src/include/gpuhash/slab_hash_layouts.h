@@ -59,6 +59,9 @@
 /* Kernel-internal: an insert found no free slab. Written as PENDING, or as ABSENT when the
  * pass answers every element (the allocator's exhausted flag says so as well). */
 #define GH_STATUS_NO_SLAB 3u
+/* Between the two kernels of a multimap insert pass: the tiled pass left the pair to the
+ * grouped appends (GhSlabRunsParams), which write its final status. */
+#define GH_STATUS_DEFERRED 4u
 
 typedef struct GhSlabTable {
     /* bucket_count + GH_RESERVED_BUCKETS head slabs; the last ones hold the reserved keys. */
@@ -92,6 +95,9 @@ typedef struct GhSlabOpsParams {
     uint32_t *results;
     /* One status byte an element; may be null when answer_all is set. */
     uint8_t *status;
+    /* Multimap bulk inserts with walk_slabs set: one word, raised by the number of pairs
+     * deferred. Null otherwise. */
+    uint32_t *deferred;
     uint64_t count;
     uint32_t uniform_op;
     /* Serve every element, whatever status holds; else only PENDING ones. */
@@ -99,8 +105,37 @@ typedef struct GhSlabOpsParams {
     /* Bulk inserts read each slab's first half before the whole (set while lists are
      * short enough that their first empty spot mostly lies there). */
     uint32_t half_first;
-    uint32_t pad;
+    /* Multimap bulk inserts: 0 walks and extends lists as map inserts do; n > 0 claims a
+     * spot among the first n slabs of the pair's list and never extends it, or marks the
+     * pair GH_STATUS_DEFERRED (status must be given) for the grouped appends. */
+    uint32_t walk_slabs;
 } GhSlabOpsParams;
+
+/* A multimap insert pass's grouped appends: the pairs the tiled pass deferred, grouped by
+ * bucket on the device, then each bucket's list walked once by one warp, which fills its
+ * empty spots and links new slabs, filled before they are linked, at its tail.
+ *
+ * `runs` holds GH_SLAB_RUN_COUNTERS + 3 S words (S = slot_mask + 1), zeroed before the
+ * tiled pass: the pairs it deferred (word 0, its GhSlabOpsParams.deferred), the places of
+ * `grouped` handed out so far (word 1), then the S slots of an open-addressing table keyed
+ * by bucket, in three arrays: bucket + 1 (0 for a free slot), the bucket's deferred pairs,
+ * and its cursor into `grouped`. S is a power of two at least twice the buckets that can
+ * come (the batch's elements, or every bucket, whichever is fewer). `grouped` (count words)
+ * receives the batch indices of the deferred pairs, each bucket's together; count is below
+ * 2^32. Statuses become DONE, or for pairs that found no free slab PENDING (ABSENT when
+ * answer_all is set, the allocator's exhausted flag raised). */
+#define GH_SLAB_RUN_COUNTERS 2u
+typedef struct GhSlabRunsParams {
+    GhSlabTable table;
+    const uint32_t *keys;
+    const uint32_t *values;
+    uint8_t *status;
+    uint32_t *runs;
+    uint32_t *grouped;
+    uint64_t count;
+    uint32_t slot_mask;
+    uint32_t answer_all;
+} GhSlabRunsParams;
 
 /* Multimap: the values of keys[i] into out[offsets[i] ..], at most counts[i] of them;
  * counts[i] then becomes how many were written, and *short_rows is set to 1 where that
