@@ -157,10 +157,10 @@
 //!   segment starts it moves to pinned host memory from the device's pool, so a batch
 //!   larger than the device budget keeps its log off the device. The keys are not logged:
 //!   the caller's buffer holds them, in input order, as long as the batch runs.
-//! - **The cost.** A lookup a key on the device before each insert or removal, and, over
-//!   the bus, one flag and one value an element, device to host, for every segment but the
-//!   last (17 bytes for `u64` values); nothing more while batches succeed. A failed batch
-//!   then copies its keys to the host once and the undo's keys and pairs back.
+//! - **The cost.** A lookup of each key on the device before its insert or removal, and,
+//!   over the bus, one flag and one value an element, device to host, for every segment but
+//!   the last (9 bytes for `u64` values); nothing more while batches succeed. A failed
+//!   batch then copies its keys to the host once and the undo's keys and pairs back.
 //! - **The undo.** Every logged visit is taken back with the contract's verbs
 //!   ([`UndoPlan`]): after an insert, keys that were not there are removed and keys that
 //!   were get their old values back; after a removal, the keys that were there go back in
@@ -179,7 +179,7 @@
 //!   that fails in turn (the device lost, or device memory or the host budget too short
 //!   for a page-in or page-out it needs). The undo then stops, the batch's own error is
 //!   still the one returned, [`SwapStats::undo_failures`] counts it, and the table may
-//!   hold part of the batch (each key its old value or its new one).
+//!   hold part of the batch (each key as it was before or as the batch left it).
 //!
 //! A page-in ahead that fails counts as failing at the child it was for; the batch waits
 //! for any move under way before it returns or is taken back. A failed page-out leaves the
