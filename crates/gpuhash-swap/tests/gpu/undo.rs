@@ -48,6 +48,7 @@ struct Keys<K, V> {
     model: HashMap<K, V>,
 }
 
+/// Stores the keys of a test in `table`.
 fn stored<K: Key, V: Value>(
     table: &impl Map<Key = K, Value = V>,
     rng: &mut SeededRng,
@@ -328,7 +329,7 @@ fn random_failures_match_a_hash_map_u64_u64() {
 }
 
 /// Inserts of 256K fresh pairs into children made for 1024 pairs, which grow segment by
-/// segment, with all but a little device memory taken (rooms of 2 to 14 MiB): a batch
+/// segment, with all but a little device memory taken (rooms of 2 to 32 MiB): a batch
 /// fails wherever memory runs out (the upload, a partition, a page-in or page-out, a
 /// child's growth), with `OutOfDeviceMemory`, and leaves the table exactly as it was
 /// unless its undo failed too (counted by the table: each key then holds its old value or
@@ -340,7 +341,7 @@ fn children_growing_until_device_memory_runs_out_are_taken_back() {
     let keys: Vec<u64> = SeededRng::new(48).distinct_keys((1 << 12) + (1 << 18));
     let (stored, fresh) = keys.split_at(1 << 12);
     let (mut failed, mut undone, mut passed) = (0, 0, 0);
-    for room in 2..=14usize {
+    for room in [2usize, 3, 4, 5, 6, 7, 8, 10, 12, 16, 24, 32] {
         let table = paging_with::<u64, u64>(1 << 13, always_page());
         table.insert(stored, stored).unwrap();
         let model: HashMap<u64, u64> = stored.iter().map(|&k| (k, k)).collect();
