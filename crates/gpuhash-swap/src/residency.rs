@@ -29,7 +29,7 @@ use crate::filter::Filters;
 use crate::policy::{Ahead, Lru};
 use crate::wait;
 
-/// Paging counts since the table was made.
+/// Paging counts, and counts of failed batches taken back, since the table was made.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SwapStats {
     /// Children rebuilt on the device from their images.
