@@ -54,7 +54,7 @@ use std::ops::Range;
 
 use bytemuck::Pod;
 use gpuhash_core::image::ProbeInPlace;
-use gpuhash_core::staging::downloaded;
+use gpuhash_core::staging::{CHUNK, downloaded};
 use gpuhash_core::table::{Key, Map, UndoPlan, Value};
 use gpuhash_core::{DeviceBuffer, PooledPinned, Result, Stream};
 
@@ -305,10 +305,16 @@ fn apply<T: Map>(
 }
 
 /// The first `len` of the caller's keys, on the host: copied straight into pinned memory,
-/// with no device memory of their own (an undo may follow a device that ran out).
+/// a chunk of [`CHUNK`] at a time through one buffer of the device's pool, with no device
+/// memory of their own (an undo may follow a device that ran out).
 fn keys_to_host<K: Key>(stream: &Stream, keys: &DeviceBuffer<K>, len: usize) -> Result<Vec<K>> {
-    let mut pinned = stream.device().pinned_pool().take(len)?;
-    keys.copy_to_pinned_range_async(stream, 0..len, &mut pinned, 0)?;
-    pinned.wait()?;
-    Ok(pinned.to_vec())
+    let mut host = Vec::with_capacity(len);
+    let mut pinned = stream.device().pinned_pool().take(len.min(CHUNK))?;
+    for start in (0..len).step_by(CHUNK) {
+        let range = start..len.min(start + CHUNK);
+        keys.copy_to_pinned_range_async(stream, range.clone(), &mut pinned, 0)?;
+        pinned.wait()?;
+        host.extend_from_slice(&pinned[..range.len()]);
+    }
+    Ok(host)
 }
