@@ -34,6 +34,11 @@
 //!   straight, with no staging. Exports have a device `_into` form too
 //!   (`export_into_on`), into the caller's device buffers; a buffer too short for the
 //!   table is [`ErrorKind::InvalidInput`], with nothing written.
+//! - [`UndoPlan`]: the building block of those undos, for any layer that runs a batch in
+//!   parts and must take the parts that ran back when a later one fails (a paged table's
+//!   segments, say): from what a part's keys held before it (a flag a key and, for a map,
+//!   the value), the keys to remove and the pairs to put back, applied through the table's
+//!   own verbs.
 //! - [`CombiningMap`]: a [`Map`] whose upserts combine values in place ([`Combine`]: add,
 //!   min, max), so counting or summing per key is one batch, and whose `insert_or_find`
 //!   gives each key its value or stores a candidate (dictionary encoding).
@@ -68,6 +73,7 @@ mod chunked;
 mod combining;
 mod host;
 mod pairs;
+mod undo;
 
 pub use chunked::{insert_in_chunks, insert_keys_in_chunks, upsert_in_chunks};
 pub use combining::{Combine, CombiningMap, check_values_out};
@@ -76,6 +82,7 @@ use host::{
 };
 use pairs::check_room;
 pub use pairs::{DevicePairs, DeviceRows, Pairs};
+pub use undo::UndoPlan;
 
 mod sealed {
     pub trait Sealed {}

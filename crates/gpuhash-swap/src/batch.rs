@@ -14,6 +14,9 @@
 //! moves one child while the SMs run another (the paper's two child slots). The next visit
 //! takes the move's outcome back first; with one slot there is no room to look ahead and
 //! every page-in happens at its visit.
+//!
+//! An insert or a removal logs what each visit's keys held before it ran, and a batch that
+//! fails takes back every logged visit before it returns ([`crate::undo`]).
 
 use std::ops::Range;
 
@@ -27,6 +30,7 @@ use crate::partition::Partition;
 use crate::policy::{Access, next_page_in, resident_first, segments};
 use crate::residency::{Moved, Residency};
 use crate::table::SwapTable;
+use crate::undo::{Before, Change, UndoLog};
 
 /// A batch verb with the caller's buffers.
 pub(crate) enum Verb<'a, V> {
@@ -40,8 +44,17 @@ pub(crate) enum Verb<'a, V> {
 }
 
 impl<V> Verb<'_, V> {
+    /// How the verb changes the table, if it does.
+    fn change(&self) -> Option<Change> {
+        match self {
+            Verb::Insert(_) => Some(Change::Insert),
+            Verb::Remove(_) => Some(Change::Remove),
+            Verb::Get { .. } | Verb::Contains(_) => None,
+        }
+    }
+
     fn changes(&self) -> bool {
-        matches!(self, Verb::Insert(_) | Verb::Remove(_))
+        self.change().is_some()
     }
 
     fn values(&self) -> Option<&DeviceBuffer<V>> {
@@ -61,12 +74,29 @@ impl<V> Verb<'_, V> {
     fn gets_values(&self) -> bool {
         matches!(self, Verb::Get { .. })
     }
+
+    fn answers(&self) -> bool {
+        !matches!(self, Verb::Insert(_))
+    }
 }
 
 /// One segment's answers in partitioned order.
 struct Answers<V> {
     found: DeviceBuffer<u8>,
     values: DeviceBuffer<V>,
+}
+
+impl<V: bytemuck::Pod> Answers<V> {
+    /// Room for the answers of `verb` on `len` elements: flags for the verbs that answer,
+    /// zeros that answer the misses of children on the host; values for a get. An insert
+    /// answers nothing and takes none (its undo log takes the room).
+    fn for_verb(stream: &Stream, verb: &Verb<'_, V>, len: usize) -> gpuhash_core::Result<Self> {
+        let room = |needed: bool| if needed { len } else { 0 };
+        Ok(Self {
+            found: DeviceBuffer::zeroed(stream, room(verb.answers()))?,
+            values: DeviceBuffer::unfilled(stream, room(verb.gets_values()))?,
+        })
+    }
 }
 
 /// A segment partitioned by child, and the keys the filters passed.
@@ -98,10 +128,14 @@ struct Segment<'s, 'v, K, V> {
     survivors: &'s Survivors<K>,
     verb: &'s Verb<'v, V>,
     answers: &'s mut Answers<V>,
+    /// What the keys of an insert or a removal held before their visits.
+    before: Option<&'s mut Before<V>>,
 }
 
 impl<T: ProbeInPlace> SwapTable<T> {
-    /// Runs `verb` on `keys`, segment by segment.
+    /// Runs `verb` on `keys`, segment by segment. An insert or a removal that fails is
+    /// taken back before the error returns ([`crate::undo`]): the table then holds what it
+    /// held before.
     pub(crate) fn run(
         &self,
         stream: &Stream,
@@ -112,12 +146,23 @@ impl<T: ProbeInPlace> SwapTable<T> {
             check_pairs(keys.len(), found.len())?;
         }
         let mut residency = self.residency.lock();
-        for segment in segments(keys.len(), self.plan.segment) {
-            self.run_segment(&mut residency, stream, keys, &mut verb, segment)?;
+        let mut log = UndoLog::new();
+        let outcome = segments(keys.len(), self.plan.segment).try_for_each(|segment| {
+            // The logs of the segments before leave the device; this one's stays there
+            // while it runs (and, for the last, until the batch ends).
+            log.move_to_host(stream)?;
+            self.run_segment(&mut residency, stream, keys, &mut verb, segment, &mut log)
+        });
+        if outcome.is_err()
+            && let Some(change) = verb.change()
+        {
+            self.undo(&mut residency, stream, keys, change, log);
         }
-        Ok(())
+        outcome
     }
 
+    /// Runs one segment; an insert's or a removal's log of it goes onto `log`, whatever
+    /// happens once its visits start.
     fn run_segment(
         &self,
         residency: &mut Residency<T>,
@@ -125,6 +170,7 @@ impl<T: ProbeInPlace> SwapTable<T> {
         keys: &DeviceBuffer<T::Key>,
         verb: &mut Verb<'_, T::Value>,
         segment: Range<usize>,
+        log: &mut UndoLog<T::Value>,
     ) -> Result<(), T::Error> {
         let children = residency.count();
         // Which children a lookup reaches through its filter: those on the host now (the
@@ -136,10 +182,10 @@ impl<T: ProbeInPlace> SwapTable<T> {
             .collect();
         let (partition, survivors) =
             Self::partition(residency, stream, keys, verb, &segment, &on_host)?;
-        // Misses of children on the host are answered by these zeros.
-        let mut answers = Answers {
-            found: DeviceBuffer::zeroed(stream, segment.len())?,
-            values: DeviceBuffer::unfilled(stream, segment.len())?,
+        let mut answers = Answers::for_verb(stream, verb, segment.len())?;
+        let mut before = match verb.changes() {
+            true => Some(Before::new(stream, segment.len())?),
+            false => None,
         };
         let visits = self.visits(residency, &partition, &survivors, &on_host);
         let mut work = Segment {
@@ -148,8 +194,13 @@ impl<T: ProbeInPlace> SwapTable<T> {
             survivors: &survivors,
             verb,
             answers: &mut answers,
+            before: before.as_mut(),
         };
-        self.visit_all(residency, &visits, &mut work)?;
+        let visited = self.visit_all(residency, &visits, &mut work);
+        if let Some(before) = before {
+            log.push(segment.clone(), before);
+        }
+        visited?;
         gather_answers(stream, &partition, &answers, verb, segment.start)?;
         Ok(())
     }
@@ -238,8 +289,9 @@ impl<T: ProbeInPlace> SwapTable<T> {
 
     /// Visits each child in turn, paging the next one in while the last one's kernels run.
     /// Whatever happens, a move under way is taken back before this returns, so the
-    /// residency is whole: children before a failed visit keep their part of the segment,
-    /// the failed one and those after have none of it. At most one move is under way, and
+    /// residency is whole: children before a failed visit hold their part of the segment
+    /// (logged, for the undo), those after have none of it, and the failed one's log says
+    /// whether its form may have run. At most one move is under way, and
     /// only between a visit's queueing and the next landing: no visit runs beside it on the
     /// host, and a panic in a visit leaves none behind.
     fn visit_all(
@@ -304,7 +356,7 @@ impl<T: ProbeInPlace> SwapTable<T> {
             How::Run => {
                 let changes = work.verb.changes();
                 residency.on_resident(&self.device, (child, changes), stream, |table| {
-                    run_child(table, work, range)
+                    run_child(table, work, child, range)
                 })
             }
             How::PageLookup => {
@@ -328,11 +380,13 @@ fn joined<T: ProbeInPlace>(moving: std::thread::ScopedJoinHandle<'_, Moved<T>>) 
         .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
 }
 
-/// Runs the segment's verb on one child's range of the partition, its answers into the
-/// segment's answers at the range.
+/// Runs the segment's verb on child `child`'s range of the partition, its answers into
+/// the segment's answers at the range; an insert or a removal logs what the keys held
+/// first.
 fn run_child<T: Map>(
     table: &T,
     work: &mut Segment<'_, '_, T::Key, T::Value>,
+    child: usize,
     range: Range<usize>,
 ) -> Result<(), T::Error> {
     let Segment {
@@ -340,9 +394,14 @@ fn run_child<T: Map>(
         partition,
         answers,
         verb,
+        before,
         ..
     } = work;
     let keys = partition.keys_of(stream, range.clone())?;
+    if let Some(before) = before {
+        let places = partition.places_of(stream, range.clone())?;
+        before.record(stream, table, child, &keys, &places)?;
+    }
     let found = match verb {
         Verb::Insert(_) => {
             return table.insert_async(stream, &keys, &partition.values_of(stream, range)?);

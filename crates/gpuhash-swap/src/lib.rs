@@ -40,6 +40,7 @@
 //! [`Image::from_pinned_image`]: gpuhash_core::image::Image::from_pinned_image
 //! [`Image::to_pinned_image`]: gpuhash_core::image::Image::to_pinned_image
 //! [`ProbeInPlace::get_in_place`]: gpuhash_core::image::ProbeInPlace::get_in_place
+//! [`UndoPlan`]: gpuhash_core::table::UndoPlan
 //!
 //! ## Options
 //!
@@ -66,7 +67,9 @@
 //!   each child's range) and are scanned there; a second kernel scatters keys, values and
 //!   each element's input place into per-child ranges. Then, child by child (resident
 //!   ones first, each child once), the child's own device form runs on its range; a last
-//!   kernel puts the answers back in input order.
+//!   kernel puts the answers back in input order. Before an insert or a removal runs on a
+//!   child, the child's own lookup logs what its keys held, so that a batch that fails can
+//!   be taken back (below, "After an error").
 //! - **Overlap.** While a child's kernels run on the caller's stream, the next child the
 //!   segment needs on the device is paged in on another stream, by a thread of its own
 //!   (`batch.rs`): first, when no slot is free, the least recently used child that no
@@ -136,24 +139,58 @@
 //! bounded wait take. A filter replaced by a page-out is freed once every kernel that read
 //! the filters has run, on the device. The children's own device forms may wait too
 //! (DyHash reads its counts back after inserts to decide on resizing). Equal keys in one
-//! insert batch: one whole value wins, unspecified which.
+//! insert batch: one whole value wins, unspecified which. An insert or a removal that
+//! succeeds adds no wait for its undo log: a segment's log leaves the device in the next
+//! segment's wait, and the last one's never leaves. One that fails waits while it is
+//! taken back.
 //!
 //! ## After an error
 //!
-//! Each child takes a batch's part whole or not at all (DyHash leaves itself as it was
-//! when it runs out of memory), but the table is **not** atomic across children: when a
-//! batch fails at child `c` of segment `s`, the children before it (and every earlier
-//! segment) keep their part of the batch, and `c` and the children after it have none of
-//! it. A page-in ahead that fails counts as failing at the child it was for; the batch
-//! waits for any move under way before it returns. A failed page-out leaves the victim
-//! resident and unchanged; a failed page-in leaves the child on the host, unchanged. Work
-//! on a victim that has not finished within [`SwapOptions::page_out_wait`] fails the
-//! page-out with an error of kind `Device` (the driver's `CUDA_ERROR_TIMEOUT`). Lookups
-//! change nothing, so after a failed lookup the table is as it was. The answers buffers of
-//! a failed batch hold answers for the segments before the failure only. [`Table::clear`]
-//! that fails leaves some children cleared. Running out of device memory is an error of
-//! kind `OutOfDeviceMemory`; exceeding the host budget on a page-out, or the host refusing
-//! to pin more, is `OutOfPinnedMemory`, and the child stays resident and unchanged.
+//! A failed insert or removal leaves the table holding **exactly what it held before the
+//! batch**, however many segments and children it had reached (`src/undo.rs`):
+//!
+//! - **The log.** Before a child's insert or removal runs, the child's own `get_async`
+//!   looks its keys of the segment up (the child is resident then): a flag a key and the
+//!   value it held, put at the keys' places in the segment's input order. The log of the
+//!   segment that runs stays on the device, within the scratch budget (it takes the room a
+//!   lookup's filter survivors take: [`policy::change_scratch_per_element`]); as the next
+//!   segment starts it moves to pinned host memory from the device's pool, so a batch
+//!   larger than the device budget keeps its log off the device. The keys are not logged:
+//!   the caller's buffer holds them, in input order, as long as the batch runs.
+//! - **The cost.** A lookup of each key on the device before its insert or removal, and,
+//!   over the bus, one flag and one value an element, device to host, for every segment but
+//!   the last (9 bytes for `u64` values); nothing more while batches succeed. A failed
+//!   batch then copies its keys to the host once and the undo's keys and pairs back.
+//! - **The undo.** Every logged visit is taken back with the contract's verbs
+//!   ([`UndoPlan`]): after an insert, keys that were not there are removed and keys that
+//!   were get their old values back; after a removal, the keys that were there go back in
+//!   with their values. The visit that failed is taken back too (a form that fails may have
+//!   changed part of its keys: DyHash's `NotInserted`). A key lives in one child, so the
+//!   undo goes child by child, the resident ones first, each paged in once through the
+//!   usual paths, and each child's visits go back the last segment first, so a key repeated
+//!   across segments ends with what it held before. Then the batch's own error returns.
+//!   [`SwapStats::undone`] counts the batches taken back.
+//! - **What stays.** Children keep the room they grew by during the failed batch, and a
+//!   child taken back counts as changed (its image is written back when it next leaves).
+//!   The answers buffers of a failed batch hold answers for the segments before the
+//!   failure only (a removal's flags then name keys the undo has put back).
+//! - **What cannot be undone**: an error that no form returns but that shows only when the
+//!   stream is waited on (a kernel that faults leaves the context unusable), and an undo
+//!   that fails in turn (the device lost, or device memory or the host budget too short
+//!   for a page-in or page-out it needs). The undo then stops, the batch's own error is
+//!   still the one returned, [`SwapStats::undo_failures`] counts it, and the table may
+//!   hold part of the batch (each key as it was before or as the batch left it).
+//!
+//! A page-in ahead that fails counts as failing at the child it was for; the batch waits
+//! for any move under way before it returns or is taken back. A failed page-out leaves the
+//! victim resident and unchanged; a failed page-in leaves the child on the host,
+//! unchanged. Work on a victim that has not finished within [`SwapOptions::page_out_wait`]
+//! fails the page-out with an error of kind `Device` (the driver's `CUDA_ERROR_TIMEOUT`).
+//! Lookups change nothing, so after a failed lookup the table is as it was.
+//! [`Table::clear`] that fails leaves some children cleared. Running out of device memory
+//! is an error of kind `OutOfDeviceMemory`; exceeding the host budget on a page-out, or
+//! the host refusing to pin more, is `OutOfPinnedMemory`, and the child stays resident and
+//! unchanged.
 //!
 //! ## Left for later
 //!
@@ -163,7 +200,8 @@
 //!   an H100 (docs/benchmarks/swap.md), large batches of hits run 15 to 31% slower with
 //!   the look-ahead, misses and small batches faster: the thread starts and joins cost
 //!   about what they hide.
-//! - A batch that fails after its first segment keeps what the earlier segments put in.
+//! - An undone child keeps the room it grew by (DyHash shrinks it at a later count, not the
+//!   undo), and the undo runs on the batch's stream child by child, with no look-ahead.
 //! - Export builds every child's pairs on the device at once, outside the budget; so
 //!   does a page-out for the one child's filter.
 //! - The cost model's rates are estimates until measured on the H100 (the W5 benchmark's
@@ -183,6 +221,7 @@ mod partition;
 pub mod policy;
 mod residency;
 mod table;
+mod undo;
 mod wait;
 
 pub use options::{

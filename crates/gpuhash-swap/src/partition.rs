@@ -94,6 +94,15 @@ impl<K: Pod, V: Pod> Partition<K, V> {
         launch::copy_range(stream, &self.keys, range)
     }
 
+    /// A child's elements' places in the segment, in a buffer of their own.
+    pub(crate) fn places_of(
+        &self,
+        stream: &Stream,
+        range: Range<usize>,
+    ) -> Result<DeviceBuffer<u32>> {
+        launch::copy_range(stream, &self.index, range)
+    }
+
     /// A child's values, in a buffer of their own (empty when the batch has none).
     pub(crate) fn values_of(
         &self,

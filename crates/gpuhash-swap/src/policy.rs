@@ -1,12 +1,16 @@
 //! The host side's pure policy: which child a key lives in, how the budgets divide, the
 //! ranges of a partitioned batch, which resident child goes out first, how large a miss
-//! filter is, and whether a batch pages a child in or probes its image in place.
+//! filter is, whether a batch pages a child in or probes its image in place, and in which
+//! order a failed batch is taken back ([`undo_steps`]).
 
 use std::ops::Range;
 
 use gpuhash_core::hash::fmix64;
 
 use crate::layouts::GH_SWAP_SEED;
+
+mod undo;
+pub use undo::undo_steps;
 
 /// The child of `key` among `children`: the high 32 bits of `fmix64(key ^ seed)`, scaled by
 /// a multiply-shift. The device's `gh_swap_child` computes the same.
@@ -15,11 +19,28 @@ pub fn child_of(key: u64, children: u32) -> u32 {
     ((high * u64::from(children)) >> 32) as u32
 }
 
-/// Device bytes a batch element needs while a segment runs: its key and value twice (the
-/// partitioned copy and the child's own), its child id and input place, its answer (flag
-/// and value) twice, and for lookups its key and place again where a filter passes it.
+/// Device bytes a batch element needs while a segment runs, whatever the verb: the larger
+/// of [`lookup_scratch_per_element`] and [`change_scratch_per_element`] (the first, for
+/// keys of 4 bytes or more).
 pub fn scratch_per_element(key_bytes: usize, value_bytes: usize) -> u64 {
+    lookup_scratch_per_element(key_bytes, value_bytes)
+        .max(change_scratch_per_element(key_bytes, value_bytes))
+}
+
+/// Device bytes an element of a lookup needs while its segment runs: its key and value
+/// twice (the partitioned copy and the child's own), its child id and input place, its
+/// answer (flag and value) twice, and its key and place again where a filter passes it.
+pub fn lookup_scratch_per_element(key_bytes: usize, value_bytes: usize) -> u64 {
     (3 * key_bytes + 2 * value_bytes + 12 + 2 * (value_bytes + 1)) as u64
+}
+
+/// Device bytes an element of an insert or a removal needs while its segment runs: its key
+/// and value twice and its child id and input place, as a lookup's; a removal's answer flag
+/// twice; and the undo log: what the key held before its visit (flag and value) in the
+/// child's order, its place, and the flag and value again in the segment's input order
+/// (`crate::undo`). No filter survivors and no answer values: the log takes their room.
+pub fn change_scratch_per_element(key_bytes: usize, value_bytes: usize) -> u64 {
+    (2 * key_bytes + 2 * value_bytes + 8 + 2 + 2 * (value_bytes + 1) + 4) as u64
 }
 
 /// Blocks (of 256 bits) of a child's miss filter: `bits_per_key` bits for each of the
@@ -395,6 +416,17 @@ mod tests {
     }
 
     #[test]
+    fn the_undo_log_fits_in_the_room_of_a_lookups_survivors() {
+        assert_eq!(scratch_per_element(4, 8), 58);
+        assert_eq!(change_scratch_per_element(4, 8), 56);
+        assert_eq!(scratch_per_element(8, 8), 70);
+        assert_eq!(change_scratch_per_element(8, 8), 64);
+        // Keys narrower than the place word would need more for the log than the
+        // survivors take: the larger wins.
+        assert_eq!(scratch_per_element(1, 8), change_scratch_per_element(1, 8));
+    }
+
+    #[test]
     fn filters_take_their_bits_per_key() {
         assert_eq!(filter_blocks(1 << 20, 8), 1 << 15);
         assert_eq!(filter_blocks(1, 8), 1);
@@ -551,6 +583,12 @@ mod tests {
     }
 
     quickcheck! {
+        fn the_undo_log_leaves_the_segment_length_as_it_was(wide_keys: bool, value_bytes: u16) -> bool {
+            let (key, value) = (if wide_keys { 8 } else { 4 }, usize::from(value_bytes));
+            change_scratch_per_element(key, value) <= lookup_scratch_per_element(key, value)
+                && scratch_per_element(key, value) == lookup_scratch_per_element(key, value)
+        }
+
         fn resident_first_keeps_every_child_once(children: Vec<u8>, resident: Vec<u8>) -> bool {
             let items: Vec<(usize, usize)> =
                 children.iter().enumerate().map(|(i, &c)| (usize::from(c), i)).collect();

@@ -29,7 +29,7 @@ use crate::filter::Filters;
 use crate::policy::{Ahead, Lru};
 use crate::wait;
 
-/// Paging counts since the table was made.
+/// Paging counts, and counts of failed batches taken back, since the table was made.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SwapStats {
     /// Children rebuilt on the device from their images.
@@ -44,6 +44,12 @@ pub struct SwapStats {
     /// Keys of lookups that a child's miss filter answered on the device: misses that
     /// sent nothing over the bus.
     pub filtered: u64,
+    /// Failed inserts and removals whose changes were all taken back: the table held
+    /// exactly what it held before them (see the crate docs, "After an error").
+    pub undone: u64,
+    /// Failed inserts and removals whose undo failed in turn (the device lost, say): the
+    /// table may hold part of them.
+    pub undo_failures: u64,
 }
 
 /// A child table: its host image, and its device table while resident.
@@ -283,6 +289,14 @@ impl<T: ProbeInPlace> Residency<T> {
     /// Counts a lookup run on an image in place.
     pub(crate) fn count_probe_in_place(&mut self) {
         self.stats.probes_in_place += 1;
+    }
+
+    /// Counts a failed batch taken back, whole (`undone`) or not.
+    pub(crate) fn count_undo(&mut self, undone: bool) {
+        match undone {
+            true => self.stats.undone += 1,
+            false => self.stats.undo_failures += 1,
+        }
     }
 
     /// Counts `keys` lookups answered by the filters.

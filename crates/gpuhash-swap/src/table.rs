@@ -119,7 +119,7 @@ impl<T: ProbeInPlace> SwapTable<T> {
         *self.cost_model.lock() = cost_model;
     }
 
-    /// Paging counts since the table was made.
+    /// Paging counts, and counts of failed batches taken back, since the table was made.
     pub fn stats(&self) -> SwapStats {
         self.residency.lock().stats()
     }

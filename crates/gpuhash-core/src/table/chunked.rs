@@ -17,9 +17,9 @@
 //! that was empty when the batch began nothing is looked up (every key a chunk holds then
 //! came with the batch, and its undo removes them all). If a chunk
 //! fails (its upload, its lookup or its insert returns an error), the chunks that ran are
-//! undone in reverse order with the contract's own verbs: the keys a chunk did not find
-//! are removed, and the keys it found get their old values back by an insert (which
-//! replaces a value). Reverse order makes a key repeated across chunks end with the value
+//! undone in reverse order with the contract's own verbs ([`UndoPlan`]): the keys a chunk
+//! did not find are removed, and the keys it found get their old values back by an insert
+//! (which replaces a value). Reverse order makes a key repeated across chunks end with the value
 //! it held before the batch: each chunk's undo brings back what the chunk before it left.
 //! Then the error of the chunk that failed is returned.
 //!
@@ -46,13 +46,13 @@
 //! The answers cost device memory for the whole batch while it runs: one byte a key, and
 //! one value a key for a map.
 
-use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::mpsc::{Receiver, Sender, channel};
 
 use cudarc::driver::CudaEvent;
 
 use super::host::with_stream;
+use super::undo::UndoPlan;
 use super::{Combine, CombiningMap, Key, Map, Set, Value, check_pairs};
 use crate::staging::{chunks, copy_threads, downloaded, upload, upload_into};
 use crate::{Device, DeviceBuffer, Error, Stream};
@@ -475,7 +475,8 @@ fn copy_lane<K: Key, V: Value, E: From<Error>>(
 }
 
 /// Undoes one chunk that ran: removes the keys it did not find, and puts back the values
-/// of those it found. Reads the answers back to the host to part the keys.
+/// of those it found ([`UndoPlan::after_insert`]). Reads the answers back to the host to
+/// part the keys.
 fn undo<U: Undoable>(
     table: &U,
     stream: &Stream,
@@ -491,55 +492,13 @@ fn undo<U: Undoable>(
         .as_ref()
         .map(|h| downloaded(stream, h))
         .transpose()?;
-    let plan = UndoPlan::new(keys, &found, held.as_deref());
-    if !plan.added.is_empty() {
-        table.remove(stream, &upload(stream, &plan.added)?)?;
-    }
-    if !plan.held_keys.is_empty() {
-        let (k, v) = (
-            upload(stream, &plan.held_keys)?,
-            upload(stream, &plan.held_values)?,
-        );
-        table.restore(stream, &k, &v)?;
-    }
+    UndoPlan::after_insert(keys, &found, held.as_deref()).apply(
+        stream,
+        |added| table.remove(stream, added),
+        |keys, values| table.restore(stream, keys, values),
+    )?;
     stream.synchronize()?;
     Ok(())
-}
-
-/// How one chunk is undone: the keys it added, each once, and the keys it found with the
-/// values they held (for a map), each once.
-#[derive(Debug, PartialEq, Eq)]
-struct UndoPlan<K, V> {
-    added: Vec<K>,
-    held_keys: Vec<K>,
-    held_values: Vec<V>,
-}
-
-impl<K: Key, V: Value> UndoPlan<K, V> {
-    /// The plan for a chunk's `keys`, `found[i]` nonzero where key i was there before it,
-    /// with the value `held[i]` (none for a set).
-    fn new(keys: &[K], found: &[u8], held: Option<&[V]>) -> Self {
-        let mut seen: HashMap<K, usize> = HashMap::new();
-        let mut plan = Self {
-            added: Vec::new(),
-            held_keys: Vec::new(),
-            held_values: Vec::new(),
-        };
-        for (i, (&key, &flag)) in keys.iter().zip(found).enumerate() {
-            if seen.insert(key, i).is_some() {
-                continue;
-            }
-            match (flag != 0, held) {
-                (false, _) => plan.added.push(key),
-                (true, Some(held)) => {
-                    plan.held_keys.push(key);
-                    plan.held_values.push(held[i]);
-                }
-                (true, None) => {}
-            }
-        }
-        plan
-    }
 }
 
 fn lane_gone() -> Error {
@@ -569,23 +528,5 @@ mod tests {
         let lane1: Vec<(usize, Range<usize>)> = plan.of_lane(1).collect();
         assert_eq!(lane0, vec![0, 2, 4]);
         assert_eq!(lane1, vec![(1, 2..4), (3, 6..8)]);
-    }
-
-    #[test]
-    fn undo_removes_added_keys_and_restores_held_values_once_each() {
-        let keys = [5u32, 7, 5, 9, 7, 11];
-        let found = [0u8, 1, 0, 1, 1, 0];
-        let held = [0u64, 70, 0, 90, 70, 0];
-        let plan = UndoPlan::new(&keys, &found, Some(&held));
-        assert_eq!(plan.added, vec![5, 11]);
-        assert_eq!(plan.held_keys, vec![7, 9]);
-        assert_eq!(plan.held_values, vec![70, 90]);
-    }
-
-    #[test]
-    fn a_set_undo_only_removes() {
-        let plan = UndoPlan::<u64, ()>::new(&[1, 2, 1, 3], &[1, 0, 1, 0], None);
-        assert_eq!(plan.added, vec![2, 3]);
-        assert!(plan.held_keys.is_empty() && plan.held_values.is_empty());
     }
 }

@@ -28,15 +28,25 @@ pub fn paging_options<K: Key, V: Value>(
     device: &Device,
     capacity: usize,
 ) -> Result<SwapOptions<CuckooTable<K, V>>, CuckooError> {
+    paging_options_with_scratch(device, capacity, SCRATCH)
+}
+
+/// [`paging_options`] with `scratch` bytes of scratch (within the device budget, which
+/// still holds 2 children): batches run in segments of as many elements as it holds.
+pub fn paging_options_with_scratch<K: Key, V: Value>(
+    device: &Device,
+    capacity: usize,
+    scratch: u64,
+) -> Result<SwapOptions<CuckooTable<K, V>>, CuckooError> {
     let child_capacity = capacity.div_ceil(CHILDREN).max(1024);
     let child = CuckooTable::<K, V>::with_capacity(device, child_capacity)?;
     let child_bytes = child.memory()?.bytes_reserved;
     Ok(SwapOptions::with_capacity(capacity)
         .children(CHILDREN)
         .child_capacity(child_capacity)
-        .scratch_bytes(SCRATCH)
+        .scratch_bytes(scratch)
         .filter_bits_per_key(FILTER_BITS as u32)
-        .device_budget(RESIDENT * child_bytes + SCRATCH + filter_bytes(child_capacity)))
+        .device_budget(RESIDENT * child_bytes + scratch + filter_bytes(child_capacity)))
 }
 
 /// A table of 8 DyHash children of which 2 fit the device budget, for `capacity` pairs.
@@ -90,7 +100,7 @@ pub fn slab_hash_children(
 /// Lookups of hits, misses, removed keys and adversarial keys, with the answers of a
 /// `HashMap`, in batches of `batch` keys.
 pub fn check_lookups<K: Key, V: Value>(
-    table: &SwapMap<K, V>,
+    table: &impl Map<Key = K, Value = V>,
     model: &HashMap<K, V>,
     probes: &[K],
     batch: usize,
@@ -102,6 +112,29 @@ pub fn check_lookups<K: Key, V: Value>(
             assert_eq!(found, model.get(key).copied(), "get {key:?}");
             assert_eq!(present, model.contains_key(key), "contains {key:?}");
         }
+    }
+}
+
+/// Asserts that `table` holds exactly what `model` does: its count, its export, and the
+/// answers to lookups of `probes` (hits and misses), in one batch.
+pub fn assert_holds<K: Key, V: Value>(
+    table: &impl Map<Key = K, Value = V>,
+    model: &HashMap<K, V>,
+    probes: &[K],
+    when: &str,
+) {
+    assert_eq!(table.len().unwrap(), model.len(), "len {when}");
+    let mut exported = table.export().unwrap();
+    exported.sort_unstable_by_key(|&(k, _)| k);
+    let mut expected: Vec<(K, V)> = model.iter().map(|(&k, &v)| (k, v)).collect();
+    expected.sort_unstable_by_key(|&(k, _)| k);
+    assert!(
+        exported == expected,
+        "the export {when} differs from the model"
+    );
+    let found = table.get(probes).unwrap();
+    for (key, found) in probes.iter().zip(found) {
+        assert_eq!(found, model.get(key).copied(), "get {key:?} {when}");
     }
 }
 

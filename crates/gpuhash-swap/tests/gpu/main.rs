@@ -1,11 +1,15 @@
 //! GPU tests of the swap table: the contract's conformance suite with children paging on
 //! every batch (`conformance`), answers against `HashMap` models across evictions, probing
-//! and paging, filters and budgets (`paging`), and the overlapped pipeline (`pipeline`).
+//! and paging, filters and budgets (`paging`), the overlapped pipeline (`pipeline`), and
+//! failed inserts and removals taken back (`undo`, with children that fail on demand:
+//! `faulty`).
 //!
 //! Every test is small (tables of 2^14 pairs in 8 children, 2 resident) and runs alone:
 //! `cargo test -p gpuhash-swap --test gpu -- --ignored --exact pipeline::NAME`.
 
 mod common;
 mod conformance;
+mod faulty;
 mod paging;
 mod pipeline;
+mod undo;
