@@ -411,12 +411,7 @@ fn contract(
     progress: &Progress,
 ) -> Result<(), Box<dyn Error>> {
     progress.step("fixed batch cost", 1, 4);
-    let bus_rows = core_bench::bus(stream, runs)?;
-    let rate = |i: usize| bus_rows[i].bytes_per_second().unwrap_or(f64::NAN);
-    let bus = contract_bench::Bus {
-        h2d: rate(0),
-        d2h: rate(1),
-    };
+    let bus = contract_bench::Bus::measure(stream, runs.timed)?;
     println!("## contract: fixed cost of one 1024-key batch (insert + get), microseconds");
     println!("| table | host slices | device buffers |\n| --- | --- | --- |");
     {
