@@ -146,21 +146,42 @@ mod tests {
         let seconds = median_wall_s::<_, ()>(
             runs,
             &mut log,
-            |log, i| Ok(log.push(format!("before {i}"))),
-            |log, i| Ok(log.push(format!("work {i}"))),
-            |log, i| Ok(log.push(format!("after {i}"))),
+            |log, i| {
+                log.push(format!("before {i}"));
+                Ok(())
+            },
+            |log, i| {
+                log.push(format!("work {i}"));
+                Ok(())
+            },
+            |log, i| {
+                log.push(format!("after {i}"));
+                Ok(())
+            },
         )
         .unwrap();
-        assert!(seconds >= 0.0 && seconds < 1.0);
+        assert!((0.0..1.0).contains(&seconds));
         let expected: Vec<String> = (0..5)
-            .flat_map(|i| [format!("before {i}"), format!("work {i}"), format!("after {i}")])
+            .flat_map(|i| {
+                [
+                    format!("before {i}"),
+                    format!("work {i}"),
+                    format!("after {i}"),
+                ]
+            })
             .collect();
         assert_eq!(log, expected);
         // An error in a hook ends the timing.
-        let failed = median_wall_s(runs, &mut (), |_, _| Ok(()), |_, i| match i {
-            3 => Err(i),
-            _ => Ok(()),
-        }, |_, _| Ok(()));
+        let failed = median_wall_s(
+            runs,
+            &mut (),
+            |_, _| Ok(()),
+            |_, i| match i {
+                3 => Err(i),
+                _ => Ok(()),
+            },
+            |_, _| Ok(()),
+        );
         assert_eq!(failed, Err(3));
     }
 }
