@@ -111,7 +111,9 @@ fn child_image_bytes<K: Key, V: Value>(table: &SwapMap<K, V>) -> u64 {
     assert_eq!(table.children(), CHILDREN);
     let child = CuckooTable::<K, V>::with_capacity(device(), capacity).unwrap();
     let pool = PinnedPool::new_mapped(device(), None);
-    child.to_pinned_image(&pool).unwrap().bytes()
+    let image = child.to_pinned_image(&pool).unwrap();
+    device().synchronize().unwrap();
+    image.bytes()
 }
 
 #[test]
@@ -134,11 +136,19 @@ fn paging_counts_the_image_bytes_it_moves() {
     let stats = table.stats();
     assert!(stats.page_ins > inserted.page_ins, "{stats:?}");
     assert_eq!(stats.bytes_paged_in, stats.page_ins * image, "{stats:?}");
-    assert_eq!(stats.bytes_written_back, stats.page_outs * image, "{stats:?}");
+    assert_eq!(
+        stats.bytes_written_back,
+        stats.page_outs * image,
+        "{stats:?}"
+    );
     // Lookups write nothing back; what they paged in is the difference.
     let lookups = stats.since(inserted);
     assert_eq!(lookups.bytes_written_back, 0, "{lookups:?}");
-    assert_eq!(lookups.bytes_paged_in, lookups.page_ins * image, "{lookups:?}");
+    assert_eq!(
+        lookups.bytes_paged_in,
+        lookups.page_ins * image,
+        "{lookups:?}"
+    );
     // Probing in place moves no image.
     let probing = paging_with::<u64, u64>(1 << 14, always_probe());
     probing.insert(&keys, &keys).unwrap();
@@ -146,7 +156,11 @@ fn paging_counts_the_image_bytes_it_moves() {
     probing.get(&keys[..1 << 10]).unwrap();
     let probed = probing.stats().since(before);
     assert!(probed.probes_in_place > 0, "{probed:?}");
-    assert_eq!((probed.page_ins, probed.bytes_paged_in), (0, 0), "{probed:?}");
+    assert_eq!(
+        (probed.page_ins, probed.bytes_paged_in),
+        (0, 0),
+        "{probed:?}"
+    );
 }
 
 #[test]
