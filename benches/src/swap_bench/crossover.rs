@@ -14,6 +14,7 @@ use super::Result;
 use super::arithmetic::{crossover, model_crossover_log2};
 use super::rates::{Measured, PROBE_BYTES};
 use super::rows::{Bench, Registered, Row, Verb};
+use crate::contract_bench::Bus;
 use crate::plot::{Chart, Series};
 
 /// Calls a run: paging small batches moves whole children each call.
@@ -128,12 +129,7 @@ pub fn compare(
 
 /// Prints the comparison as one table (M keys/s) and the crossovers, measured and as the
 /// models put them for `children` children.
-pub fn print(
-    comparison: &Comparison,
-    measured: Option<&Measured>,
-    bench: &Bench<'_>,
-    children: usize,
-) {
+pub fn print(comparison: &Comparison, measured: Option<&Measured>, bus: Bus, children: usize) {
     let names: Vec<&str> = comparison.lines.iter().map(|l| l.name).collect();
     println!("| batch | {} | probe / page |", names.join(" | "));
     println!("|{}", " --- |".repeat(names.len() + 2));
@@ -170,7 +166,7 @@ pub fn print(
     if let Some(measured) = measured {
         println!(
             "crossover, cost model of the rates measured here: {}",
-            model_at(&measured.cost_model(bench.bus))
+            model_at(&measured.cost_model(bus))
         );
     }
 }

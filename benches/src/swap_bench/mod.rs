@@ -201,7 +201,7 @@ fn compare(
     );
     let comparison = crossover::compare(bench, paged, arrays, measured)?;
     println!();
-    crossover::print(&comparison, measured, bench, shape.children);
+    crossover::print(&comparison, measured, bench.bus, shape.children);
     let title = format!(
         "W5 lookups of hits, table 4x its device budget, n = 2^{}: {}",
         bench.n.trailing_zeros(),

@@ -170,7 +170,7 @@ impl Row {
         let per_run = |count: u64| count as f64 / self.runs.max(1) as f64;
         let p = &self.paging;
         format!(
-            "| {} | {} | {} | 2^{:.1} | {} | {:.3} | {:.1} | {:.1} / {:.1} | {} | {} | {:.1} / {:.1} / {:.1} / {:.0} |",
+            "| {} | {} | {} | 2^{:.0} | {} | {:.3} | {:.1} | {:.1} / {:.1} | {} | {} | {:.1} / {:.1} / {:.1} / {:.0} |",
             self.table,
             self.verb.name(),
             self.form.name(),
