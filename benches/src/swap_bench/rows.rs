@@ -10,8 +10,11 @@
 //! A run of lookups reads its own slice of the n keys ([`run_start`]). Each row gives the
 //! bytes a run moved over the bus: keys and answers in the host form, and in both forms the
 //! images paging moved each way (the table's [`SwapStats`] over the timed runs, a mean a
-//! run), and the least time the bus measured in this run needs for them
-//! ([`Crossing::bound_s`]).
+//! run); the least time the bus measured in this run needs for all of them
+//! ([`Crossing::bound_s`]), the bound, and the rate as a share of it; and the rate as a
+//! share of the bound of the keys and answers alone, which must cross whatever the table
+//! does with its children (a table that pages more than it must has a higher bound, not
+//! a better rate).
 
 use gpuhash_core::table::{Map, Table};
 use gpuhash_core::workload::{self, KeySet};
@@ -131,8 +134,10 @@ pub struct Row {
     pub batches: usize,
     /// Median seconds of a run.
     pub seconds: f64,
-    /// Bytes a run moved over the bus.
-    pub crossing: Crossing,
+    /// Bytes of keys and answers a run moved over the bus (none for device buffers).
+    pub own: Crossing,
+    /// Bytes of images paging moved over the bus in a run.
+    pub paged: Crossing,
     /// The table's counts over the timed runs.
     pub paging: SwapStats,
     /// Timed runs.
@@ -141,7 +146,7 @@ pub struct Row {
 
 impl Row {
     /// The header of the table [`Row::line`] prints into.
-    pub const HEADER: &'static str = "| table | verb | form | batch | calls a run | median ms a run | M keys/s | MB a run to device / back | bound M keys/s | of bound | a run: page-ins / write-backs / probes in place / keys filtered |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |";
+    pub const HEADER: &'static str = "| table | verb | form | batch | calls a run | median ms a run | M keys/s | MB a run, keys and answers: up / down | MB a run, images paged: up / down | bound M keys/s | of bound | of the bound of keys and answers alone | a run: page-ins / write-backs / probes in place / keys filtered |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |";
 
     /// Keys a run.
     pub fn keys(&self) -> usize {
@@ -153,24 +158,38 @@ impl Row {
         self.keys() as f64 / self.seconds
     }
 
-    /// Keys a second the bus allows at most, when something must cross it.
+    /// Everything a run moved over the bus: keys, answers and images.
+    pub fn crossing(&self) -> Crossing {
+        self.own.plus(self.paged)
+    }
+
+    /// Keys a second the bus allows at most for what a run moved, when something crossed.
     pub fn bound_keys_per_s(&self, bus: Bus) -> Option<f64> {
-        self.crossing
+        self.crossing()
             .bound_s(bus)
             .map(|bound| self.keys() as f64 / bound)
     }
 
-    /// The rate as a share of the bound.
+    /// The rate as a share of the bound of what a run moved.
     pub fn of_bound(&self, bus: Bus) -> Option<f64> {
-        self.crossing.bound_s(bus).map(|bound| bound / self.seconds)
+        self.crossing()
+            .bound_s(bus)
+            .map(|bound| bound / self.seconds)
+    }
+
+    /// The rate as a share of the bound of the keys and answers alone: what must cross
+    /// whatever the table does with its children.
+    pub fn of_floor(&self, bus: Bus) -> Option<f64> {
+        self.own.bound_s(bus).map(|bound| bound / self.seconds)
     }
 
     /// The row, under [`Row::HEADER`].
     pub fn line(&self, bus: Bus) -> String {
         let per_run = |count: u64| count as f64 / self.runs.max(1) as f64;
+        let share = |share: Option<f64>| share.map_or("-".into(), |s| format!("{:.0}%", 100.0 * s));
         let p = &self.paging;
         format!(
-            "| {} | {} | {} | 2^{:.0} | {} | {:.3} | {:.1} | {:.1} / {:.1} | {} | {} | {:.1} / {:.1} / {:.1} / {:.0} |",
+            "| {} | {} | {} | 2^{:.0} | {} | {:.3} | {:.1} | {:.1} / {:.1} | {:.1} / {:.1} | {} | {} | {} | {:.1} / {:.1} / {:.1} / {:.0} |",
             self.table,
             self.verb.name(),
             self.form.name(),
@@ -178,12 +197,14 @@ impl Row {
             self.batches,
             self.seconds * 1e3,
             self.keys_per_s() / 1e6,
-            self.crossing.up / 1e6,
-            self.crossing.down / 1e6,
+            self.own.up / 1e6,
+            self.own.down / 1e6,
+            self.paged.up / 1e6,
+            self.paged.down / 1e6,
             self.bound_keys_per_s(bus)
                 .map_or("-".into(), |rate| format!("{:.1}", rate / 1e6)),
-            self.of_bound(bus)
-                .map_or("-".into(), |share| format!("{:.0}%", 100.0 * share)),
+            share(self.of_bound(bus)),
+            share(self.of_floor(bus)),
             per_run(p.page_ins),
             per_run(p.page_outs),
             per_run(p.probes_in_place),
@@ -372,7 +393,8 @@ impl Bench<'_> {
             batch,
             batches,
             seconds,
-            crossing: own.plus(Crossing::paging(paging, self.runs)),
+            own,
+            paged: Crossing::paging(paging, self.runs),
             paging,
             runs: self.runs,
         }
