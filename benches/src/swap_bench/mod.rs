@@ -96,13 +96,7 @@ pub fn run(
         shape.filter_bytes as f64 / 1e6,
     );
     println!("{}", parts.describe());
-    let pieces = [
-        Piece::Rates,
-        Piece::Paged,
-        Piece::Crossover,
-        Piece::Resident,
-    ];
-    let steps = 1 + pieces.iter().filter(|&&p| parts.has(p)).count();
+    let steps = 1 + Piece::ALL.iter().filter(|&&p| parts.has(p)).count();
     let mut step = 0;
     let mut next = |what: &str| {
         step += 1;

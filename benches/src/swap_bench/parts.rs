@@ -33,7 +33,8 @@ pub enum Piece {
 }
 
 impl Piece {
-    const ALL: [Piece; 4] = [
+    /// Every piece, in the order a run takes them.
+    pub const ALL: [Piece; 4] = [
         Piece::Rates,
         Piece::Paged,
         Piece::Crossover,

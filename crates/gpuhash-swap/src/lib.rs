@@ -168,8 +168,9 @@
 //! - A batch that fails after its first segment keeps what the earlier segments put in.
 //! - Export builds every child's pairs on the device at once, outside the budget; so
 //!   does a page-out for the one child's filter.
-//! - The cost model's rates are estimates until measured on the H100 (the W5 benchmark's
-//!   probing and paging rows give the crossover).
+//! - The cost model's rates are estimates until measured on the H100: the W5 benchmark
+//!   (`gpuhash-bench swap`) measures them on one child (its `rates` piece) and the
+//!   crossover between probing and paging on the table (its `crossover` piece).
 //!
 //! ## Features
 #![doc = document_features::document_features!()]
