@@ -2,7 +2,7 @@
 //! timed run, the bytes a run must move over the bus and the bound they set, and where
 //! probing in place and paging cross.
 
-use gpuhash_swap::policy::filter_blocks;
+use gpuhash_swap::policy::{filter_blocks, scratch_bytes};
 use gpuhash_swap::{CostModel, DEFAULT_FILTER_BITS_PER_KEY, DEFAULT_SCRATCH_BYTES, SwapStats};
 
 use crate::contract_bench::Bus;
@@ -36,9 +36,13 @@ pub struct Shape {
     pub child_bytes: u64,
     /// Device bytes of every child's miss filter (at the default bits a key).
     pub filter_bytes: u64,
-    /// The paged table's device budget: the default scratch, the filters, and a quarter
-    /// of the children (at least one).
+    /// The paged table's device budget: the filters, a quarter of the children (at least
+    /// one), and the scratch the table keeps unless told ([`Shape::scratch_bytes`]).
     pub budget: u64,
+    /// The scratch the table keeps under [`Shape::budget`] by its own rule
+    /// (`gpuhash_swap::policy::scratch_bytes`: a quarter of the budget, at least
+    /// [`DEFAULT_SCRATCH_BYTES`]).
+    pub scratch_bytes: u64,
 }
 
 impl Shape {
@@ -48,13 +52,17 @@ impl Shape {
         let children = n.div_ceil(child_capacity);
         let blocks = filter_blocks(child_capacity, DEFAULT_FILTER_BITS_PER_KEY);
         let filter_bytes = u64::from(blocks) * FILTER_BLOCK_BYTES * children as u64;
-        let budget = DEFAULT_SCRATCH_BYTES + filter_bytes + child_bytes * quarter(children);
+        let room = filter_bytes + child_bytes * quarter(children);
+        // The table keeps a quarter of its budget for scratch (at least the default), so
+        // the budget is the room over three quarters, or the room and the default.
+        let budget = room + room.div_ceil(3).max(DEFAULT_SCRATCH_BYTES);
         Self {
             child_capacity,
             children,
             child_bytes,
             filter_bytes,
             budget,
+            scratch_bytes: scratch_bytes(budget, None),
         }
     }
 
@@ -200,7 +208,7 @@ mod tests {
     /// swap table's own plan, for u32 pairs.
     fn plan_matches(shape: &Shape) -> bool {
         let fixed = Fixed {
-            scratch_bytes: DEFAULT_SCRATCH_BYTES,
+            scratch_bytes: scratch_bytes(shape.budget, None),
             filter_bytes: shape.filter_bytes,
         };
         let element = scratch_per_element(KEY_BYTES as usize, VALUE_BYTES as usize);
@@ -232,6 +240,12 @@ mod tests {
         assert_eq!((big.children, big.resident()), (16, 4));
         // 8 bits a pair of filters: a byte a pair.
         assert_eq!(big.filter_bytes, 1 << 30);
+        // A quarter of the budget is scratch; the rest holds filters and 4 children.
+        assert_eq!(big.scratch_bytes, big.budget / 4);
+        assert!(big.budget - big.scratch_bytes - big.filter_bytes >= 4 * 830_000_000);
+        // Small budgets keep the default scratch.
+        let mid = Shape::new(1 << 22, 1 << 20);
+        assert_eq!(mid.scratch_bytes, DEFAULT_SCRATCH_BYTES);
         // A small n: one child, resident.
         let small = Shape::new(1 << 12, 1 << 20);
         assert_eq!((small.children, small.resident()), (1, 1));

@@ -2,9 +2,10 @@
 //! keys and values.
 //!
 //! n = 2^N pairs go into a swap table of 16 DyHash children ([`arithmetic::Shape`]: n/16
-//! pairs a child, at least 2^16) whose device budget holds the default scratch, every
-//! child's miss filter and a quarter of the children: the table's children take 4 times
-//! the budget's room for children. The pieces ([`parts`], `--w5-*` flags), in order:
+//! pairs a child, at least 2^16) whose device budget holds every child's miss filter, a
+//! quarter of the children, and the scratch the table keeps by its own rule (a quarter of
+//! the budget, at least 64 MiB): the table's children take 4 times the budget's room for
+//! children. The pieces ([`parts`], `--w5-*` flags), in order:
 //!
 //! 1. **The bus**, always: host-to-device and device-to-host copies of pinned memory
 //!    (`core_bench::bus`), the rates every bound of the run is taken at.
@@ -92,7 +93,7 @@ pub fn run(
         shape.table_bytes() as f64 / 1e9,
         shape.budget as f64 / 1e9,
         shape.resident(),
-        gpuhash_swap::DEFAULT_SCRATCH_BYTES as f64 / 1e6,
+        shape.scratch_bytes as f64 / 1e6,
         shape.filter_bytes as f64 / 1e6,
     );
     println!("{}", parts.describe());
@@ -146,6 +147,10 @@ pub fn run(
                 shape.resident()
             )));
         }
+        println!(
+            "the paged table partitions batches in segments of {} keys",
+            paged.segment_len()
+        );
         if parts.has(Piece::Paged) {
             next("paged table");
             println!();
