@@ -11,8 +11,6 @@
 //! "of bus bound" column then the bus time over the kernels' time), an insert into an empty
 //! table and one that replaces every key's value (each chunk's lookup then finds all).
 
-use std::time::Instant;
-
 use bytemuck::Pod;
 use gpuhash_core::hash::fmix32;
 use gpuhash_core::staging::{download, parallel_collect, upload};
@@ -20,7 +18,8 @@ use gpuhash_core::table::{Map, TableError};
 use gpuhash_core::{Device, DeviceBuffer, Error, HostRegistered, Stream};
 use gpuhash_test_support::{PageAlone, batch_cost};
 
-use crate::measure::Runs;
+use crate::core_bench;
+use crate::measure::{Runs, WARM_UP_RUNS, median_wall_s};
 
 /// Bytes per second of the bus, one way each, measured in this run.
 #[derive(Debug, Clone, Copy)]
@@ -32,8 +31,23 @@ pub struct Bus {
 }
 
 impl Bus {
-    /// Seconds the bus needs at least to carry `bytes_in` and `bytes_out`.
-    fn bound_s(self, bytes_in: usize, bytes_out: usize) -> f64 {
+    /// The rates of [`core_bench::bus`]'s pinned copies, `runs.timed` runs each.
+    pub fn measure(stream: &Stream, timed: usize) -> Result<Self, Error> {
+        let runs = Runs {
+            warm_up: WARM_UP_RUNS,
+            timed,
+        };
+        let rows = core_bench::bus(stream, runs)?;
+        let rate = |i: usize| rows[i].bytes_per_second().unwrap_or(f64::NAN);
+        Ok(Self {
+            h2d: rate(0),
+            d2h: rate(1),
+        })
+    }
+
+    /// Seconds the bus needs at least to carry `bytes_in` and `bytes_out`: one way after
+    /// the other, each at its own rate.
+    pub fn bound_s(self, bytes_in: usize, bytes_out: usize) -> f64 {
         bytes_in as f64 / self.h2d + bytes_out as f64 / self.d2h
     }
 }
@@ -52,17 +66,11 @@ fn median_s<E>(
     mut reset: impl FnMut() -> Result<(), E>,
     mut once: impl FnMut() -> Result<(), E>,
 ) -> Result<f64, E> {
-    let mut times = Vec::new();
-    for run in 0..=runs.timed {
-        reset()?;
-        let start = Instant::now();
-        once()?;
-        if run > 0 {
-            times.push(start.elapsed().as_secs_f64());
-        }
-    }
-    times.sort_by(f64::total_cmp);
-    Ok(times[times.len() / 2])
+    let runs = Runs {
+        warm_up: 1,
+        timed: runs.timed,
+    };
+    median_wall_s(runs, &mut (), |_, _| reset(), |_, _| once(), |_, _| Ok(()))
 }
 
 fn row(what: &str, n: usize, seconds: f64, bound_s: f64) {

@@ -25,17 +25,11 @@ use gpuhash_core::workload::{self, KeySet};
 use gpuhash_core::{Device, DeviceBuffer, Error, EventTimer, Stream};
 use gpuhash_cuckoo::{BucketLayout, CuckooOptions, CuckooTable, DuplicateKeys, Result};
 
-use crate::measure::WARM_UP_RUNS;
+use crate::measure::{WARM_UP_RUNS, median};
 use crate::progress::Progress;
 
 /// Loads of W1.
 const LOADS: [f64; 4] = [0.5, 0.8, 0.9, 0.95];
-
-/// Median of `times`.
-fn median(mut times: Vec<f64>) -> f64 {
-    times.sort_by(f64::total_cmp);
-    times[times.len() / 2]
-}
 
 /// Runs W1 and W4 and prints their tables, each phase a step of `progress`.
 pub fn run(

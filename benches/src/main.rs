@@ -9,6 +9,7 @@
 //!               [--log2-n N] [--runs R] [--w4-batches B] [--svg PATH] [--csv PATH]
 //!               [--w6-tables T,..] [--w6-p P,..] [--w6-card C,..] [--w6-no-cpu]
 //!               [--w6-cpu-runs R] [--w6-cpu-batch B] [--w6-standalone-budget S]
+//!               [--w5-parts P,..] [--w5-forms F,..] [--w5-batches B,..] [--w5-svg PATH]
 //! gpuhash-bench anchors [--logs DIR] [--out DIR]
 //! ```
 //!
@@ -30,8 +31,13 @@
 //!   with min(n, 2^24) pairs; prints the table, writes the points as CSV to `--csv PATH`
 //!   (default `slab-hash-curve.csv`) and as an SVG line chart to `--svg PATH` (default
 //!   `slab-hash-curve.svg`), both relative to the current directory.
-//! - `swap`: Starfish (gpuhash-swap) on W5, a table 4x its device budget, beside the same
-//!   table fully resident (`swap_bench`).
+//! - `swap`: W5, Starfish (gpuhash-swap) on a table 4x its device budget (`swap_bench`):
+//!   the bus and the zero-copy random-read rate measured in the same run; inserts and
+//!   lookups of hits and misses in batches of 2^10 to 2^26 keys from registered host
+//!   memory and from device buffers, each against its PCIe bound; probing children in
+//!   place against paging them in, with the crossover, plotted to `--w5-svg PATH`
+//!   (default `swap-w5.svg`); the same table fully resident. The `--w5-*` flags pick its
+//!   pieces (`swap_bench::parts`), so that it can run as several commands at large n.
 //! - `upsert`: a counting batch of n keys (upsert adding 1 per key) beside plain inserts
 //!   of the same keys, uniform and Zipf-skewed (exponent 1.0), on the slab hash map and
 //!   DyHash.
@@ -57,6 +63,7 @@
 //! DIR` (default: the logs folder); see [`anchors`] and `benches/anchors.sh`.
 
 mod anchors;
+mod args;
 mod contract_bench;
 mod core_bench;
 mod cuckoo;
@@ -81,7 +88,7 @@ use gpuhash_slab_hash::SlabHashMap;
 use measure::{Measurement, Runs};
 use progress::Progress;
 
-const USAGE: &str = "usage: gpuhash-bench [core] [slab-alloc] [slab-hash] [slab-hash-w2] [slab-hash-curve] [cuckoo] [contract] [swap] [upsert] [hyperspace] [--log2-n N] [--runs R] [--w4-batches B] [--svg PATH] [--csv PATH] [--w6-tables T,..] [--w6-p P,..] [--w6-card C,..] [--w6-no-cpu] [--w6-cpu-runs R] [--w6-cpu-batch B] [--w6-standalone-budget S]\n   or: gpuhash-bench anchors [--logs DIR] [--out DIR]";
+const USAGE: &str = "usage: gpuhash-bench [core] [slab-alloc] [slab-hash] [slab-hash-w2] [slab-hash-curve] [cuckoo] [contract] [swap] [upsert] [hyperspace] [--log2-n N] [--runs R] [--w4-batches B] [--svg PATH] [--csv PATH] [--w6-tables T,..] [--w6-p P,..] [--w6-card C,..] [--w6-no-cpu] [--w6-cpu-runs R] [--w6-cpu-batch B] [--w6-standalone-budget S] [--w5-parts P,..] [--w5-forms F,..] [--w5-batches B,..] [--w5-svg PATH]\n   or: gpuhash-bench anchors [--logs DIR] [--out DIR]";
 /// The report that reads a run of the anchors instead of timing anything.
 const ANCHORS: &str = "anchors";
 const WORKLOADS: [&str; 10] = [
@@ -103,6 +110,8 @@ struct Options {
     log2_n: u32,
     runs: usize,
     w4_batches: u32,
+    /// W5's pieces.
+    w5: swap_bench::parts::Parts,
     /// W6's pieces.
     w6: hyperspace_bench::parts::Parts,
     svg: PathBuf,
@@ -121,6 +130,7 @@ fn parse_options() -> Result<Options, String> {
         log2_n: 26,
         runs: 11,
         w4_batches: 16,
+        w5: swap_bench::parts::Parts::default(),
         w6: hyperspace_bench::parts::Parts::default(),
         svg: PathBuf::from("slab-hash-curve.svg"),
         csv: PathBuf::from("slab-hash-curve.csv"),
@@ -153,6 +163,10 @@ fn parse_options() -> Result<Options, String> {
         };
         if hyperspace_bench::parts::Parts::takes_value(&arg) {
             options.w6.flag(&arg, &value)?;
+            continue;
+        }
+        if swap_bench::parts::Parts::takes_value(&arg) {
+            options.w5.flag(&arg, &value)?;
             continue;
         }
         match arg.as_str() {
@@ -385,7 +399,13 @@ fn run(options: &Options) -> Result<(), Box<dyn Error>> {
                 options.w4_batches,
                 &progress,
             )?,
-            "swap" => swap_bench::run(&device, options.log2_n, &progress)?,
+            "swap" => swap_bench::run(
+                &device,
+                options.log2_n,
+                options.runs,
+                &options.w5,
+                &progress,
+            )?,
             "hyperspace" => hyperspace_bench::run(
                 &device,
                 options.log2_n,
@@ -411,12 +431,7 @@ fn contract(
     progress: &Progress,
 ) -> Result<(), Box<dyn Error>> {
     progress.step("fixed batch cost", 1, 4);
-    let bus_rows = core_bench::bus(stream, runs)?;
-    let rate = |i: usize| bus_rows[i].bytes_per_second().unwrap_or(f64::NAN);
-    let bus = contract_bench::Bus {
-        h2d: rate(0),
-        d2h: rate(1),
-    };
+    let bus = contract_bench::Bus::measure(stream, runs.timed)?;
     println!("## contract: fixed cost of one 1024-key batch (insert + get), microseconds");
     println!("| table | host slices | device buffers |\n| --- | --- | --- |");
     {

@@ -1,4 +1,6 @@
-//! Timing with CUDA events and the rows of the report.
+//! Timing with CUDA events or the wall clock, medians, and the rows of the report.
+
+use std::time::Instant;
 
 use gpuhash_core::{Error, EventTimer, Stream};
 
@@ -79,11 +81,107 @@ pub fn median_ms<S, E: From<Error>>(
         work(state)?;
         times.push(f64::from(timer.stop()?));
     }
+    Ok(median(times))
+}
+
+/// The median of `times` (of an even count, the upper of the middle two).
+///
+/// # Panics
+/// When `times` is empty.
+pub fn median(mut times: Vec<f64>) -> f64 {
     times.sort_by(f64::total_cmp);
-    Ok(times[times.len() / 2])
+    times[times.len() / 2]
+}
+
+/// Wall-clock timing with untimed work around each run: for each of `runs.warm_up`
+/// untimed runs and then `runs.timed` (at least one) timed runs, `i` counting from 0 over
+/// both, `before(state, i)`, then `work(state, i)` alone between two readings of the clock,
+/// then `after(state, i)` (checks of the run's answers, say); returns the median seconds of
+/// the timed runs' `work`. `work` must wait for the device work it queues.
+pub fn median_wall_s<S, E>(
+    runs: Runs,
+    state: &mut S,
+    mut before: impl FnMut(&mut S, usize) -> Result<(), E>,
+    mut work: impl FnMut(&mut S, usize) -> Result<(), E>,
+    mut after: impl FnMut(&mut S, usize) -> Result<(), E>,
+) -> Result<f64, E> {
+    let timed = runs.timed.max(1);
+    let mut times = Vec::with_capacity(timed);
+    for run in 0..runs.warm_up + timed {
+        before(state, run)?;
+        let started = Instant::now();
+        work(state, run)?;
+        let seconds = started.elapsed().as_secs_f64();
+        after(state, run)?;
+        if run >= runs.warm_up {
+            times.push(seconds);
+        }
+    }
+    Ok(median(times))
 }
 
 /// A setup that does nothing.
 pub fn no_setup<S, E>(_: &mut S) -> Result<(), E> {
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_median_is_the_middle_time() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(vec![4.0, 1.0, 3.0, 2.0]), 3.0);
+        assert_eq!(median(vec![7.0]), 7.0);
+    }
+
+    #[test]
+    fn wall_timing_runs_the_hooks_around_each_run_and_times_only_the_timed_ones() {
+        let runs = Runs {
+            warm_up: 2,
+            timed: 3,
+        };
+        let mut log: Vec<String> = Vec::new();
+        let seconds = median_wall_s::<_, ()>(
+            runs,
+            &mut log,
+            |log, i| {
+                log.push(format!("before {i}"));
+                Ok(())
+            },
+            |log, i| {
+                log.push(format!("work {i}"));
+                Ok(())
+            },
+            |log, i| {
+                log.push(format!("after {i}"));
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert!((0.0..1.0).contains(&seconds));
+        let expected: Vec<String> = (0..5)
+            .flat_map(|i| {
+                [
+                    format!("before {i}"),
+                    format!("work {i}"),
+                    format!("after {i}"),
+                ]
+            })
+            .collect();
+        assert_eq!(log, expected);
+        // An error in a hook ends the timing.
+        let failed = median_wall_s(
+            runs,
+            &mut (),
+            |_, _| Ok(()),
+            |_, i| match i {
+                3 => Err(i),
+                _ => Ok(()),
+            },
+            |_, _| Ok(()),
+        );
+        assert_eq!(failed, Err(3));
+    }
 }

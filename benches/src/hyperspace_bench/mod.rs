@@ -45,6 +45,7 @@ use gpuhash_hyperspace::{
 use crate::hyperspace::cpu_index::{CpuHyperspace, Tuples};
 use crate::hyperspace::cpu_search::QueryBatch;
 use crate::hyperspace::workload::{self, Skew, Spec};
+use crate::measure::median;
 use crate::progress::Progress;
 
 use self::extra::{regrouping, stand_alone, strategies};
@@ -218,8 +219,7 @@ fn median_kept<T>(runs: usize, mut work: impl FnMut(usize) -> Result<T>) -> Resu
         made = work(run)?;
         times.push(started.elapsed().as_secs_f64());
     }
-    times.sort_by(f64::total_cmp);
-    Ok((times[times.len() / 2], made))
+    Ok((median(times), made))
 }
 
 /// One operation's rates: items and matches a second (M).

@@ -22,6 +22,7 @@
 
 use std::fmt;
 
+use crate::args::{count, list};
 use crate::hyperspace::workload::{Skew, Spec};
 
 /// One table of W6.
@@ -126,32 +127,6 @@ impl Default for Parts {
             },
             standalone_budget_s: 300.0,
         }
-    }
-}
-
-/// Splits a comma-separated list, each item parsed by `item`.
-fn list<T: PartialEq>(
-    flag: &str,
-    value: &str,
-    mut item: impl FnMut(&str) -> Option<T>,
-    into: &mut Vec<T>,
-) -> Result<(), String> {
-    for word in value.split(',').map(str::trim) {
-        let parsed =
-            item(word).ok_or_else(|| format!("{flag}: cannot read {word:?} in {value:?}"))?;
-        if !into.contains(&parsed) {
-            into.push(parsed);
-        }
-    }
-    Ok(())
-}
-
-fn count(flag: &str, value: &str) -> Result<usize, String> {
-    match value.parse::<usize>() {
-        Ok(v) if v >= 1 => Ok(v),
-        _ => Err(format!(
-            "{flag} takes a number of at least 1, not {value:?}"
-        )),
     }
 }
 

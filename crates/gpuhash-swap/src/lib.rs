@@ -85,7 +85,9 @@
 //!   paging out [`Image::to_pinned_image`]: no rehashing, and for DyHash one DMA a section
 //!   each way. Every child keeps its last image on the host, so a child that no batch
 //!   changed since it came in is dropped, not copied back; [`SwapTable::stats`] counts
-//!   page-ins, page-outs (write-backs) and drops.
+//!   page-ins, page-outs (write-backs) and drops, and the image bytes each way
+//!   ([`SwapStats::bytes_paged_in`], [`SwapStats::bytes_written_back`]: what paging put on
+//!   the bus, which the W5 benchmark adds to a batch's keys and answers for its bound).
 //! - **Host memory.** Images are [`PinnedImage`]s in page-locked host memory, mapped into
 //!   the device's address space, from a pool of the table's own whose cap is the host
 //!   budget: an image that the budget cannot hold is an `OutOfPinnedMemory` error, and the
@@ -204,8 +206,9 @@
 //!   undo), and the undo runs on the batch's stream child by child, with no look-ahead.
 //! - Export builds every child's pairs on the device at once, outside the budget; so
 //!   does a page-out for the one child's filter.
-//! - The cost model's rates are estimates until measured on the H100 (the W5 benchmark's
-//!   probing and paging rows give the crossover).
+//! - The cost model's rates are estimates until measured on the H100: the W5 benchmark
+//!   (`gpuhash-bench swap`) measures them on one child (its `rates` piece) and the
+//!   crossover between probing and paging on the table (its `crossover` piece).
 //!
 //! ## Features
 #![doc = document_features::document_features!()]

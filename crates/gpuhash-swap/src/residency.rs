@@ -50,6 +50,29 @@ pub struct SwapStats {
     /// Failed inserts and removals whose undo failed in turn (the device lost, say): the
     /// table may hold part of them.
     pub undo_failures: u64,
+    /// Bytes of the images that page-ins copied from the host to the device.
+    pub bytes_paged_in: u64,
+    /// Bytes of the images that page-outs wrote back from the device to the host (drops
+    /// write none).
+    pub bytes_written_back: u64,
+}
+
+impl SwapStats {
+    /// What happened between `earlier`, counts taken before, and these: each count less
+    /// the earlier one.
+    pub fn since(self, earlier: SwapStats) -> SwapStats {
+        SwapStats {
+            page_ins: self.page_ins - earlier.page_ins,
+            page_outs: self.page_outs - earlier.page_outs,
+            drops: self.drops - earlier.drops,
+            probes_in_place: self.probes_in_place - earlier.probes_in_place,
+            filtered: self.filtered - earlier.filtered,
+            bytes_paged_in: self.bytes_paged_in - earlier.bytes_paged_in,
+            bytes_written_back: self.bytes_written_back - earlier.bytes_written_back,
+            undone: self.undone - earlier.undone,
+            undo_failures: self.undo_failures - earlier.undo_failures,
+        }
+    }
 }
 
 /// A child table: its host image, and its device table while resident.
@@ -375,6 +398,7 @@ impl<T: ProbeInPlace> Residency<T> {
         let child = &mut self.children[index];
         child.resident = Some(Resident::new(T::from_pinned_image(device, &child.image)?));
         self.stats.page_ins += 1;
+        self.stats.bytes_paged_in += child.image.bytes();
         Ok(())
     }
 
@@ -416,6 +440,7 @@ impl<T: ProbeInPlace> Residency<T> {
             Ok(Left::Dropped) => self.stats.drops += 1,
             Ok(Left::Written(written)) => {
                 let Written { image, len, filter } = *written;
+                self.stats.bytes_written_back += image.bytes();
                 child.image = Arc::new(image);
                 child.image_len = len;
                 self.filters.replace(&self.device, index, filter);
@@ -462,8 +487,11 @@ impl<T: ProbeInPlace> Residency<T> {
         }
         if let Some((incoming, table)) = moved.incoming {
             debug_assert!(self.children[incoming].resident.is_none());
-            self.children[incoming].resident = Some(Resident::new(table?));
+            // The child's image stays its own while it is resident: what the move copied.
+            let child = &mut self.children[incoming];
+            child.resident = Some(Resident::new(table?));
             self.stats.page_ins += 1;
+            self.stats.bytes_paged_in += child.image.bytes();
             self.lru.touch(incoming);
         }
         Ok(())
@@ -505,4 +533,45 @@ impl<T: ProbeInPlace> Residency<T> {
 /// Whether a table's error is the pinned pool's refusal.
 fn is_out_of_pinned(error: &impl TableError) -> bool {
     error.kind() == ErrorKind::OutOfPinnedMemory
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SwapStats;
+
+    #[test]
+    fn counts_since_an_earlier_snapshot_are_differences() {
+        let earlier = SwapStats {
+            page_ins: 3,
+            page_outs: 1,
+            drops: 2,
+            probes_in_place: 5,
+            filtered: 100,
+            bytes_paged_in: 3 << 20,
+            bytes_written_back: 1 << 20,
+        };
+        let later = SwapStats {
+            page_ins: 7,
+            page_outs: 1,
+            drops: 6,
+            probes_in_place: 9,
+            filtered: 150,
+            bytes_paged_in: 7 << 20,
+            bytes_written_back: 1 << 20,
+        };
+        let between = later.since(earlier);
+        assert_eq!(
+            between,
+            SwapStats {
+                page_ins: 4,
+                page_outs: 0,
+                drops: 4,
+                probes_in_place: 4,
+                filtered: 50,
+                bytes_paged_in: 4 << 20,
+                bytes_written_back: 0,
+            }
+        );
+        assert_eq!(later.since(later), SwapStats::default());
+    }
 }

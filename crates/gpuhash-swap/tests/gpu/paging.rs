@@ -1,9 +1,9 @@
 //! Paging against `HashMap` models: answers across evictions, write-backs of changed
 //! children only, budgets too small to hold a child, lookups of children on the host
 //! probed in place and paged giving the same answers, misses answered by the filters with
-//! no paging, and a host budget that runs out. DyHash children of u32 keys and u32 values
-//! have packed buckets (the default for such pairs), the others split ones: both are paged
-//! and probed.
+//! no paging, a host budget that runs out, and the image bytes paging counts. DyHash
+//! children of u32 keys and u32 values have packed buckets (the default for such pairs),
+//! the others split ones: both are paged and probed.
 
 use std::collections::HashMap;
 
@@ -101,6 +101,65 @@ fn an_unchanged_child_is_dropped_not_written_back() {
     assert!(
         after_reads.page_ins > after_first.page_ins,
         "{after_reads:?}"
+    );
+}
+
+/// The bytes an image of a DyHash child of the test tables holds while it has not grown:
+/// its arrays are sized by its capacity, not by what it holds.
+fn child_image_bytes<K: Key, V: Value>(table: &SwapMap<K, V>) -> u64 {
+    let capacity = (1usize << 14).div_ceil(CHILDREN).max(1024);
+    assert_eq!(table.children(), CHILDREN);
+    let child = CuckooTable::<K, V>::with_capacity(device(), capacity).unwrap();
+    let pool = PinnedPool::new_mapped(device(), None);
+    let image = child.to_pinned_image(&pool).unwrap();
+    device().synchronize().unwrap();
+    image.bytes()
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn paging_counts_the_image_bytes_it_moves() {
+    // A quarter of each child's capacity: no child grows, so every image has the bytes of
+    // a fresh child's.
+    let _memory = shared_memory();
+    let table = paging_with::<u64, u64>(1 << 14, always_page());
+    let image = child_image_bytes(&table);
+    let keys: Vec<u64> = SeededRng::new(21).distinct_keys(1 << 12);
+    assert_eq!(table.stats(), Default::default());
+    table.insert(&keys, &keys).unwrap();
+    let inserted = table.stats();
+    assert!(inserted.page_outs > 0, "{inserted:?}");
+    for chunk in keys.chunks(1 << 10) {
+        let found = table.get(chunk).unwrap();
+        assert!(chunk.iter().zip(found).all(|(&k, v)| v == Some(k)));
+    }
+    let stats = table.stats();
+    assert!(stats.page_ins > inserted.page_ins, "{stats:?}");
+    assert_eq!(stats.bytes_paged_in, stats.page_ins * image, "{stats:?}");
+    assert_eq!(
+        stats.bytes_written_back,
+        stats.page_outs * image,
+        "{stats:?}"
+    );
+    // Lookups write nothing back; what they paged in is the difference.
+    let lookups = stats.since(inserted);
+    assert_eq!(lookups.bytes_written_back, 0, "{lookups:?}");
+    assert_eq!(
+        lookups.bytes_paged_in,
+        lookups.page_ins * image,
+        "{lookups:?}"
+    );
+    // Probing in place moves no image.
+    let probing = paging_with::<u64, u64>(1 << 14, always_probe());
+    probing.insert(&keys, &keys).unwrap();
+    let before = probing.stats();
+    probing.get(&keys[..1 << 10]).unwrap();
+    let probed = probing.stats().since(before);
+    assert!(probed.probes_in_place > 0, "{probed:?}");
+    assert_eq!(
+        (probed.page_ins, probed.bytes_paged_in),
+        (0, 0),
+        "{probed:?}"
     );
 }
 
