@@ -549,6 +549,8 @@ mod tests {
             filtered: 100,
             bytes_paged_in: 3 << 20,
             bytes_written_back: 1 << 20,
+            undone: 1,
+            undo_failures: 0,
         };
         let later = SwapStats {
             page_ins: 7,
@@ -558,6 +560,8 @@ mod tests {
             filtered: 150,
             bytes_paged_in: 7 << 20,
             bytes_written_back: 1 << 20,
+            undone: 2,
+            undo_failures: 1,
         };
         let between = later.since(earlier);
         assert_eq!(
@@ -570,6 +574,8 @@ mod tests {
                 filtered: 50,
                 bytes_paged_in: 4 << 20,
                 bytes_written_back: 0,
+                undone: 1,
+                undo_failures: 1,
             }
         );
         assert_eq!(later.since(later), SwapStats::default());
