@@ -149,7 +149,6 @@ fn paging_counts_the_image_bytes_it_moves() {
         lookups.page_outs * image,
         "{lookups:?}"
     );
-    assert!(lookups.page_outs <= inserted.page_ins, "{lookups:?}");
     assert_eq!(
         lookups.bytes_paged_in,
         lookups.page_ins * image,
