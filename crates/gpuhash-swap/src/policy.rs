@@ -175,10 +175,14 @@ pub enum Access {
 /// also leaves the child resident for later batches, which the model does not count: it
 /// favours probing only when probing this one batch is cheaper.
 ///
-/// The defaults are estimates for an H100 on PCIe 5.0 x16, to be replaced by the rates
-/// measured on the machine (the W5 benchmark prints them): 50 GB/s for copies from pinned
-/// memory, 10 GB/s of 64-byte random reads of mapped memory, 50 us to set a child up, and
-/// a billion device lookups a second.
+/// The defaults are the rates the W5 benchmark measured on an H100 SXM on PCIe 5.0 x16
+/// (docs/benchmarks/swap.md; it prints them for the machine it runs on): 54 GB/s for
+/// copies from pinned memory, 21 GB/s of 64-byte random reads of mapped memory (DyHash
+/// lookups of an image in place), 100 us to set a child up beyond its bytes, and 20
+/// billion device lookups a second. With them a batch probes a child of 2^20 pairs in
+/// place up to about 2^17 of its keys (2^21 keys a batch over 16 children); the estimates
+/// they replace (10 GB/s, 50 us, 10^9 lookups) paged from 2^16 on, 2.7x slower at 2^20
+/// keys a batch.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CostModel {
     /// Bytes a second a copy from pinned memory to the device moves.
@@ -194,10 +198,10 @@ pub struct CostModel {
 impl Default for CostModel {
     fn default() -> Self {
         Self {
-            host_to_device_bytes_per_s: 50e9,
-            zero_copy_bytes_per_s: 10e9,
-            page_in_seconds: 50e-6,
-            device_lookups_per_s: 1e9,
+            host_to_device_bytes_per_s: 54e9,
+            zero_copy_bytes_per_s: 21e9,
+            page_in_seconds: 100e-6,
+            device_lookups_per_s: 20e9,
         }
     }
 }
