@@ -15,6 +15,17 @@
 //! takes the move's outcome back first; with one slot there is no room to look ahead and
 //! every page-in happens at its visit.
 //!
+//! A lookup batch of several segments first counts its keys by child through the filters
+//! (one count kernel a segment, one wait). Each segment visits its children once, so with
+//! more children on the host than slots, every segment would page again each child the
+//! cost model pages. Instead, the children on the host that the model pages for the whole
+//! batch's survivors are left out of a first pass over every segment (the resident
+//! children, and those on the host probed in place), then put in groups of the resident
+//! limit, each group taking a pass of its own over every segment: paged in once, resident
+//! throughout ([`crate::policy::page_groups`]). A later pass partitions each segment again
+//! (device work, nothing over the bus) and writes only the answers it found, so it never
+//! overwrites an earlier pass's.
+//!
 //! An insert or a removal logs what each visit's keys held before it ran, and a batch that
 //! fails takes back every logged visit before it returns ([`crate::undo`]).
 
@@ -27,7 +38,7 @@ use gpuhash_core::{DeviceBuffer, Stream};
 use crate::filter::{self, Survivors};
 use crate::launch;
 use crate::partition::Partition;
-use crate::policy::{Access, next_page_in, resident_first, segments};
+use crate::policy::{Access, next_page_in, page_groups, resident_first, segments};
 use crate::residency::{Moved, Residency};
 use crate::table::SwapTable;
 use crate::undo::{Before, Change, UndoLog};
@@ -113,12 +124,32 @@ enum How {
     PageLookup,
 }
 
+/// How one pass of a batch reaches a child.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reach {
+    /// Not in this pass.
+    Skip,
+    /// As the segment's own counts choose: the verb on a resident child; a lookup of a
+    /// child on the host probed in place or paged in, by the cost model.
+    AsCounted,
+    /// A lookup of a child on the host paged in, whatever a segment's counts say.
+    Page,
+}
+
 /// A child's part of a segment.
 struct Visit {
     child: usize,
     /// The child's range of the partition ([`How::Run`]) or of the survivors.
     range: Range<usize>,
     how: How,
+}
+
+/// One pass over a batch's segments: how it reaches each child, and whether it is the
+/// first (which writes every answer flag).
+#[derive(Clone, Copy)]
+struct Pass<'a> {
+    reach: &'a [Reach],
+    first: bool,
 }
 
 /// What every visit of a segment reads and writes.
@@ -147,12 +178,42 @@ impl<T: ProbeInPlace> SwapTable<T> {
         }
         let mut residency = self.residency.lock();
         let mut log = UndoLog::new();
-        let outcome = segments(keys.len(), self.plan.segment).try_for_each(|segment| {
-            // The logs of the segments before leave the device; this one's stays there
-            // while it runs (and, for the last, until the batch ends).
-            log.move_to_host(stream)?;
-            self.run_segment(&mut residency, stream, keys, &mut verb, segment, &mut log)
-        });
+        let passes = match verb.changes() {
+            true => Vec::new(),
+            false => self.lookup_passes(&mut residency, stream, keys)?,
+        };
+        let passes = match passes.is_empty() {
+            true => vec![vec![Reach::AsCounted; residency.count()]],
+            false => passes,
+        };
+        let mut outcome = Ok(());
+        'passes: for (pass, reach) in passes.iter().enumerate() {
+            let this = Pass {
+                reach,
+                first: pass == 0,
+            };
+            for segment in segments(keys.len(), self.plan.segment) {
+                // The logs of the segments before leave the device; this one's stays there
+                // while it runs (and, for the last, until the batch ends).
+                outcome = log
+                    .move_to_host(stream)
+                    .map_err(T::Error::from)
+                    .and_then(|()| {
+                        self.run_segment(
+                            &mut residency,
+                            stream,
+                            keys,
+                            &mut verb,
+                            segment,
+                            &mut log,
+                            this,
+                        )
+                    });
+                if outcome.is_err() {
+                    break 'passes;
+                }
+            }
+        }
         if outcome.is_err()
             && let Some(change) = verb.change()
         {
@@ -161,8 +222,93 @@ impl<T: ProbeInPlace> SwapTable<T> {
         outcome
     }
 
-    /// Runs one segment; an insert's or a removal's log of it goes onto `log`, whatever
-    /// happens once its visits start.
+    /// The passes of a lookup batch (module docs), or none when one pass over the
+    /// segments serves: a batch of one segment, no child on the host, or no child the cost
+    /// model pages for the batch's survivors.
+    fn lookup_passes(
+        &self,
+        residency: &mut Residency<T>,
+        stream: &Stream,
+        keys: &DeviceBuffer<T::Key>,
+    ) -> Result<Vec<Vec<Reach>>, T::Error> {
+        let children = residency.count();
+        let segment = self.plan.segment;
+        let on_host: Vec<bool> = (0..children)
+            .map(|child| !residency.is_resident(child))
+            .collect();
+        // The counts are 32-bit words.
+        let countable = u32::try_from(keys.len()).is_ok();
+        if keys.len() <= segment || !countable || !on_host.contains(&true) {
+            return Ok(Vec::new());
+        }
+        let passed = Self::survey(residency, stream, keys, segment, &on_host)?;
+        let model = self.cost_model();
+        let paged: Vec<usize> = (0..children)
+            .filter(|&child| {
+                let pages = || {
+                    let image_bytes = residency.image(child).bytes();
+                    let probes = u64::from(passed[child]);
+                    model.choose(probes, T::PROBE_BYTES, image_bytes) == Access::Page
+                };
+                on_host[child] && passed[child] > 0 && (!T::PROBES_IN_PLACE || pages())
+            })
+            .collect();
+        if paged.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut first = vec![Reach::AsCounted; children];
+        for &child in &paged {
+            first[child] = Reach::Skip;
+        }
+        let mut passes = vec![first];
+        for group in page_groups(&paged, self.plan.resident) {
+            let mut reach = vec![Reach::Skip; children];
+            for child in group {
+                reach[child] = Reach::Page;
+            }
+            passes.push(reach);
+        }
+        Ok(passes)
+    }
+
+    /// The keys of the whole batch that each child's filter passes (0 for the children not
+    /// `on_host`), counted segment by segment into one set of counts: one wait.
+    fn survey(
+        residency: &mut Residency<T>,
+        stream: &Stream,
+        keys: &DeviceBuffer<T::Key>,
+        segment: usize,
+        on_host: &[bool],
+    ) -> Result<Vec<u32>, T::Error> {
+        let children = residency.count();
+        let mut child_of = DeviceBuffer::unfilled(stream, segment.min(keys.len()))?;
+        let mut counts = DeviceBuffer::<u32>::zeroed(stream, 2 * children)?;
+        let filters = residency.filters().set(stream, on_host)?;
+        let counted = segments(keys.len(), segment).try_for_each(|range| {
+            launch::count(
+                stream,
+                keys,
+                range,
+                filters.as_ref(),
+                &mut child_of,
+                &mut counts,
+            )
+        });
+        let consulted = filters.is_some();
+        drop(filters);
+        if consulted {
+            residency.filters_read_on(stream)?;
+        }
+        counted?;
+        Ok(counts.to_host(stream)?[children..].to_vec())
+    }
+
+    /// Runs one segment of a pass; an insert's or a removal's log of it goes onto `log`,
+    /// whatever happens once its visits start.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "one segment of one pass of a batch"
+    )]
     fn run_segment(
         &self,
         residency: &mut Residency<T>,
@@ -171,6 +317,7 @@ impl<T: ProbeInPlace> SwapTable<T> {
         verb: &mut Verb<'_, T::Value>,
         segment: Range<usize>,
         log: &mut UndoLog<T::Value>,
+        pass: Pass<'_>,
     ) -> Result<(), T::Error> {
         let children = residency.count();
         // Which children a lookup reaches through its filter: those on the host now (the
@@ -187,7 +334,7 @@ impl<T: ProbeInPlace> SwapTable<T> {
             true => Some(Before::new(stream, segment.len())?),
             false => None,
         };
-        let visits = self.visits(residency, &partition, &survivors, &on_host);
+        let visits = self.visits(residency, &partition, &survivors, &on_host, pass.reach);
         let mut work = Segment {
             stream,
             partition: &partition,
@@ -201,7 +348,14 @@ impl<T: ProbeInPlace> SwapTable<T> {
             log.push(segment.clone(), before);
         }
         visited?;
-        gather_answers(stream, &partition, &answers, verb, segment.start)?;
+        gather_answers(
+            stream,
+            &partition,
+            &answers,
+            verb,
+            segment.start,
+            pass.first,
+        )?;
         Ok(())
     }
 
@@ -238,14 +392,15 @@ impl<T: ProbeInPlace> SwapTable<T> {
         split.map_err(T::Error::from)
     }
 
-    /// The segment's visits in order, resident children first; counts the keys the
-    /// filters ruled out.
+    /// The segment's visits in order, resident children first, of the children the pass
+    /// reaches; counts the keys the filters ruled out.
     fn visits<K: bytemuck::Pod, V: bytemuck::Pod>(
         &self,
         residency: &mut Residency<T>,
         partition: &Partition<K, V>,
         survivors: &Survivors<K>,
         on_host: &[bool],
+        reach: &[Reach],
     ) -> Vec<Visit> {
         let cost_model = self.cost_model();
         let order = resident_first(partition.children(), |child| residency.is_resident(child));
@@ -253,6 +408,9 @@ impl<T: ProbeInPlace> SwapTable<T> {
         let visits = order
             .into_iter()
             .filter_map(|(child, range)| {
+                if reach[child] == Reach::Skip {
+                    return None;
+                }
                 if !on_host[child] {
                     return Some(Visit {
                         child,
@@ -266,7 +424,7 @@ impl<T: ProbeInPlace> SwapTable<T> {
                 if passed.is_empty() {
                     return None;
                 }
-                let access = if T::PROBES_IN_PLACE {
+                let access = if T::PROBES_IN_PLACE && reach[child] == Reach::AsCounted {
                     let image_bytes = residency.image(child).bytes();
                     cost_model.choose(passed.len() as u64, T::PROBE_BYTES, image_bytes)
                 } else {
@@ -471,13 +629,15 @@ fn flags<E: From<gpuhash_core::Error>>(
 }
 
 /// Puts a segment's answers into the caller's buffers, in input order; values only where
-/// found, so a miss leaves the caller's value as it was.
+/// found, so a miss leaves the caller's value as it was. The first pass writes every flag;
+/// a later one only the keys it found, leaving the earlier passes' answers.
 fn gather_answers<K, V: gpuhash_core::table::Value>(
     stream: &Stream,
     partition: &Partition<K, V>,
     answers: &Answers<V>,
     verb: &mut Verb<'_, V>,
     start: usize,
+    first_pass: bool,
 ) -> gpuhash_core::Result<()> {
     let index = &partition.index;
     if let Verb::Get { values, .. } = verb {
@@ -490,8 +650,9 @@ fn gather_answers<K, V: gpuhash_core::table::Value>(
             start,
         )?;
     }
+    let only_found = (!first_pass).then_some(&answers.found);
     match verb.found() {
-        Some(found) => launch::gather(stream, &answers.found, index, None, found, start),
+        Some(found) => launch::gather(stream, &answers.found, index, only_found, found, start),
         None => Ok(()),
     }
 }

@@ -69,7 +69,11 @@
 //!   ones first, each child once), the child's own device form runs on its range; a last
 //!   kernel puts the answers back in input order. Before an insert or a removal runs on a
 //!   child, the child's own lookup logs what its keys held, so that a batch that fails can
-//!   be taken back (below, "After an error").
+//!   be taken back (below, "After an error"). A lookup of several segments counts its
+//!   keys by child through the filters first; the children on the host that the cost
+//!   model pages for the whole batch then take passes of their own over the segments, as
+//!   many at once as the slots hold, so that each is paged in once a batch rather than
+//!   once a segment ([`policy::page_groups`]).
 //! - **Overlap.** While a child's kernels run on the caller's stream, the next child the
 //!   segment needs on the device is paged in on another stream, by a thread of its own
 //!   (`batch.rs`): first, when no slot is free, the least recently used child that no

@@ -123,6 +123,16 @@ pub fn plan(
     Ok(Plan { resident, segment })
 }
 
+/// The children a lookup batch pages in for all its segments (`paged`), in groups that the
+/// `resident` slots hold at once: each group takes a pass over the batch's segments, paged
+/// in once and resident throughout (`crate::batch`).
+pub fn page_groups(paged: &[usize], resident: usize) -> Vec<Vec<usize>> {
+    paged
+        .chunks(resident.max(1))
+        .map(<[usize]>::to_vec)
+        .collect()
+}
+
 /// The ranges `0..len` cut into pieces of at most `segment`.
 pub fn segments(len: usize, segment: usize) -> impl Iterator<Item = Range<usize>> {
     (0..len)
@@ -395,6 +405,16 @@ mod tests {
             })
         );
         assert_eq!(plan(u64::MAX, scratch(64), 50, 8, 8).unwrap().resident, 8);
+    }
+
+    #[test]
+    fn page_groups_fill_the_slots_in_order() {
+        assert_eq!(
+            page_groups(&[1, 4, 5, 7, 9], 2),
+            vec![vec![1, 4], vec![5, 7], vec![9]]
+        );
+        assert_eq!(page_groups(&[3, 2], 0), vec![vec![3], vec![2]]);
+        assert!(page_groups(&[], 4).is_empty());
     }
 
     #[test]

@@ -12,7 +12,7 @@ use gpuhash_core::image::Image;
 use gpuhash_core::table::{ErrorKind, Key, Map, Table, TableError, Value};
 use gpuhash_cuckoo::CuckooTable;
 use gpuhash_swap::policy::child_of;
-use gpuhash_swap::{SwapMap, SwapOptions};
+use gpuhash_swap::{CostModel, SwapMap, SwapOptions};
 use gpuhash_test_support::{SeededRng, adversarial_keys, device, shared_memory, value_in_round};
 
 use crate::common::{
@@ -325,4 +325,66 @@ fn a_host_budget_that_runs_out_is_an_error_and_loses_nothing() {
     let mut probes: Vec<u64> = model.keys().copied().collect();
     probes.extend_from_slice(&keys);
     check_lookups(&table, &model, &probes, 1 << 12);
+}
+
+/// A lookup batch of several segments pages each child on the host in at most once (in
+/// groups the slots hold) where a model pages, none where it probes, and answers as the
+/// `HashMap` does under every model: hits, removed keys, misses and adversarial keys,
+/// repeated so that the batch spans many segments.
+fn lookups_of_many_segments_page_each_child_once<K: Key, V: Value>() {
+    let _memory = shared_memory();
+    let mut keys: Vec<K> = SeededRng::new(31).distinct_keys(1 << 13);
+    keys.extend(adversarial_keys::<K>());
+    keys.sort_unstable();
+    keys.dedup();
+    let mut probes = keys.clone();
+    probes.extend(SeededRng::new(32).distinct_keys::<K>(1 << 12));
+    let probes: Vec<K> = probes
+        .iter()
+        .copied()
+        .cycle()
+        .take(probes.len() * 12)
+        .collect();
+    let models = [
+        ("page", always_page()),
+        ("probe", always_probe()),
+        ("default", CostModel::default()),
+    ];
+    for (name, cost_model) in models {
+        let (table, model) = filled::<K, V>(cost_model, &keys);
+        assert!(
+            probes.len() > 4 * table.segment_len(),
+            "{name}: {} keys in segments of {}",
+            probes.len(),
+            table.segment_len()
+        );
+        let before = table.stats();
+        let found = table.get(&probes).unwrap();
+        let paged = table.stats().since(before);
+        for (key, found) in probes.iter().zip(&found) {
+            assert_eq!(*found, model.get(key).copied(), "{name}: get {key:?}");
+        }
+        let present = table.contains(&probes).unwrap();
+        for (key, present) in probes.iter().zip(present) {
+            assert_eq!(present, model.contains_key(key), "{name}: contains {key:?}");
+        }
+        // Paging a child a segment would page it in dozens of times.
+        match name {
+            "page" => assert!(paged.page_ins <= CHILDREN as u64, "{name}: {paged:?}"),
+            "probe" => assert_eq!(paged.page_ins, 0, "{name}: {paged:?}"),
+            _ => {}
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn lookups_of_many_segments_page_each_child_once_u32_u32_packed() {
+    lookups_of_many_segments_page_each_child_once::<u32, u32>();
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn lookups_of_many_segments_page_each_child_once_u64_u64() {
+    lookups_of_many_segments_page_each_child_once::<u64, u64>();
 }
