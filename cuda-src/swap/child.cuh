@@ -7,6 +7,9 @@
 #include "gpuhash/hash.cuh"
 #include "gpuhash/swap_layouts.h"
 
+// The child the partition's count gives a key whose child a pass leaves out.
+#define GH_SWAP_NO_CHILD 0xffffffffu
+
 __device__ __forceinline__ uint64_t gh_swap_key(const uint32_t* keys, uint64_t i, uint32_t key_words) {
     if (key_words == 1) {
         return keys[i];

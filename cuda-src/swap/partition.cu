@@ -30,6 +30,10 @@ extern "C" __global__ void gh_swap_count(GhSwapCountParams p) {
     for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < p.count; i += stride) {
         const uint64_t key = gh_swap_key(p.keys, i, p.key_words);
         const uint32_t child = gh_swap_child(key, p.children);
+        if (p.in_pass != nullptr && p.in_pass[child] == 0) {
+            p.child_of[i] = GH_SWAP_NO_CHILD;
+            continue;
+        }
         p.child_of[i] = child;
         const uint32_t* filter = p.filters == nullptr ? nullptr : (const uint32_t*)p.filters[child];
         const bool passed = filter != nullptr && gh_swap_filter_may_hold(filter, key, p.blocks);
@@ -66,7 +70,8 @@ extern "C" __global__ void gh_swap_scatter(GhSwapScatterParams p) {
     if (p.children > kSharedChildren) {
         const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
         for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < p.count; i += stride) {
-            scatter_one(p, i, atomicAdd(&p.cursors[p.child_of[i]], 1u));
+            const uint32_t child = p.child_of[i];
+            if (child != GH_SWAP_NO_CHILD) scatter_one(p, i, atomicAdd(&p.cursors[child], 1u));
         }
         return;
     }
@@ -81,10 +86,8 @@ extern "C" __global__ void gh_swap_scatter(GhSwapScatterParams p) {
 #pragma unroll
         for (uint32_t j = 0; j < kScatterPerThread; ++j) {
             const uint64_t i = first + (uint64_t)j * blockDim.x + threadIdx.x;
-            if (i < p.count) {
-                child[j] = p.child_of[i];
-                rank[j] = atomicAdd(&tile_counts[child[j]], 1u);
-            }
+            child[j] = i < p.count ? p.child_of[i] : GH_SWAP_NO_CHILD;
+            if (child[j] != GH_SWAP_NO_CHILD) rank[j] = atomicAdd(&tile_counts[child[j]], 1u);
         }
         __syncthreads();
         for (uint32_t c = threadIdx.x; c < p.children; c += blockDim.x) {
@@ -96,7 +99,7 @@ extern "C" __global__ void gh_swap_scatter(GhSwapScatterParams p) {
 #pragma unroll
         for (uint32_t j = 0; j < kScatterPerThread; ++j) {
             const uint64_t i = first + (uint64_t)j * blockDim.x + threadIdx.x;
-            if (i < p.count) scatter_one(p, i, tile_base[child[j]] + rank[j]);
+            if (child[j] != GH_SWAP_NO_CHILD) scatter_one(p, i, tile_base[child[j]] + rank[j]);
         }
         // tile_base is rewritten by the next tile.
         __syncthreads();

@@ -22,9 +22,9 @@
 //! batch's survivors are left out of a first pass over every segment (the resident
 //! children, and those on the host probed in place), then put in groups of the resident
 //! limit, each group taking a pass of its own over every segment: paged in once, resident
-//! throughout ([`crate::policy::page_groups`]). A later pass partitions each segment again
-//! (device work, nothing over the bus) and writes only the answers it found, so it never
-//! overwrites an earlier pass's.
+//! throughout ([`crate::policy::page_groups`]). A pass partitions only its children's keys
+//! of each segment (the count kernel reads every key, the scatter moves only those) and
+//! writes only the answers it found, on flags zeroed before the first pass.
 //!
 //! An insert or a removal logs what each visit's keys held before it ran, and a batch that
 //! fails takes back every logged visit before it returns ([`crate::undo`]).
@@ -144,12 +144,22 @@ struct Visit {
     how: How,
 }
 
-/// One pass over a batch's segments: how it reaches each child, and whether it is the
-/// first (which writes every answer flag).
+/// One pass over a batch's segments: how it reaches each child, the children it
+/// partitions when it skips some (a byte a child, on the device), and whether it writes
+/// the flags of misses too (the only pass of a batch does; passes of a batch of several
+/// write only what they found, on flags zeroed before the first).
 #[derive(Clone, Copy)]
 struct Pass<'a> {
     reach: &'a [Reach],
-    first: bool,
+    in_pass: Option<&'a DeviceBuffer<u8>>,
+    writes_misses: bool,
+}
+
+/// The children a pass reaches, a byte each, for the partition's count kernel: the keys of
+/// the others are left out of each segment, so a pass moves and looks up only its own.
+fn pass_marks(stream: &Stream, reach: &[Reach]) -> gpuhash_core::Result<DeviceBuffer<u8>> {
+    let marks: Vec<u8> = reach.iter().map(|&r| u8::from(r != Reach::Skip)).collect();
+    DeviceBuffer::from_host(stream, &marks)
 }
 
 /// What every visit of a segment reads and writes.
@@ -186,11 +196,21 @@ impl<T: ProbeInPlace> SwapTable<T> {
             true => vec![vec![Reach::AsCounted; residency.count()]],
             false => passes,
         };
+        // With several passes, each writes only the keys it found, on flags zeroed first.
+        let one_pass = passes.len() == 1;
+        if !one_pass && let Some(found) = verb.found() {
+            found.fill_zero(stream)?;
+        }
         let mut outcome = Ok(());
-        'passes: for (pass, reach) in passes.iter().enumerate() {
+        'passes: for reach in &passes {
+            let in_pass = match reach.contains(&Reach::Skip) {
+                true => Some(pass_marks(stream, reach)?),
+                false => None,
+            };
             let this = Pass {
                 reach,
-                first: pass == 0,
+                in_pass: in_pass.as_ref(),
+                writes_misses: one_pass,
             };
             for segment in segments(keys.len(), self.plan.segment) {
                 // The logs of the segments before leave the device; this one's stays there
@@ -290,6 +310,7 @@ impl<T: ProbeInPlace> SwapTable<T> {
                 keys,
                 range,
                 filters.as_ref(),
+                None,
                 &mut child_of,
                 &mut counts,
             )
@@ -327,9 +348,16 @@ impl<T: ProbeInPlace> SwapTable<T> {
         let on_host: Vec<bool> = (0..children)
             .map(|child| !verb.changes() && !residency.is_resident(child))
             .collect();
-        let (partition, survivors) =
-            Self::partition(residency, stream, keys, verb, &segment, &on_host)?;
-        let mut answers = Answers::for_verb(stream, verb, segment.len())?;
+        let (partition, survivors) = Self::partition(
+            residency,
+            stream,
+            keys,
+            verb,
+            &segment,
+            &on_host,
+            pass.in_pass,
+        )?;
+        let mut answers = Answers::for_verb(stream, verb, partition.index.len())?;
         let mut before = match verb.changes() {
             true => Some(Before::new(stream, segment.len())?),
             false => None,
@@ -354,7 +382,7 @@ impl<T: ProbeInPlace> SwapTable<T> {
             &answers,
             verb,
             segment.start,
-            pass.first,
+            pass.writes_misses,
         )?;
         Ok(())
     }
@@ -369,6 +397,7 @@ impl<T: ProbeInPlace> SwapTable<T> {
         verb: &Verb<'_, T::Value>,
         segment: &Range<usize>,
         on_host: &[bool],
+        in_pass: Option<&DeviceBuffer<u8>>,
     ) -> Result<Split<T::Key, T::Value>, T::Error> {
         let children = residency.count();
         let filters = residency.filters().set(stream, on_host)?;
@@ -380,6 +409,7 @@ impl<T: ProbeInPlace> SwapTable<T> {
             verb.values(),
             segment.clone(),
             filters.as_ref(),
+            in_pass,
         )
         .and_then(|partition| {
             let survivors = filter::check(stream, &partition, filters.as_ref())?;
@@ -629,15 +659,15 @@ fn flags<E: From<gpuhash_core::Error>>(
 }
 
 /// Puts a segment's answers into the caller's buffers, in input order; values only where
-/// found, so a miss leaves the caller's value as it was. The first pass writes every flag;
-/// a later one only the keys it found, leaving the earlier passes' answers.
+/// found, so a miss leaves the caller's value as it was; flags of misses too when
+/// `writes_misses` (else only the keys found, leaving other passes' answers).
 fn gather_answers<K, V: gpuhash_core::table::Value>(
     stream: &Stream,
     partition: &Partition<K, V>,
     answers: &Answers<V>,
     verb: &mut Verb<'_, V>,
     start: usize,
-    first_pass: bool,
+    writes_misses: bool,
 ) -> gpuhash_core::Result<()> {
     let index = &partition.index;
     if let Verb::Get { values, .. } = verb {
@@ -650,7 +680,7 @@ fn gather_answers<K, V: gpuhash_core::table::Value>(
             start,
         )?;
     }
-    let only_found = (!first_pass).then_some(&answers.found);
+    let only_found = (!writes_misses).then_some(&answers.found);
     match verb.found() {
         Some(found) => launch::gather(stream, &answers.found, index, only_found, found, start),
         None => Ok(()),

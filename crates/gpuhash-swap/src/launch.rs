@@ -47,12 +47,15 @@ fn element<T>(base: u64, at: usize) -> u64 {
 
 /// Chooses the child of `keys[range]` into `child_of` and adds each child's keys to
 /// `counts[child]`, and those its filter in `filters` passes (where it has one there) to
-/// `counts[children + child]`: `counts` is zeroed by the caller, two words a child.
+/// `counts[children + child]`: `counts` is zeroed by the caller, two words a child. With
+/// `in_pass` (a byte a child), the keys of the children it marks 0 are left out: their
+/// child is `GH_SWAP_NO_CHILD`, and nothing counts them.
 pub(crate) fn count<K: Pod>(
     stream: &Stream,
     keys: &DeviceBuffer<K>,
     range: Range<usize>,
     filters: Option<&FilterSet<'_>>,
+    in_pass: Option<&DeviceBuffer<u8>>,
     child_of: &mut DeviceBuffer<u32>,
     counts: &mut DeviceBuffer<u32>,
 ) -> Result<()> {
@@ -62,7 +65,9 @@ pub(crate) fn count<K: Pod>(
     }
     let children = counts.len() / 2;
     assert!(filters.is_none_or(|set| set.addresses.len() == children));
+    assert!(in_pass.is_none_or(|marks| marks.len() == children));
     let table_at = filters.map(|set| set.addresses.address(stream));
+    let in_pass_at = in_pass.map(|marks| marks.address(stream));
     let keys_at = keys.address(stream);
     let (child_at, counts_at) = (child_of.address_mut(stream), counts.address_mut(stream));
     let params = GhSwapCountParams {
@@ -78,13 +83,17 @@ pub(crate) fn count<K: Pod>(
         blocks: filters.map_or(0, |set| set.blocks),
         reserved: 0,
         passed: element::<u32>(counts_at.address, children) as *mut u32,
+        in_pass: in_pass_at
+            .as_ref()
+            .map_or(std::ptr::null(), |m| m.address as *const u8),
     };
     // SAFETY: `range` lies within `keys` (checked by the caller's segmenting), `child_of`
     // holds `items` words and `counts` two words a child, so every index the kernel uses
     // (below `items`, and child ids below `children`, plus `children` for the passed
     // counts) is in bounds; the filter set, when given, holds one address a child, each
-    // 0 or a live filter of `blocks` blocks, kept borrowed by its guards; the buffers stay
-    // borrowed until the launch is queued and their frees are ordered after it.
+    // 0 or a live filter of `blocks` blocks, kept borrowed by its guards; `in_pass`, when
+    // given, holds a byte a child (asserted); the buffers stay borrowed until the launch
+    // is queued and their frees are ordered after it.
     unsafe { COUNT.launch(stream, shape(stream, items), params) }
 }
 

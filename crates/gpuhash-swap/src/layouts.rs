@@ -26,10 +26,11 @@ pub struct GhSwapCountParams {
     pub blocks: u32,
     pub reserved: u32,
     pub passed: *mut u32,
+    pub in_pass: *const u8,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of GhSwapCountParams"][::core::mem::size_of::<GhSwapCountParams>() - 64usize];
+    ["Size of GhSwapCountParams"][::core::mem::size_of::<GhSwapCountParams>() - 72usize];
     ["Alignment of GhSwapCountParams"][::core::mem::align_of::<GhSwapCountParams>() - 8usize];
     ["Offset of field: GhSwapCountParams::keys"]
         [::core::mem::offset_of!(GhSwapCountParams, keys) - 0usize];
@@ -51,6 +52,8 @@ const _: () = {
         [::core::mem::offset_of!(GhSwapCountParams, reserved) - 52usize];
     ["Offset of field: GhSwapCountParams::passed"]
         [::core::mem::offset_of!(GhSwapCountParams, passed) - 56usize];
+    ["Offset of field: GhSwapCountParams::in_pass"]
+        [::core::mem::offset_of!(GhSwapCountParams, in_pass) - 64usize];
 };
 impl Default for GhSwapCountParams {
     fn default() -> Self {

@@ -27,7 +27,8 @@ pub(crate) struct Partition<K, V> {
 impl<K: Pod, V: Pod> Partition<K, V> {
     /// Counts the segment's keys by child, and those the filters of `filters` pass; scans
     /// the counts (on the host, which needs each child's range anyway: this waits for the
-    /// stream, once a segment) and scatters the segment.
+    /// stream, once a segment) and scatters the segment. With `in_pass` (a byte a child),
+    /// only the keys of the children it marks are partitioned.
     pub(crate) fn of(
         stream: &Stream,
         children: usize,
@@ -35,15 +36,24 @@ impl<K: Pod, V: Pod> Partition<K, V> {
         values: Option<&DeviceBuffer<V>>,
         segment: Range<usize>,
         filters: Option<&FilterSet<'_>>,
+        in_pass: Option<&DeviceBuffer<u8>>,
     ) -> Result<Self> {
-        let len = segment.len();
-        let mut child_of = DeviceBuffer::unfilled(stream, len)?;
+        let mut child_of = DeviceBuffer::unfilled(stream, segment.len())?;
         let mut counts = DeviceBuffer::zeroed(stream, 2 * children)?;
         let keys_in = segment.clone();
-        launch::count(stream, keys, keys_in, filters, &mut child_of, &mut counts)?;
+        launch::count(
+            stream,
+            keys,
+            keys_in,
+            filters,
+            in_pass,
+            &mut child_of,
+            &mut counts,
+        )?;
         let counts = counts.to_host(stream)?;
         let (counts, passed) = counts.split_at(children);
         let ranges = child_ranges(counts);
+        let len = ranges.last().map_or(0, |range| range.end);
         let passed = passed.iter().map(|&p| p as usize).collect();
         let starts: Vec<u32> = ranges.iter().map(|r| r.start as u32).collect();
         let starts = DeviceBuffer::from_host(stream, &starts)?;

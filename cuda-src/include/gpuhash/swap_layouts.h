@@ -23,9 +23,12 @@ typedef struct GhSwapCountParams {
     uint32_t blocks;           // blocks of every child's filter
     uint32_t reserved;
     uint32_t* passed;          // in: zeros; out: keys a consulted filter passed, a child
+    const uint8_t* in_pass;    // nonzero for each child of the pass, or null for all: the
+                               // keys of the others get no child (all ones) and no count
 } GhSwapCountParams;
 
-// Moves each key (and value) into its child's range, recording where it came from.
+// Moves each key (and value) into its child's range, recording where it came from; keys
+// with no child (all ones, left out by the count) stay out.
 typedef struct GhSwapScatterParams {
     const uint32_t* keys;
     const uint8_t* values;      // null when the verb has no values
