@@ -210,9 +210,17 @@
 //!   undo), and the undo runs on the batch's stream child by child, with no look-ahead.
 //! - Export builds every child's pairs on the device at once, outside the budget; so
 //!   does a page-out for the one child's filter.
-//! - The cost model's rates are estimates until measured on the H100: the W5 benchmark
-//!   (`gpuhash-bench swap`) measures them on one child (its `rates` piece) and the
-//!   crossover between probing and paging on the table (its `crossover` piece).
+//! - The cost model's defaults are the rates measured on an H100 ([`CostModel`]); on
+//!   other machines the W5 benchmark (`gpuhash-bench swap`) measures them on one child
+//!   (its `rates` piece) and prints the model they make, for
+//!   [`SwapTable::set_cost_model`].
+//! - A batch's fixed cost: a partition with one wait, then a visit a child, each a few
+//!   kernels, copies and allocations (about 0.7 ms for 16 children on an H100), so small
+//!   batches and misses run at about 1 M keys/s a 2^10-key batch. A lookup kernel that
+//!   serves every child of a small batch at once (resident ones through their device
+//!   views, the others in place) would remove most of it.
+//! - Inserts and removals have no passes: a batch of several segments pages each child in
+//!   and out once a segment, not once a batch.
 //!
 //! ## Features
 #![doc = document_features::document_features!()]
