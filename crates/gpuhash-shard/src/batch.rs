@@ -90,7 +90,9 @@ impl<T: Map> ShardedTable<T> {
             Verb::Contains(found) => {
                 let flags = self.each_shard(&batch, &owned, |rank, s, keys| {
                     let mut flags = DeviceBuffer::unfilled(s, keys.len())?;
-                    self.shards[rank].contains_async(s, keys, &mut flags)?;
+                    if !keys.is_empty() {
+                        self.shards[rank].contains_async(s, keys, &mut flags)?;
+                    }
                     Ok(flags)
                 })?;
                 Ok(self.answer(&batch, flags, None, found, None)?)
@@ -100,7 +102,9 @@ impl<T: Map> ShardedTable<T> {
                 let flags = self.each_shard(&batch, &owned, |rank, s, keys| {
                     let mut flags = DeviceBuffer::unfilled(s, keys.len())?;
                     let mut held = DeviceBuffer::unfilled(s, keys.len())?;
-                    self.shards[rank].get_async(s, keys, &mut flags, &mut held)?;
+                    if !keys.is_empty() {
+                        self.shards[rank].get_async(s, keys, &mut flags, &mut held)?;
+                    }
                     answers.push(held);
                     Ok(flags)
                 })?;
