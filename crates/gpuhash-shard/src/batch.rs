@@ -226,30 +226,38 @@ impl<T: Map> ShardedTable<T> {
         if result.is_err() {
             // The batch's own error is the one returned; an undo that fails in turn
             // leaves its shard partly changed (documented in the crate docs).
-            let _ = self.undo(batch, owned, &logs, removal);
+            let _ = self.undo(batch, owned, logs, removal);
         }
         result
     }
 
-    /// Takes every logged shard back, the last reached first.
+    /// Takes every logged shard back, the last reached first. Every log comes to the host
+    /// first, its device buffers freed as it does, so that the undo's own uploads find
+    /// room on a GPU that the batch filled.
     fn undo(
         &self,
         batch: &Batch<'_, KeyOf<T>, ValueOf<T>>,
         owned: &[DeviceBuffer<KeyOf<T>>],
-        logs: &[Log<ValueOf<T>>],
+        logs: Vec<Log<ValueOf<T>>>,
         removal: bool,
     ) -> Result<(), T::Error> {
-        for log in logs.iter().rev() {
-            let stream = &batch.streams[log.rank];
-            let shard = &self.shards[log.rank];
-            let keys = owned[log.rank].to_host(stream)?;
-            let found = log.found.to_host(stream)?;
-            let held = log.held.to_host(stream)?;
-            let plan = if removal {
-                UndoPlan::after_remove(&keys, &found, &held)
-            } else {
-                UndoPlan::after_insert(&keys, &found, Some(&held))
-            };
+        let plans = logs
+            .into_iter()
+            .map(|log| {
+                let stream = &batch.streams[log.rank];
+                let keys = owned[log.rank].to_host(stream)?;
+                let found = log.found.to_host(stream)?;
+                let held = log.held.to_host(stream)?;
+                let plan = if removal {
+                    UndoPlan::after_remove(&keys, &found, &held)
+                } else {
+                    UndoPlan::after_insert(&keys, &found, Some(&held))
+                };
+                Ok((log.rank, plan))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        for (rank, plan) in plans.into_iter().rev() {
+            let (stream, shard) = (&batch.streams[rank], &self.shards[rank]);
             plan.apply(
                 stream,
                 |keys| {

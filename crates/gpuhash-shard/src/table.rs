@@ -59,3 +59,32 @@ impl<T: Map> ShardedTable<T> {
         child_of(Key::widen(key), ranks as u32) as usize
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn owners_are_ranks_and_spread_evenly() {
+        for ranks in [1usize, 2, 3, 8] {
+            let mut counts = vec![0usize; ranks];
+            for key in 0..80_000u64 {
+                let owner = ShardedMap::<u64, u64>::owner_of(key, ranks);
+                assert!(owner < ranks);
+                counts[owner] += 1;
+            }
+            let even = 80_000 / ranks;
+            assert!(counts.iter().all(|&c| c.abs_diff(even) < even / 20), "{counts:?}");
+        }
+    }
+
+    #[test]
+    fn owners_of_u32_keys_follow_their_widened_value() {
+        for key in [0u32, 1, 0xdead_beef, u32::MAX] {
+            assert_eq!(
+                ShardedMap::<u32, u32>::owner_of(key, 8),
+                ShardedMap::<u64, u32>::owner_of(u64::from(key), 8)
+            );
+        }
+    }
+}
