@@ -74,7 +74,10 @@ mod tests {
                 counts[owner] += 1;
             }
             let even = 80_000 / ranks;
-            assert!(counts.iter().all(|&c| c.abs_diff(even) < even / 20), "{counts:?}");
+            assert!(
+                counts.iter().all(|&c| c.abs_diff(even) < even / 20),
+                "{counts:?}"
+            );
         }
     }
 
