@@ -88,3 +88,46 @@ fn exchange<T: Pod>(
     }
     group.end()
 }
+
+/// The rate, in bytes a second, at which rank 0 scatters to every other rank through the
+/// exchange a batch uses (lengths first, then parts): `bytes_per_peer` bytes to each, the
+/// median of `runs` timed transfers after one untimed, each waited for on every GPU. The
+/// bound a batch's exchange cannot beat: bytes leaving the source over this rate. A
+/// communicator of one has no peers, and answers infinity.
+pub fn scatter_bandwidth(comm: &Comm, bytes_per_peer: usize, runs: usize) -> Result<f64> {
+    let ranks = comm.ranks();
+    if ranks == 1 {
+        return Ok(f64::INFINITY);
+    }
+    let streams: Vec<Stream> = comm.rank_list().iter().map(|r| r.stream.clone()).collect();
+    let parts = streams
+        .iter()
+        .enumerate()
+        .map(|(from, stream)| {
+            (0..ranks)
+                .map(|to| {
+                    let len = if from == 0 && to != 0 {
+                        bytes_per_peer
+                    } else {
+                        0
+                    };
+                    DeviceBuffer::<u8>::zeroed(stream, len)
+                })
+                .collect()
+        })
+        .collect::<Result<Vec<Vec<_>>>>()?;
+    let mut times = Vec::with_capacity(runs.max(1));
+    for run in 0..=runs.max(1) {
+        let started = std::time::Instant::now();
+        let received = all_to_all(comm, &streams, &parts)?;
+        streams.iter().try_for_each(Stream::synchronize)?;
+        let seconds = started.elapsed().as_secs_f64();
+        drop(received);
+        if run > 0 {
+            times.push(seconds);
+        }
+    }
+    times.sort_by(f64::total_cmp);
+    let bytes = bytes_per_peer * (ranks - 1);
+    Ok(bytes as f64 / times[times.len() / 2])
+}

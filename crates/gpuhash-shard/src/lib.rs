@@ -95,9 +95,12 @@
 //! - **Waits**: each exchange reads its lengths back on every receiver (one wait a rank
 //!   an exchange, two exchanges a direction), and the partition reads its counts (one
 //!   wait); a batch from host slices of many chunks pays these a chunk.
-//! - **The W1 scaling benchmark** (`gpuhash-bench shard`: weak scaling at 2^26 keys a
-//!   GPU, strong scaling at 2^28 in all, against N times one GPU's rate and the
-//!   exchange's bound from the measured NCCL send/receive bandwidth).
+//! - **Measurements**: the W1 scaling benchmark (`gpuhash-bench shard`: weak scaling at
+//!   n pairs a GPU, strong scaling at 4n in all, 1 to 8 GPUs, against linear scaling and
+//!   against the exchange's bound from the scatter bandwidth [`scatter_bandwidth`]
+//!   measures) is written but has not run yet. Every batch starts on one GPU (the
+//!   source), whose partition and outgoing links bound it; batches from several GPUs at
+//!   once would need the several-process path above.
 //!
 //! [`Table`]: gpuhash_core::table::Table
 //! [`Map`]: gpuhash_core::table::Map
@@ -113,5 +116,6 @@ mod options;
 mod table;
 
 pub use comm::{Comm, nccl_available, nccl_missing_help};
+pub use exchange::scatter_bandwidth;
 pub use options::{DEFAULT_CAPACITY, MakeShard, ShardOptions};
 pub use table::{ShardedMap, ShardedTable};
