@@ -7,7 +7,9 @@ use gpuhash_core::table::{ErrorKind, Map, Table, TableError};
 use gpuhash_core::{Device, DeviceBuffer};
 use gpuhash_cuckoo::CuckooError;
 use gpuhash_shard::{Comm, ShardOptions, ShardedMap, nccl_available, nccl_missing_help};
-use gpuhash_test_support::{SeededRng, all_memory, device, fill_device_except, map_conformance};
+use gpuhash_test_support::{
+    SeededRng, all_memory, device, fill_device_except, map_conformance, shared_memory,
+};
 
 /// Rank 0 on the test device, then every other GPU; `None` (with a note) below two.
 fn all_gpus(test: &str) -> Option<Vec<Device>> {
@@ -67,6 +69,7 @@ fn skewed_keys_load_one_shard() {
     let Some(devices) = all_gpus("skewed_keys_load_one_shard") else {
         return;
     };
+    let _memory = shared_memory();
     let ranks = devices.len();
     for rank in 0..ranks {
         let map = table(&devices, 1 << 16).expect("a table");
@@ -110,6 +113,7 @@ fn batches_from_another_gpu() {
     let Some(devices) = all_gpus("batches_from_another_gpu") else {
         return;
     };
+    let _memory = shared_memory();
     let map = table(&devices, 1 << 16).expect("a table");
     let stream = devices
         .last()
