@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! gpuhash-bench [core] [slab-alloc] [slab-hash] [slab-hash-w2] [slab-hash-curve] [cuckoo]
-//!               [contract] [swap] [upsert] [hyperspace]
+//!               [contract] [swap] [upsert] [hyperspace] [shard]
 //!               [--log2-n N] [--runs R] [--w4-batches B] [--svg PATH] [--csv PATH]
 //!               [--w6-tables T,..] [--w6-p P,..] [--w6-card C,..] [--w6-no-cpu]
 //!               [--w6-cpu-runs R] [--w6-cpu-batch B] [--w6-standalone-budget S]
@@ -45,6 +45,11 @@
 //!   index on every core and stand-alone secondary indexes (`hyperspace_bench`); the
 //!   `--w6-*` flags pick its pieces (tables, attribute counts, cardinalities, the CPU
 //!   index's part: `hyperspace_bench::parts`), so that it can run as several commands.
+//! - `shard`: W1 on the sharded table (gpuhash-shard, `shard_bench`) over 1, 2, 4 and 8
+//!   GPUs as visible: weak scaling (n pairs a GPU) and strong scaling (4n in all), inserts
+//!   and lookups from device buffers on GPU 0, each against linear scaling and against the
+//!   exchange's bound from the scatter bandwidth measured in the same run. Over several
+//!   GPUs it needs NCCL on the loader path (docs/gpu-testing.md); without it, one GPU.
 //! - `cuckoo`: DyHash (gpuhash-cuckoo) on W1 at loads 0.5 to 0.95 (u32 pairs in packed
 //!   buckets, the default, and in split buckets forced, each row with its table bytes a
 //!   pair) and W4 with B batches a phase (`--w4-batches`, default 16; 0 skips it).
@@ -72,6 +77,7 @@ mod hyperspace_bench;
 mod measure;
 mod plot;
 mod progress;
+mod shard_bench;
 mod slab_alloc_bench;
 mod slab_hash_bench;
 mod swap_bench;
@@ -88,10 +94,10 @@ use gpuhash_slab_hash::SlabHashMap;
 use measure::{Measurement, Runs};
 use progress::Progress;
 
-const USAGE: &str = "usage: gpuhash-bench [core] [slab-alloc] [slab-hash] [slab-hash-w2] [slab-hash-curve] [cuckoo] [contract] [swap] [upsert] [hyperspace] [--log2-n N] [--runs R] [--w4-batches B] [--svg PATH] [--csv PATH] [--w6-tables T,..] [--w6-p P,..] [--w6-card C,..] [--w6-no-cpu] [--w6-cpu-runs R] [--w6-cpu-batch B] [--w6-standalone-budget S] [--w5-parts P,..] [--w5-forms F,..] [--w5-batches B,..] [--w5-svg PATH]\n   or: gpuhash-bench anchors [--logs DIR] [--out DIR]";
+const USAGE: &str = "usage: gpuhash-bench [core] [slab-alloc] [slab-hash] [slab-hash-w2] [slab-hash-curve] [cuckoo] [contract] [swap] [upsert] [hyperspace] [shard] [--log2-n N] [--runs R] [--w4-batches B] [--svg PATH] [--csv PATH] [--w6-tables T,..] [--w6-p P,..] [--w6-card C,..] [--w6-no-cpu] [--w6-cpu-runs R] [--w6-cpu-batch B] [--w6-standalone-budget S] [--w5-parts P,..] [--w5-forms F,..] [--w5-batches B,..] [--w5-svg PATH]\n   or: gpuhash-bench anchors [--logs DIR] [--out DIR]";
 /// The report that reads a run of the anchors instead of timing anything.
 const ANCHORS: &str = "anchors";
-const WORKLOADS: [&str; 10] = [
+const WORKLOADS: [&str; 11] = [
     "core",
     "slab-alloc",
     "slab-hash",
@@ -102,6 +108,7 @@ const WORKLOADS: [&str; 10] = [
     "swap",
     "upsert",
     "hyperspace",
+    "shard",
 ];
 
 /// Command-line options.
@@ -413,6 +420,7 @@ fn run(options: &Options) -> Result<(), Box<dyn Error>> {
                 &options.w6,
                 &progress,
             )?,
+            "shard" => shard_bench::run(options.log2_n, runs, &progress)?,
             _ => unreachable!("parse_options admits only known workloads"),
         }
         println!();

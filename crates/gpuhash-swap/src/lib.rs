@@ -232,7 +232,7 @@ mod launch;
 #[allow(unused_imports, reason = "generated")]
 mod layouts;
 mod options;
-mod partition;
+pub mod partition;
 pub mod policy;
 mod residency;
 mod table;

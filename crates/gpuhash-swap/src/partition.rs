@@ -1,5 +1,10 @@
 //! One segment of a batch, split by child on the device: the keys (and values) of each
 //! child laid end to end, each element's place in the segment, and each child's range.
+//!
+//! Public as a building block for other layers that split batches among parts (a table
+//! sharded over GPUs, say): [`Partition::by_part`] splits a whole batch among `parts` by
+//! the same seeded hash the children use ([`crate::policy::child_of`]), and
+//! [`gather_answers`] puts answers computed part by part back in input order.
 
 use std::ops::Range;
 
@@ -10,7 +15,7 @@ use crate::launch::{self, FilterSet, ScatterTarget};
 use crate::policy::child_ranges;
 
 /// A segment `keys[segment]` partitioned among `children` children.
-pub(crate) struct Partition<K, V> {
+pub struct Partition<K, V> {
     keys: DeviceBuffer<K>,
     values: Option<DeviceBuffer<V>>,
     /// Each partitioned element's place in the segment.
@@ -25,6 +30,31 @@ pub(crate) struct Partition<K, V> {
 }
 
 impl<K: Pod, V: Pod> Partition<K, V> {
+    /// Splits the whole batch `keys` (and `values`, of the same length, where given) among
+    /// `parts` parts on the device, each key to part [`crate::policy::child_of`]`(key,
+    /// parts)`. Waits for the stream once, for the counts (each part's range is sized on
+    /// the host).
+    pub fn by_part(
+        stream: &Stream,
+        parts: usize,
+        keys: &DeviceBuffer<K>,
+        values: Option<&DeviceBuffer<V>>,
+    ) -> Result<Self> {
+        if values.is_some_and(|values| values.len() != keys.len()) {
+            return Err(gpuhash_core::Error::LengthMismatch {
+                what: "by_part: keys and values",
+                left: keys.len(),
+                right: values.map_or(0, DeviceBuffer::len),
+            });
+        }
+        Self::of(stream, parts, keys, values, 0..keys.len(), None, None)
+    }
+
+    /// Each part's range of the partitioned elements, every part's, empty ones included.
+    pub fn ranges(&self) -> &[Range<usize>] {
+        &self.ranges
+    }
+
     /// Counts the segment's keys by child, and those the filters of `filters` pass; scans
     /// the counts (on the host, which needs each child's range anyway: this waits for the
     /// stream, once a segment) and scatters the segment. With `in_pass` (a byte a child),
@@ -100,28 +130,41 @@ impl<K: Pod, V: Pod> Partition<K, V> {
     }
 
     /// A child's keys, in a buffer of their own.
-    pub(crate) fn keys_of(&self, stream: &Stream, range: Range<usize>) -> Result<DeviceBuffer<K>> {
+    pub fn keys_of(&self, stream: &Stream, range: Range<usize>) -> Result<DeviceBuffer<K>> {
         launch::copy_range(stream, &self.keys, range)
     }
 
     /// A child's elements' places in the segment, in a buffer of their own.
-    pub(crate) fn places_of(
-        &self,
-        stream: &Stream,
-        range: Range<usize>,
-    ) -> Result<DeviceBuffer<u32>> {
+    pub fn places_of(&self, stream: &Stream, range: Range<usize>) -> Result<DeviceBuffer<u32>> {
         launch::copy_range(stream, &self.index, range)
     }
 
     /// A child's values, in a buffer of their own (empty when the batch has none).
-    pub(crate) fn values_of(
-        &self,
-        stream: &Stream,
-        range: Range<usize>,
-    ) -> Result<DeviceBuffer<V>> {
+    pub fn values_of(&self, stream: &Stream, range: Range<usize>) -> Result<DeviceBuffer<V>> {
         match &self.values {
             Some(values) => launch::copy_range(stream, values, range),
             None => DeviceBuffer::unfilled(stream, 0),
         }
     }
+}
+
+/// `target[offset + places[i]] = answers[i]` for every `i`, or only where `found[i] != 0`:
+/// answers of a part's elements (in the order [`Partition::keys_of`] gave them) put back
+/// at their input places ([`Partition::places_of`]). `target` must hold every place.
+pub fn gather_answers<T: Pod>(
+    stream: &Stream,
+    answers: &DeviceBuffer<T>,
+    places: &DeviceBuffer<u32>,
+    found: Option<&DeviceBuffer<u8>>,
+    target: &mut DeviceBuffer<T>,
+    offset: usize,
+) -> Result<()> {
+    if places.len() != answers.len() || found.is_some_and(|f| f.len() != answers.len()) {
+        return Err(gpuhash_core::Error::InvalidInput(format!(
+            "gather_answers: {} answers, {} places",
+            answers.len(),
+            places.len()
+        )));
+    }
+    launch::gather(stream, answers, places, found, target, offset)
 }

@@ -11,6 +11,7 @@
 //! | [`slab_hash`] (`gpuhash-slab-hash`, feature `slab-hash`, on by default) | slab hash map, set and multimap: dynamic, fully concurrent, chained |
 //! | [`cuckoo`] (`gpuhash-cuckoo`, feature `cuckoo`, on by default) | DyHash: dynamic cuckoo subtables resized one at a time |
 //! | [`swap`] (`gpuhash-swap`, feature `swap`, on by default) | Starfish: a map larger than GPU memory, child tables paged between device and host |
+//! | `shard` (`gpuhash-shard`, feature `shard`) | a map sharded over the GPUs of a host: batches split by owner on the GPU, exchanged through NCCL |
 //! | `hyperspace` (`gpuhash-hyperspace`, feature `hyperspace`) | GHSH: tuples `(key, A1..Ap, value)` searched by key or by any conjunction of attributes |
 //!
 //! Every crate's error converts into [`Error`], so one `?` serves them all:
@@ -41,6 +42,8 @@ pub use gpuhash_core as core;
 pub use gpuhash_cuckoo as cuckoo;
 #[cfg(feature = "hyperspace")]
 pub use gpuhash_hyperspace as hyperspace;
+#[cfg(feature = "shard")]
+pub use gpuhash_shard as shard;
 #[cfg(feature = "slab-alloc")]
 pub use gpuhash_slab_alloc as slab_alloc;
 #[cfg(feature = "slab-hash")]

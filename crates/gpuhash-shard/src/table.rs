@@ -1,0 +1,93 @@
+//! [`ShardedTable`]: one shard table a rank of a [`Comm`].
+
+use gpuhash_core::table::{Key, Map};
+use gpuhash_cuckoo::CuckooTable;
+use gpuhash_swap::policy::child_of;
+use parking_lot::Mutex;
+
+use crate::comm::Comm;
+use crate::options::ShardOptions;
+
+/// A map spread over the GPUs of a [`Comm`]: shard `i`, a table `T` of the contract, lives
+/// on rank `i`'s GPU and holds the keys [`ShardedTable::owner_of`] gives it. Speaks the
+/// contract itself ([`gpuhash_core::table::Map`]): a batch may come from a stream of any
+/// of the ranks' GPUs.
+pub struct ShardedTable<T> {
+    pub(crate) comm: Comm,
+    pub(crate) shards: Vec<T>,
+    /// Serializes batches: the ranks' own streams and NCCL communicators take one batch at
+    /// a time.
+    pub(crate) batch: Mutex<()>,
+}
+
+/// The default: DyHash shards ([`gpuhash_cuckoo::CuckooTable`]).
+pub type ShardedMap<K, V> = ShardedTable<CuckooTable<K, V>>;
+
+impl<T: Map> ShardedTable<T> {
+    /// A table over `comm`'s GPUs, one shard a rank made by `options.make_shard` for its
+    /// share of the capacity. The first shard that cannot be made fails the whole.
+    pub fn new(comm: Comm, options: ShardOptions<T>) -> Result<Self, T::Error> {
+        let capacity = options.shard_capacity(comm.ranks());
+        let shards = (0..comm.ranks())
+            .map(|rank| (options.make_shard)(comm.device(rank), capacity))
+            .collect::<Result<_, _>>()?;
+        Ok(Self {
+            comm,
+            shards,
+            batch: Mutex::new(()),
+        })
+    }
+
+    /// The communicator.
+    pub fn comm(&self) -> &Comm {
+        &self.comm
+    }
+
+    /// The shard of rank `rank`, to read on its own (its device is the rank's).
+    ///
+    /// # Panics
+    /// When `rank` is not below the communicator's ranks.
+    pub fn shard(&self, rank: usize) -> &T {
+        &self.shards[rank]
+    }
+
+    /// The rank that owns `key` in a table of `ranks` shards: the high 32 bits of the
+    /// seeded `fmix64` scaled to `[0, ranks)` ([`gpuhash_swap::policy::child_of`], the same
+    /// choice the partition kernel makes on the GPU), which does not follow the shards'
+    /// own hashing.
+    pub fn owner_of(key: T::Key, ranks: usize) -> usize {
+        child_of(Key::widen(key), ranks as u32) as usize
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn owners_are_ranks_and_spread_evenly() {
+        for ranks in [1usize, 2, 3, 8] {
+            let mut counts = vec![0usize; ranks];
+            for key in 0..80_000u64 {
+                let owner = ShardedMap::<u64, u64>::owner_of(key, ranks);
+                assert!(owner < ranks);
+                counts[owner] += 1;
+            }
+            let even = 80_000 / ranks;
+            assert!(
+                counts.iter().all(|&c| c.abs_diff(even) < even / 20),
+                "{counts:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn owners_of_u32_keys_follow_their_widened_value() {
+        for key in [0u32, 1, 0xdead_beef, u32::MAX] {
+            assert_eq!(
+                ShardedMap::<u32, u32>::owner_of(key, 8),
+                ShardedMap::<u64, u32>::owner_of(u64::from(key), 8)
+            );
+        }
+    }
+}
