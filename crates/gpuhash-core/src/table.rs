@@ -200,6 +200,26 @@ impl MemoryUsage {
     }
 }
 
+/// Field by field: the memory of a table made of tables (children, shards) is the sum of
+/// theirs.
+impl std::ops::Add for MemoryUsage {
+    type Output = Self;
+
+    fn add(self, other: Self) -> Self {
+        Self {
+            bytes_reserved: self.bytes_reserved + other.bytes_reserved,
+            bytes_in_use: self.bytes_in_use + other.bytes_in_use,
+            entry_bytes: self.entry_bytes + other.entry_bytes,
+        }
+    }
+}
+
+impl std::iter::Sum for MemoryUsage {
+    fn sum<I: Iterator<Item = Self>>(usages: I) -> Self {
+        usages.fold(Self::default(), |sum, usage| sum + usage)
+    }
+}
+
 /// What every table has.
 pub trait Table: Send + Sync {
     /// The key type.
@@ -637,4 +657,25 @@ pub trait MultiMap: Table {
 /// [`Error::LengthMismatch`] unless a batch has as many values as keys.
 pub fn check_pairs(keys: usize, values: usize) -> Result<(), Error> {
     check_lengths("keys and values", keys, values)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MemoryUsage;
+
+    #[test]
+    fn memory_usages_add_field_by_field() {
+        let usage = |reserved, in_use, entries| MemoryUsage {
+            bytes_reserved: reserved,
+            bytes_in_use: in_use,
+            entry_bytes: entries,
+        };
+        let parts = [usage(100, 60, 40), usage(50, 10, 8), usage(7, 7, 7)];
+        assert_eq!(parts[0] + parts[1], usage(150, 70, 48));
+        assert_eq!(parts.into_iter().sum::<MemoryUsage>(), usage(157, 77, 55));
+        assert_eq!(
+            std::iter::empty().sum::<MemoryUsage>(),
+            MemoryUsage::default()
+        );
+    }
 }

@@ -47,13 +47,7 @@ impl<T: Map> Table for ShardedTable<T> {
     fn memory_on(&self, stream: &Stream) -> Result<MemoryUsage, Self::Error> {
         let _batch = self.batch.lock();
         let (_, _, usages) = self.each_rank(stream, |shard, s| shard.memory_on(s))?;
-        Ok(usages
-            .into_iter()
-            .fold(MemoryUsage::default(), |sum, usage| MemoryUsage {
-                bytes_reserved: sum.bytes_reserved + usage.bytes_reserved,
-                bytes_in_use: sum.bytes_in_use + usage.bytes_in_use,
-                entry_bytes: sum.entry_bytes + usage.entry_bytes,
-            }))
+        Ok(usages.into_iter().sum())
     }
 
     /// Clears shard after shard; one that fails leaves the shards before it cleared.

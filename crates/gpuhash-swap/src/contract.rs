@@ -61,11 +61,7 @@ impl<T: ProbeInPlace> Table for SwapTable<T> {
             .into_iter()
             .try_fold(start, |sum, child| {
                 let usage = residency.queued_on(child, stream, |table| table.memory_on(stream))?;
-                Ok(MemoryUsage {
-                    bytes_reserved: sum.bytes_reserved + usage.bytes_reserved,
-                    bytes_in_use: sum.bytes_in_use + usage.bytes_in_use,
-                    entry_bytes: sum.entry_bytes + usage.entry_bytes,
-                })
+                Ok(sum + usage)
             })
     }
 
