@@ -8,7 +8,6 @@
 //! machine with `--include-ignored` (see docs/gpu-testing.md).
 
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
 
 mod common;
 
@@ -125,47 +124,26 @@ fn slabs_beyond_heads<K: Key, V: Key>(multimap: &SlabHashMultiMap<K, V>, buckets
     (multimap.memory().unwrap().bytes_in_use - heads) / 128
 }
 
-/// The fastest of two runs of `f`, after `reset`.
-fn fastest(mut reset: impl FnMut(), mut f: impl FnMut()) -> Duration {
-    (0..2)
-        .map(|_| {
-            reset();
-            let started = Instant::now();
-            f();
-            started.elapsed()
-        })
-        .min()
-        .unwrap()
-}
-
-/// One key with 2^18 and then 2^20 copies among 1000 keys of one copy: every copy is
-/// stored, and neither the insert nor a count or get_all of the key grows with the square
-/// of its copies (4 times the copies take well under 16 times as long).
+/// One key with 2^18 and then 2^20 copies among 1000 keys of one copy, into a table
+/// cleared between the two: every copy is stored, and a count and a get_all of the key
+/// answer them all. (How the build's time grows with the copies is measured by W6's
+/// stand-alone indexes, docs/benchmarks/hyperspace.md, not here.)
 #[test]
 #[ignore = "needs a CUDA device"]
-fn a_key_with_a_million_copies_goes_in_whole_in_linear_time() {
+fn a_key_with_a_million_copies_goes_in_whole() {
     let _memory = shared_memory();
     let multimap = SlabHashMultiMap::<u32, u32>::new(device(), options(1 << 16, None)).unwrap();
     let heavy = 0x5eed_u32;
     let others: Vec<u32> = SeededRng::new(1).distinct_keys(1000);
-    let mut times = Vec::new();
     for copies in [1usize << 18, 1 << 20] {
         let mut keyed: Vec<(u32, usize)> = others.iter().map(|&k| (k, 1)).collect();
         keyed.push((heavy, copies));
         let keys = with_copies(&keyed, copies as u64);
         let values: Vec<u32> = values_for(&keys, 0);
-        let insert = fastest(
-            || multimap.clear().unwrap(),
-            || multimap.insert(&keys, &values).unwrap(),
-        );
-        let count = fastest(
-            || {},
-            || assert_eq!(multimap.count(&[heavy]).unwrap()[0] as usize, copies),
-        );
-        let get_all = fastest(
-            || {},
-            || assert_eq!(multimap.get_all(&[heavy]).unwrap()[0].len(), copies),
-        );
+        multimap.clear().unwrap();
+        multimap.insert(&keys, &values).unwrap();
+        assert_eq!(multimap.count(&[heavy]).unwrap()[0] as usize, copies);
+        assert_eq!(multimap.get_all(&[heavy]).unwrap()[0].len(), copies);
         let mut model = Model::new();
         model.insert(&keys, &values);
         check(
@@ -173,18 +151,6 @@ fn a_key_with_a_million_copies_goes_in_whole_in_linear_time() {
             &model,
             &[1, 2, u32::MAX],
             &format!("{copies} copies"),
-        );
-        eprintln!("{copies} copies: insert {insert:?}, count {count:?}, get_all {get_all:?}");
-        times.push([insert, count, get_all]);
-    }
-    for (what, i) in [("insert", 0), ("count", 1), ("get_all", 2)] {
-        let (small, large) = (
-            times[0][i],
-            times[1][i].saturating_sub(Duration::from_millis(2)),
-        );
-        assert!(
-            large < small * 10,
-            "{what}: 4 times the copies took {large:?} against {small:?}"
         );
     }
 }
