@@ -1,6 +1,6 @@
 // Bulk build (the GHSH paper, section 4.2.1): tuples sorted by bucket with a counting sort
-// (histogram, prefix sum, scatter), then whole super nodes of 31 tuples, lane l of node k
-// taking the bucket's tuple 31 k + l. The paper gives each bucket one warp; here a
+// (histogram, prefix sum, scatter; the tuples moved as rows), then whole super nodes of 31
+// tuples, lane l of node k taking the bucket's tuple 31 k + l. The paper gives each bucket one warp; here a
 // bucket's super nodes are numbered from the prefix sums, so that any warp allocates or
 // writes any of them: an attribute of 100 values (100 buckets of 5000 nodes at 2^24
 // tuples) keeps the whole GPU busy, not 100 warps. The same counting sort orders a search
@@ -24,10 +24,83 @@ extern "C" __global__ void gh_hs_partition(GhHsPartitionParams p) {
     }
 }
 
+// A thread a row: a row's words lie together, so a tuple moved whole costs one or two
+// sectors read, where its columns apart cost one each.
 extern "C" __global__ void gh_hs_permute(GhHsPermuteParams p) {
     const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
     for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < p.count; i += stride) {
-        p.values[i] = p.source[p.order[i]];
+        const uint32_t *from = p.source + (uint64_t)p.order[i] * p.width;
+        uint32_t *to = p.values + i * p.width;
+        for (uint32_t c = 0; c < p.width; ++c) {
+            to[c] = from[c];
+        }
+    }
+}
+
+// The batch's columns turned into rows once, which every space's sort then moves whole.
+extern "C" __global__ void gh_hs_tuple_rows(GhHsTupleRowsParams p) {
+    const uint32_t width = p.attribute_count + 2u;
+    const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < p.tuples.count; i += stride) {
+        uint32_t *row = p.rows + i * width;
+        for (uint32_t c = 0; c + 1u < width; ++c) {
+            row[c] = field_of(p.tuples, i, c);
+        }
+        row[width - 1u] = p.tuples.values[i];
+    }
+}
+
+// The super nodes each bucket takes, laid out by a device scan: the build's plan needs no
+// round trip of the histogram through the host, only the two totals. Each thread sums its
+// buckets, then a warp's sums meet in one atomic a total.
+extern "C" __global__ void gh_hs_node_counts(GhHsNodeCountsParams p) {
+    const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+    unsigned long long all = 0;
+    unsigned long long past_heads = 0;
+    for (uint64_t b = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; b < p.bucket_count; b += stride) {
+        const unsigned long long nodes = (p.histogram[b] + GH_SLAB_DATA_LANES - 1) / GH_SLAB_DATA_LANES;
+        p.nodes[b] = nodes;
+        all += nodes;
+        past_heads += nodes > 0 ? nodes - 1 : 0;
+    }
+    for (int offset = 16; offset > 0; offset /= 2) {
+        all += __shfl_down_sync(kFullWarp, all, offset);
+        past_heads += __shfl_down_sync(kFullWarp, past_heads, offset);
+    }
+    if (lane_id() == 0) {
+        atomicAdd(p.totals, all);
+        atomicAdd(p.totals + 1, past_heads);
+    }
+}
+
+__device__ __forceinline__ bool is_reserved_key(uint32_t key) {
+    return key == GH_SLAB_EMPTY_WORD || key == GH_SLAB_REMOVED_WORD || key == GH_HS_BUSY_KEY;
+}
+
+// The check that a batch's keys are unique and not reserved, on the device: a batch of
+// millions of keys took a host map longer than its whole build. It only says whether a
+// fault exists; the host then names the first one in batch order. A key repeated many
+// times finds its own mark in its first probe, so repeats cost no longer probe runs.
+extern "C" __global__ void gh_hs_key_faults(GhHsKeyFaultsParams p) {
+    const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < p.count; i += stride) {
+        const uint32_t key = p.keys[i];
+        if (is_reserved_key(key)) {
+            atomicOr(p.fault, 1u);
+            continue;
+        }
+        // Reserved keys are the top words, so key + 1 never wraps to the empty 0.
+        const uint32_t mark = key + 1u;
+        for (uint32_t slot = gh_fmix32(key ^ p.seed) & p.mask;; slot = (slot + 1u) & p.mask) {
+            const uint32_t held = atomicCAS(p.table + slot, 0u, mark);
+            if (held == 0u) {
+                break;
+            }
+            if (held == mark) {
+                atomicOr(p.fault, 1u);
+                break;
+            }
+        }
     }
 }
 
@@ -84,7 +157,7 @@ extern "C" __global__ void gh_hs_build(GhHsBuildParams p) {
         for (uint32_t c = 0; c < chains; ++c) {
             uint32_t word = GH_SLAB_EMPTY_WORD;
             if (holds) {
-                word = chain_word(p.space, p.tuples, i, c);
+                word = p.rows[i * chains + c];
             } else if (!is_data_lane() && next != GH_INVALID_SLAB) {
                 word = next + c;  // node c of a super node lies c slabs after its key node
             }

@@ -1,36 +1,45 @@
 //! Bulk build (the GHSH paper, section 4.2.1) and the counting sort it shares with
-//! searches: items sorted by a part number with a histogram kernel, a prefix sum (on the
-//! host for the build, which lays super nodes out from it; on the device for searches),
-//! and a scatter kernel; then the super nodes, numbered bucket after bucket from the
-//! prefix sums, are allocated and written whole, any warp taking any super node.
+//! searches: items sorted by a part number with a histogram kernel, a prefix sum on the
+//! device ([`gpuhash_core::scan`]) and a scatter kernel; then the super nodes, numbered
+//! bucket after bucket from the prefix sums of their counts (also scanned on the device:
+//! only the two totals cross to the host), are allocated and written whole, any warp taking
+//! any super node.
 
 use gpuhash_core::scan::exclusive_scan;
 use gpuhash_core::{DeviceBuffer, Stream};
 use gpuhash_slab_alloc::Exhaustion;
-use gpuhash_slab_list::layouts::GH_SLAB_DATA_LANES;
 
 use crate::Result;
 use crate::launch::{self, BuildPass, BuildPlan, Partition};
 use crate::space::{Slabs, Space};
 use crate::tuples::DeviceTuples;
 
-/// The order that sorts `keys` by `key & (parts - 1)` (`parts` a power of two), and the
-/// offsets of each part in it (`parts + 1` of them), on the host: the build lays its super
-/// nodes out from them. Items of one part keep no particular order.
-pub(crate) fn counting_sort(
-    stream: &Stream,
-    keys: &DeviceBuffer<u32>,
-    parts: u64,
-) -> Result<(DeviceBuffer<u32>, Vec<u64>)> {
-    let histogram = part_histogram(stream, keys, parts)?;
-    let offsets = prefix_offsets(&histogram.to_host(stream)?);
-    let mut cursors = DeviceBuffer::from_host(stream, &offsets[..parts as usize])?;
-    let order = scatter_parts(stream, keys, parts, &mut cursors)?;
-    Ok((order, offsets))
+/// A counting sort's outcome: the order that sorts the items by part, and the histogram
+/// of the parts with its exclusive prefix sums (`parts + 1` offsets, the total last).
+struct Sorted {
+    order: DeviceBuffer<u32>,
+    histogram: DeviceBuffer<u64>,
+    offsets: DeviceBuffer<u64>,
 }
 
-/// The order of [`counting_sort`], its offsets laid out on the device
-/// ([`gpuhash_core::scan`]): queued, nothing waits (searches sort their subtasks so).
+/// The order that sorts `keys` by `key & (parts - 1)` (`parts` a power of two), the
+/// parts' histogram and offsets, all on the device: queued, nothing waits. Items of one
+/// part keep no particular order.
+fn counting_sort(stream: &Stream, keys: &DeviceBuffer<u32>, parts: u64) -> Result<Sorted> {
+    let histogram = part_histogram(stream, keys, parts)?;
+    let mut offsets = DeviceBuffer::unfilled(stream, parts as usize + 1)?;
+    exclusive_scan(stream, &histogram, &mut offsets)?;
+    let mut cursors = DeviceBuffer::unfilled(stream, parts as usize + 1)?;
+    cursors.copy_from(stream, &offsets)?;
+    let order = scatter_parts(stream, keys, parts, &mut cursors)?;
+    Ok(Sorted {
+        order,
+        histogram,
+        offsets,
+    })
+}
+
+/// The order of [`counting_sort`] alone (searches sort their subtasks so).
 pub(crate) fn counting_order(
     stream: &Stream,
     keys: &DeviceBuffer<u32>,
@@ -74,64 +83,62 @@ fn scatter_parts(
     Ok(order)
 }
 
-/// Where each group starts when groups of `counts` lie end to end, and the total last.
-pub(crate) fn prefix_offsets(counts: &[u64]) -> Vec<u64> {
-    std::iter::once(0)
-        .chain(counts.iter().scan(0u64, |total, &c| {
-            *total += c;
-            Some(*total)
-        }))
-        .collect()
+/// The rows of a batch's tuples ([`launch::tuple_rows`]), which every space's build
+/// sorts by its buckets.
+pub(crate) fn tuple_rows(stream: &Stream, tuples: &DeviceTuples) -> Result<DeviceBuffer<u32>> {
+    let p = tuples.attributes.len() / tuples.len().max(1);
+    let mut rows = DeviceBuffer::unfilled(stream, tuples.len() * (p + 2))?;
+    launch::tuple_rows(stream, tuples, p, &mut rows)?;
+    Ok(rows)
 }
 
-/// Super nodes past the heads that buckets of these offsets fill: a bucket of c tuples
-/// takes ceil(c / 31), its head among them.
-pub(crate) fn super_nodes_beyond_heads(offsets: &[u64]) -> u64 {
-    offsets
-        .windows(2)
-        .map(|w| {
-            (w[1] - w[0])
-                .div_ceil(u64::from(GH_SLAB_DATA_LANES))
-                .saturating_sub(1)
-        })
-        .sum()
+/// Where the super nodes of a build lie: each bucket's first super node, numbered bucket
+/// after bucket (`bucket_count + 1` words, the total last), on the device, and on the host
+/// the total and the super nodes past the heads (those the allocator serves). One wait.
+struct NodePlan {
+    starts: DeviceBuffer<u64>,
+    nodes: u64,
+    past_heads: u64,
 }
 
-/// `column` (`columns` columns of `order.len()` words) reordered by `order`.
-fn permuted(
-    stream: &Stream,
-    column: &DeviceBuffer<u32>,
-    columns: usize,
-    order: &DeviceBuffer<u32>,
-) -> Result<DeviceBuffer<u32>> {
-    let n = order.len();
-    let mut out = DeviceBuffer::unfilled(stream, n * columns)?;
-    for c in 0..columns {
-        launch::permute(stream, column, c * n, order, &mut out, c * n)?;
-    }
-    Ok(out)
+/// The [`NodePlan`] of buckets of `histogram`: a bucket of c tuples takes ceil(c / 31)
+/// super nodes, its head among them, an empty bucket none.
+fn node_plan(stream: &Stream, histogram: &DeviceBuffer<u64>) -> Result<NodePlan> {
+    let mut nodes = DeviceBuffer::unfilled(stream, histogram.len())?;
+    let mut totals = DeviceBuffer::<u64>::zeroed(stream, 2)?;
+    launch::node_counts(stream, histogram, &mut nodes, &mut totals)?;
+    let mut starts = DeviceBuffer::unfilled(stream, histogram.len() + 1)?;
+    exclusive_scan(stream, &nodes, &mut starts)?;
+    let totals = totals.to_host(stream)?;
+    Ok(NodePlan {
+        starts,
+        nodes: totals[0],
+        past_heads: totals[1],
+    })
 }
 
 impl Space {
-    /// Fills this space, which must be empty, with `tuples` (whose keys are unique):
-    /// sorted by bucket, a run of slabs taken for every super node past a head, then every
+    /// Fills this space, which must be empty, with `tuples` (whose keys are unique; `rows`
+    /// the same tuples as [`tuple_rows`] lays them out): sorted by bucket, a run of slabs taken for every super node past a head, then every
     /// super node written whole. When some super node finds no run, every run is given
     /// back, the allocator grows and the runs are taken again, before anything is written;
     /// a growth error leaves the space empty.
-    pub(crate) fn build(&self, stream: &Stream, tuples: &DeviceTuples) -> Result<()> {
+    pub(crate) fn build(
+        &self,
+        stream: &Stream,
+        tuples: &DeviceTuples,
+        rows: &DeviceBuffer<u32>,
+    ) -> Result<()> {
         let buckets = self.buckets(stream, tuples)?;
-        let (order, offsets) = counting_sort(stream, &buckets, self.shape().bucket_count())?;
-        let sorted = DeviceTuples {
-            keys: permuted(stream, &tuples.keys, 1, &order)?,
-            attributes: permuted(stream, &tuples.attributes, self.attribute_count(), &order)?,
-            values: permuted(stream, &tuples.values, 1, &order)?,
-        };
-        let needed = super_nodes_beyond_heads(&offsets) * (self.attribute_count() as u64 + 2);
-        let node_starts = node_starts(&offsets);
-        let nodes = node_starts.last().copied().unwrap_or(0) as usize;
-        let node_starts = DeviceBuffer::from_host(stream, &node_starts)?;
-        let offsets = DeviceBuffer::from_host(stream, &offsets)?;
-        let mut links = DeviceBuffer::<u32>::unfilled(stream, nodes)?;
+        let sorted = counting_sort(stream, &buckets, self.shape().bucket_count())?;
+        drop(buckets);
+        let mut sorted_rows = DeviceBuffer::unfilled(stream, rows.len())?;
+        let width = self.attribute_count() + 2;
+        launch::permute(stream, rows, &sorted.order, &mut sorted_rows, width)?;
+        let plan = node_plan(stream, &sorted.histogram)?;
+        let (node_starts, offsets) = (plan.starts, sorted.offsets);
+        let needed = plan.past_heads * (self.attribute_count() as u64 + 2);
+        let mut links = DeviceBuffer::<u32>::unfilled(stream, plan.nodes as usize)?;
         let mut slabs = self.write_with_room(stream, needed)?;
         let mut run = |slabs: &Slabs, exhaustion: &mut Exhaustion, pass: BuildPass| {
             self.with_space(slabs, stream, exhaustion.address(stream), |space| {
@@ -140,7 +147,7 @@ impl Space {
                     node_starts: &node_starts,
                     links: &mut links,
                 };
-                launch::build(stream, space, &sorted, plan, pass)
+                launch::build(stream, space, &sorted_rows, plan, pass)
             })
         };
         loop {
@@ -156,20 +163,45 @@ impl Space {
     }
 }
 
-/// Where each bucket's super nodes start when they are numbered bucket after bucket (and
-/// the total last): a bucket of `c` tuples (between `offsets` that lie end to end) takes
-/// ceil(c / 31) super nodes, its head among them, an empty bucket none.
-pub(crate) fn node_starts(offsets: &[u64]) -> Vec<u64> {
-    let nodes: Vec<u64> = offsets
-        .windows(2)
-        .map(|w| (w[1] - w[0]).div_ceil(u64::from(GH_SLAB_DATA_LANES)))
-        .collect();
-    prefix_offsets(&nodes)
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
+    //! The host model of the plan the kernels lay out (`gh_hs_node_counts`, the scans, and
+    //! the build kernels' search of a node's bucket).
+    use gpuhash_slab_list::layouts::GH_SLAB_DATA_LANES;
+
+    /// Where each group starts when groups of `counts` lie end to end, and the total last.
+    fn prefix_offsets(counts: &[u64]) -> Vec<u64> {
+        std::iter::once(0)
+            .chain(counts.iter().scan(0u64, |total, &c| {
+                *total += c;
+                Some(*total)
+            }))
+            .collect()
+    }
+
+    /// Super nodes past the heads that buckets of these offsets fill: a bucket of c tuples
+    /// takes ceil(c / 31), its head among them.
+    fn super_nodes_beyond_heads(offsets: &[u64]) -> u64 {
+        offsets
+            .windows(2)
+            .map(|w| {
+                (w[1] - w[0])
+                    .div_ceil(u64::from(GH_SLAB_DATA_LANES))
+                    .saturating_sub(1)
+            })
+            .sum()
+    }
+
+    /// Where each bucket's super nodes start when they are numbered bucket after bucket (and
+    /// the total last): a bucket of `c` tuples (between `offsets` that lie end to end) takes
+    /// ceil(c / 31) super nodes, its head among them, an empty bucket none.
+    fn node_starts(offsets: &[u64]) -> Vec<u64> {
+        let nodes: Vec<u64> = offsets
+            .windows(2)
+            .map(|w| (w[1] - w[0]).div_ceil(u64::from(GH_SLAB_DATA_LANES)))
+            .collect();
+        prefix_offsets(&nodes)
+    }
 
     #[test]
     fn offsets_lay_parts_end_to_end() {

@@ -18,6 +18,7 @@ use gpuhash_core::{Device, DeviceBuffer, Stream};
 use crate::Result;
 use crate::adaptive::AdaptiveReport;
 use crate::adaptive::sketched_beside;
+use crate::build::tuple_rows;
 use crate::grace::GracePeriod;
 use crate::launch::Lookup;
 use crate::observations::{Observations, population_of};
@@ -134,7 +135,8 @@ impl HyperspaceIndex {
     }
 
     /// An index of `p` attributes holding `batch`, built in bulk: every space sorts the
-    /// tuples by bucket and writes whole nodes. The keys must be unique and not reserved.
+    /// tuples by bucket and writes whole nodes. The keys must be unique and not reserved
+    /// (checked once they are on the device, before any space is made).
     /// The spaces are sized for the batch and the distinct values of its attribute
     /// columns, sketched first (see [`crate::HyperspaceOptions::key_spread`]).
     pub fn build(
@@ -144,38 +146,21 @@ impl HyperspaceIndex {
         options: HyperspaceOptions,
     ) -> Result<Self> {
         tuples::check_shape(p, batch)?;
-        // The keys are checked on host threads while the device builds: a batch they
-        // reject loses only the new index, and their error comes first, as if checked
-        // before.
-        std::thread::scope(|scope| {
-            let keys = scope.spawn(|| tuples::check_keys(batch.keys));
-            let built = Self::build_unchecked(device, p, batch, options);
-            keys.join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
-            built
-        })
-    }
-
-    /// [`HyperspaceIndex::build`] of a batch whose shape is checked and whose keys are
-    /// taken to be unique and not reserved.
-    fn build_unchecked(
-        device: &Device,
-        p: usize,
-        batch: TupleBatch<'_>,
-        options: HyperspaceOptions,
-    ) -> Result<Self> {
         let n = batch.len() as u64;
         // The spaces are sized from the columns' distinct values, sketched while the
-        // tuples go up.
+        // tuples go up and their keys are checked.
         let stream = device.lend_stream()?;
         let (tuples, sketches) = sketched_beside(batch.attributes, batch.len(), || {
-            DeviceTuples::from_batch(&stream, batch)
+            let tuples = DeviceTuples::from_batch(&stream, batch)?;
+            tuples::check_keys_on(&stream, &tuples.keys, Some(batch.keys))?;
+            Ok::<_, crate::HyperspaceError>(tuples)
         });
         let tuples = tuples?;
         let shapes = options.shapes_for(p, n, &population_of(n, &sketches))?;
         let index = Self::with_shapes(device, p, n, options, shapes)?;
+        let rows = tuple_rows(&stream, &tuples)?;
         for space in index.spaces().all() {
-            space.build(&stream, &tuples)?;
+            space.build(&stream, &tuples, &rows)?;
         }
         stream.synchronize()?;
         index.observations.lock().added(n, &sketches);

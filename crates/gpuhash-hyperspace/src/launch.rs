@@ -6,9 +6,10 @@ use gpuhash_core::{DeviceAddress, DeviceBuffer, Stream};
 
 use crate::layouts::{
     GhHsBucketsParams, GhHsBuildParams, GhHsCompactParams, GhHsCountParams, GhHsDeleteParams,
-    GhHsExportParams, GhHsFillParams, GhHsGetParams, GhHsInsertParams, GhHsPartitionParams,
-    GhHsPermuteParams, GhHsRowsParams, GhHsSearchParams, GhHsSlotDeleteParams, GhHsSpace,
-    GhHsSubtaskParams, GhHsTuples, GhHsTuplesOut,
+    GhHsExportParams, GhHsFillParams, GhHsGetParams, GhHsInsertParams, GhHsKeyFaultsParams,
+    GhHsNodeCountsParams, GhHsPartitionParams, GhHsPermuteParams, GhHsRowsParams, GhHsSearchParams,
+    GhHsSlotDeleteParams, GhHsSpace, GhHsSubtaskParams, GhHsTupleRowsParams, GhHsTuples,
+    GhHsTuplesOut,
 };
 use crate::tuples::DeviceTuples;
 
@@ -34,6 +35,12 @@ unsafe impl KernelParams for GhHsPartitionParams {}
 unsafe impl KernelParams for GhHsPermuteParams {}
 // SAFETY: as above.
 unsafe impl KernelParams for GhHsBuildParams {}
+// SAFETY: as above.
+unsafe impl KernelParams for GhHsNodeCountsParams {}
+// SAFETY: as above.
+unsafe impl KernelParams for GhHsKeyFaultsParams {}
+// SAFETY: as above.
+unsafe impl KernelParams for GhHsTupleRowsParams {}
 // SAFETY: as above.
 unsafe impl KernelParams for GhHsFillParams {}
 // SAFETY: as above.
@@ -64,6 +71,9 @@ static PARTITION: Kernel<GhHsPartitionParams> = Kernel::new(&BUILD_IMAGE, "gh_hs
 static PERMUTE: Kernel<GhHsPermuteParams> = Kernel::new(&BUILD_IMAGE, "gh_hs_permute");
 static BUILD: Kernel<GhHsBuildParams> = Kernel::new(&BUILD_IMAGE, "gh_hs_build");
 static BUILD_LINKS: Kernel<GhHsBuildParams> = Kernel::new(&BUILD_IMAGE, "gh_hs_build_links");
+static NODE_COUNTS: Kernel<GhHsNodeCountsParams> = Kernel::new(&BUILD_IMAGE, "gh_hs_node_counts");
+static KEY_FAULTS: Kernel<GhHsKeyFaultsParams> = Kernel::new(&BUILD_IMAGE, "gh_hs_key_faults");
+static TUPLE_ROWS: Kernel<GhHsTupleRowsParams> = Kernel::new(&BUILD_IMAGE, "gh_hs_tuple_rows");
 
 const THREADS: u32 = 128;
 
@@ -636,36 +646,138 @@ pub(crate) fn partition(
     }
 }
 
-/// `values[i] = source[order[i]]`, reading `source` from word `from` on.
+/// `values[i * width + c] = source[order[i] * width + c]`: the first `n = order.len()`
+/// rows of `width` words of `values` gathered from rows of `source` by `order`.
 pub(crate) fn permute(
     stream: &Stream,
     source: &DeviceBuffer<u32>,
-    from: usize,
     order: &DeviceBuffer<u32>,
     values: &mut DeviceBuffer<u32>,
-    to: usize,
+    width: usize,
 ) -> gpuhash_core::Result<()> {
     let n = order.len();
-    if n == 0 {
+    if n == 0 || width == 0 {
         return Ok(());
     }
-    if from + n > source.len() || to + n > values.len() {
+    let words = n.checked_mul(width);
+    if words.is_none_or(|words| words > source.len() || words > values.len()) {
         return Err(gpuhash_core::Error::InvalidInput(
-            "permute: a column outside its buffer".into(),
+            "permute: rows past their buffers".into(),
         ));
     }
     let s = source.address(stream);
     let o = order.address(stream);
     let v = values.address_mut(stream);
     let params = GhHsPermuteParams {
-        source: (s.address + from as u64 * 4) as *const u32,
+        source: s.address as *const u32,
         order: o.address as *const u32,
-        values: (v.address + to as u64 * 4) as *mut u32,
+        values: v.address as *mut u32,
         count: n as u64,
+        width: width as u32,
     };
-    // SAFETY: both columns lie inside their buffers (checked above) and `order` is a
-    // permutation of 0..n (from a scatter), so every read lands in the source column.
+    // SAFETY: both buffers hold n rows (checked above) and `order` holds indices of rows
+    // of `source` below n (a permutation of 0..n, from a scatter, or a map into at least
+    // n rows), so every read lands in its source row.
     unsafe { PERMUTE.launch(stream, grid(stream, n as u64), params) }
+}
+
+/// `rows` (`tuples.len()` rows of `p + 2` words) from the tuples' columns: the key, the
+/// `p` attributes, the value, the order of a super node's chains.
+pub(crate) fn tuple_rows(
+    stream: &Stream,
+    tuples: &DeviceTuples,
+    p: usize,
+    rows: &mut DeviceBuffer<u32>,
+) -> gpuhash_core::Result<()> {
+    let n = tuples.len();
+    let fits =
+        tuples.attributes.len() == n * p && tuples.values.len() == n && rows.len() == n * (p + 2);
+    if !fits {
+        return Err(gpuhash_core::Error::InvalidInput(
+            "tuple_rows: columns or rows of the wrong length".into(),
+        ));
+    }
+    if n == 0 {
+        return Ok(());
+    }
+    let input = tuples_on(stream, tuples);
+    let r = rows.address_mut(stream);
+    let params = GhHsTupleRowsParams {
+        tuples: input.params,
+        attribute_count: p as u32,
+        rows: r.address as *mut u32,
+    };
+    // SAFETY: the columns hold n keys, n values and p columns of n attributes, and rows
+    // n rows of p + 2 words (checked above).
+    unsafe { TUPLE_ROWS.launch(stream, grid(stream, n as u64), params) }
+}
+
+/// `nodes[b]`: the super nodes bucket b of `histogram` takes; `totals` (two words, zeroed)
+/// gains the sum of them and the sum of those past the heads.
+pub(crate) fn node_counts(
+    stream: &Stream,
+    histogram: &DeviceBuffer<u64>,
+    nodes: &mut DeviceBuffer<u64>,
+    totals: &mut DeviceBuffer<u64>,
+) -> gpuhash_core::Result<()> {
+    let buckets = histogram.len();
+    let bucket_count = u32::try_from(buckets)
+        .ok()
+        .filter(|_| nodes.len() >= buckets);
+    let (Some(bucket_count), true) = (bucket_count, totals.len() >= 2) else {
+        return Err(gpuhash_core::Error::InvalidInput(
+            "node_counts: buffers shorter than the histogram, or past 2^32 buckets".into(),
+        ));
+    };
+    let h = histogram.address(stream);
+    let o = nodes.address_mut(stream);
+    let t = totals.address_mut(stream);
+    let params = GhHsNodeCountsParams {
+        histogram: h.address as *const ::core::ffi::c_ulonglong,
+        nodes: o.address as *mut ::core::ffi::c_ulonglong,
+        totals: t.address as *mut ::core::ffi::c_ulonglong,
+        bucket_count,
+    };
+    // SAFETY: nodes holds a word a bucket and totals two (checked above); the kernel reads
+    // and writes nothing else.
+    unsafe { NODE_COUNTS.launch(stream, grid(stream, buckets as u64), params) }
+}
+
+/// Sets `fault` (zeroed) when some key is reserved or repeated, through `table`: zeroed, a
+/// power of two of words, at least twice as many as the keys.
+pub(crate) fn key_faults(
+    stream: &Stream,
+    keys: &DeviceBuffer<u32>,
+    table: &mut DeviceBuffer<u32>,
+    seed: u32,
+    fault: &mut DeviceBuffer<u32>,
+) -> gpuhash_core::Result<()> {
+    let n = keys.len();
+    let mask = u32::try_from(table.len().wrapping_sub(1)).ok();
+    let fits = table.len().is_power_of_two() && table.len() / 2 >= n && !fault.is_empty();
+    let (Some(mask), true) = (mask, fits) else {
+        return Err(gpuhash_core::Error::InvalidInput(
+            "key_faults: a table not a power of two, past 2^32 words or under twice the keys"
+                .into(),
+        ));
+    };
+    if n == 0 {
+        return Ok(());
+    }
+    let k = keys.address(stream);
+    let t = table.address_mut(stream);
+    let f = fault.address_mut(stream);
+    let params = GhHsKeyFaultsParams {
+        keys: k.address as *const u32,
+        count: n as u64,
+        table: t.address as *mut u32,
+        mask,
+        seed,
+        fault: f.address as *mut u32,
+    };
+    // SAFETY: every slot probed is masked into the table; the table has more slots than
+    // keys, so every probe run ends at an empty slot or the key's own mark.
+    unsafe { KEY_FAULTS.launch(stream, grid(stream, n as u64), params) }
 }
 
 /// A bulk build's plan on the device: bucket b's tuples are `offsets[b]..offsets[b + 1]` of
@@ -691,7 +803,7 @@ pub(crate) enum BuildPass {
 pub(crate) fn build(
     stream: &Stream,
     space: GhHsSpace,
-    tuples: &DeviceTuples,
+    rows: &DeviceBuffer<u32>,
     plan: BuildPlan<'_>,
     pass: BuildPass,
 ) -> gpuhash_core::Result<()> {
@@ -699,13 +811,13 @@ pub(crate) fn build(
     if node_count == 0 {
         return Ok(());
     }
-    let input = tuples_on(stream, tuples);
+    let r = rows.address(stream);
     let o = plan.offsets.address(stream);
     let starts = plan.node_starts.address(stream);
     let links = plan.links.address_mut(stream);
     let params = GhHsBuildParams {
         space,
-        tuples: input.params,
+        rows: r.address as *const u32,
         offsets: o.address as *const u64,
         node_starts: starts.address as *const u64,
         links: links.address as *mut u32,
@@ -715,8 +827,9 @@ pub(crate) fn build(
         BuildPass::Links => &BUILD_LINKS,
         BuildPass::Nodes => &BUILD,
     };
-    // SAFETY: offsets and node_starts hold bucket_count + 1 rising words ending at the
-    // tuple count and at node_count (links' length), the prefix sums of the tuples'
+    // SAFETY: `rows` holds the tuple count's rows of attribute_count + 2 words (the
+    // caller's plan is of those tuples); offsets and node_starts hold bucket_count + 1
+    // rising words ending at the tuple count and at node_count (links' length), the prefix sums of the tuples'
     // bucket histogram and of ceil(tuples / 31) a bucket, so every node maps to a bucket
     // and every tuple index read is below the count; the Nodes pass runs after a Links
     // pass that found a run for every node past a head. The caller holds the space for

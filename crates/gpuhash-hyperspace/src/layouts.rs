@@ -550,10 +550,11 @@ pub struct GhHsPermuteParams {
     pub order: *const u32,
     pub values: *mut u32,
     pub count: u64,
+    pub width: u32,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of GhHsPermuteParams"][::core::mem::size_of::<GhHsPermuteParams>() - 32usize];
+    ["Size of GhHsPermuteParams"][::core::mem::size_of::<GhHsPermuteParams>() - 40usize];
     ["Alignment of GhHsPermuteParams"][::core::mem::align_of::<GhHsPermuteParams>() - 8usize];
     ["Offset of field: GhHsPermuteParams::source"]
         [::core::mem::offset_of!(GhHsPermuteParams, source) - 0usize];
@@ -563,6 +564,8 @@ const _: () = {
         [::core::mem::offset_of!(GhHsPermuteParams, values) - 16usize];
     ["Offset of field: GhHsPermuteParams::count"]
         [::core::mem::offset_of!(GhHsPermuteParams, count) - 24usize];
+    ["Offset of field: GhHsPermuteParams::width"]
+        [::core::mem::offset_of!(GhHsPermuteParams, width) - 32usize];
 };
 impl Default for GhHsPermuteParams {
     fn default() -> Self {
@@ -575,9 +578,102 @@ impl Default for GhHsPermuteParams {
 }
 #[repr(C)]
 #[derive(Debug, Copy, Clone, PartialEq, Eq)]
+pub struct GhHsTupleRowsParams {
+    pub tuples: GhHsTuples,
+    pub attribute_count: u32,
+    pub rows: *mut u32,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of GhHsTupleRowsParams"][::core::mem::size_of::<GhHsTupleRowsParams>() - 48usize];
+    ["Alignment of GhHsTupleRowsParams"][::core::mem::align_of::<GhHsTupleRowsParams>() - 8usize];
+    ["Offset of field: GhHsTupleRowsParams::tuples"]
+        [::core::mem::offset_of!(GhHsTupleRowsParams, tuples) - 0usize];
+    ["Offset of field: GhHsTupleRowsParams::attribute_count"]
+        [::core::mem::offset_of!(GhHsTupleRowsParams, attribute_count) - 32usize];
+    ["Offset of field: GhHsTupleRowsParams::rows"]
+        [::core::mem::offset_of!(GhHsTupleRowsParams, rows) - 40usize];
+};
+impl Default for GhHsTupleRowsParams {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone, PartialEq, Eq)]
+pub struct GhHsNodeCountsParams {
+    pub histogram: *const ::core::ffi::c_ulonglong,
+    pub nodes: *mut ::core::ffi::c_ulonglong,
+    pub totals: *mut ::core::ffi::c_ulonglong,
+    pub bucket_count: u32,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of GhHsNodeCountsParams"][::core::mem::size_of::<GhHsNodeCountsParams>() - 32usize];
+    ["Alignment of GhHsNodeCountsParams"][::core::mem::align_of::<GhHsNodeCountsParams>() - 8usize];
+    ["Offset of field: GhHsNodeCountsParams::histogram"]
+        [::core::mem::offset_of!(GhHsNodeCountsParams, histogram) - 0usize];
+    ["Offset of field: GhHsNodeCountsParams::nodes"]
+        [::core::mem::offset_of!(GhHsNodeCountsParams, nodes) - 8usize];
+    ["Offset of field: GhHsNodeCountsParams::totals"]
+        [::core::mem::offset_of!(GhHsNodeCountsParams, totals) - 16usize];
+    ["Offset of field: GhHsNodeCountsParams::bucket_count"]
+        [::core::mem::offset_of!(GhHsNodeCountsParams, bucket_count) - 24usize];
+};
+impl Default for GhHsNodeCountsParams {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone, PartialEq, Eq)]
+pub struct GhHsKeyFaultsParams {
+    pub keys: *const u32,
+    pub count: u64,
+    pub table: *mut u32,
+    pub mask: u32,
+    pub seed: u32,
+    pub fault: *mut u32,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of GhHsKeyFaultsParams"][::core::mem::size_of::<GhHsKeyFaultsParams>() - 40usize];
+    ["Alignment of GhHsKeyFaultsParams"][::core::mem::align_of::<GhHsKeyFaultsParams>() - 8usize];
+    ["Offset of field: GhHsKeyFaultsParams::keys"]
+        [::core::mem::offset_of!(GhHsKeyFaultsParams, keys) - 0usize];
+    ["Offset of field: GhHsKeyFaultsParams::count"]
+        [::core::mem::offset_of!(GhHsKeyFaultsParams, count) - 8usize];
+    ["Offset of field: GhHsKeyFaultsParams::table"]
+        [::core::mem::offset_of!(GhHsKeyFaultsParams, table) - 16usize];
+    ["Offset of field: GhHsKeyFaultsParams::mask"]
+        [::core::mem::offset_of!(GhHsKeyFaultsParams, mask) - 24usize];
+    ["Offset of field: GhHsKeyFaultsParams::seed"]
+        [::core::mem::offset_of!(GhHsKeyFaultsParams, seed) - 28usize];
+    ["Offset of field: GhHsKeyFaultsParams::fault"]
+        [::core::mem::offset_of!(GhHsKeyFaultsParams, fault) - 32usize];
+};
+impl Default for GhHsKeyFaultsParams {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone, PartialEq, Eq)]
 pub struct GhHsBuildParams {
     pub space: GhHsSpace,
-    pub tuples: GhHsTuples,
+    pub rows: *const u32,
     pub offsets: *const u64,
     pub node_starts: *const u64,
     pub links: *mut u32,
@@ -585,20 +681,20 @@ pub struct GhHsBuildParams {
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of GhHsBuildParams"][::core::mem::size_of::<GhHsBuildParams>() - 240usize];
+    ["Size of GhHsBuildParams"][::core::mem::size_of::<GhHsBuildParams>() - 216usize];
     ["Alignment of GhHsBuildParams"][::core::mem::align_of::<GhHsBuildParams>() - 8usize];
     ["Offset of field: GhHsBuildParams::space"]
         [::core::mem::offset_of!(GhHsBuildParams, space) - 0usize];
-    ["Offset of field: GhHsBuildParams::tuples"]
-        [::core::mem::offset_of!(GhHsBuildParams, tuples) - 176usize];
+    ["Offset of field: GhHsBuildParams::rows"]
+        [::core::mem::offset_of!(GhHsBuildParams, rows) - 176usize];
     ["Offset of field: GhHsBuildParams::offsets"]
-        [::core::mem::offset_of!(GhHsBuildParams, offsets) - 208usize];
+        [::core::mem::offset_of!(GhHsBuildParams, offsets) - 184usize];
     ["Offset of field: GhHsBuildParams::node_starts"]
-        [::core::mem::offset_of!(GhHsBuildParams, node_starts) - 216usize];
+        [::core::mem::offset_of!(GhHsBuildParams, node_starts) - 192usize];
     ["Offset of field: GhHsBuildParams::links"]
-        [::core::mem::offset_of!(GhHsBuildParams, links) - 224usize];
+        [::core::mem::offset_of!(GhHsBuildParams, links) - 200usize];
     ["Offset of field: GhHsBuildParams::node_count"]
-        [::core::mem::offset_of!(GhHsBuildParams, node_count) - 232usize];
+        [::core::mem::offset_of!(GhHsBuildParams, node_count) - 208usize];
 };
 impl Default for GhHsBuildParams {
     fn default() -> Self {

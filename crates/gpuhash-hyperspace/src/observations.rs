@@ -176,6 +176,18 @@ pub(crate) fn sketch_column(column: &[u32]) -> DistinctSketch {
     sketch
 }
 
+/// Pieces each of `columns` columns of `n` values is sketched in, on `threads` threads
+/// together: the threads shared out, but no piece under [`SKETCH_PIECE_MIN`] values, whose
+/// thread would cost more to start than it saves.
+pub(crate) fn sketch_pieces(n: usize, columns: usize, threads: usize) -> usize {
+    let by_threads = threads / columns.max(1);
+    let by_size = n / SKETCH_PIECE_MIN;
+    by_threads.min(by_size).max(1)
+}
+
+/// The fewest values [`sketch_pieces`] gives a piece.
+const SKETCH_PIECE_MIN: usize = 1 << 20;
+
 /// Slots of [`sketch_column`]'s cache of values added: 2^16 (512 KiB).
 const SEEN_BITS: u32 = 16;
 const SEEN_EMPTY: u64 = u64::MAX;
@@ -204,6 +216,38 @@ mod tests {
 
     fn attrs(list: &[u8]) -> FieldSet {
         FieldSet::of(list.iter().map(|&i| Field::Attribute(i)))
+    }
+
+    #[test]
+    fn columns_are_cut_into_pieces_by_threads_and_size() {
+        assert_eq!(sketch_pieces(1 << 24, 4, 16), 4);
+        assert_eq!(sketch_pieces(1 << 24, 8, 16), 2);
+        assert_eq!(sketch_pieces(1 << 24, 1, 16), 16);
+        assert_eq!(
+            sketch_pieces(1 << 21, 1, 16),
+            2,
+            "no piece under 2^20 values"
+        );
+        assert_eq!(sketch_pieces(1000, 4, 16), 1);
+        assert_eq!(
+            sketch_pieces(1 << 24, 16, 4),
+            1,
+            "fewer threads than columns"
+        );
+        assert_eq!(sketch_pieces(0, 0, 1), 1);
+    }
+
+    #[test]
+    fn sketches_of_pieces_merge_into_the_sketch_of_the_whole() {
+        for distinct in [100u32, 10_000, 1 << 22] {
+            let column: Vec<u32> = (0..3u32 << 20).map(|i| fmix32(i) % distinct).collect();
+            let whole = sketch_column(&column);
+            let mut merged = DistinctSketch::new(SKETCH_HASHES);
+            for piece in column.chunks(column.len().div_ceil(5)) {
+                merged.merge(&sketch_column(piece));
+            }
+            assert_eq!(merged.estimate(), whole.estimate(), "{distinct} distinct");
+        }
     }
 
     #[test]

@@ -190,7 +190,7 @@ impl ColumnScan {
         }
         let query_entry = DeviceBuffer::from_host(stream, &plan.query_entry)?;
         let mut counts = DeviceBuffer::<u32>::unfilled(stream, queries.len())?;
-        launch::permute(stream, &entry_counts, 0, &query_entry, &mut counts, 0)?;
+        launch::permute(stream, &entry_counts, &query_entry, &mut counts, 1)?;
         let mut offsets = DeviceBuffer::<u64>::unfilled(stream, queries.len() + 1)?;
         exclusive_scan(stream, &counts, &mut offsets)?;
         let total = usize::try_from(scanned_total(stream, &offsets)?).map_err(|_| {

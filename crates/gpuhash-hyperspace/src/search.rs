@@ -124,8 +124,8 @@ impl Space {
             let order = counting_order(stream, &bucket_of, parts)?;
             let mut sorted_queries = DeviceBuffer::unfilled(stream, count)?;
             let mut sorted_buckets = DeviceBuffer::unfilled(stream, count)?;
-            launch::permute(stream, &query_of, 0, &order, &mut sorted_queries, 0)?;
-            launch::permute(stream, &bucket_of, 0, &order, &mut sorted_buckets, 0)?;
+            launch::permute(stream, &query_of, &order, &mut sorted_queries, 1)?;
+            launch::permute(stream, &bucket_of, &order, &mut sorted_buckets, 1)?;
             query_of = sorted_queries;
             bucket_of = sorted_buckets;
         }

@@ -7,10 +7,10 @@
 
 use std::collections::HashMap;
 
-use gpuhash_core::hash::fmix32;
 use gpuhash_core::{DeviceBuffer, Stream, staging};
 use gpuhash_slab_list::layouts::{GH_SLAB_EMPTY_WORD, GH_SLAB_REMOVED_WORD};
 
+use crate::launch;
 use crate::layouts::GH_HS_BUSY_KEY;
 use crate::{HyperspaceError, Result};
 
@@ -223,22 +223,59 @@ pub(crate) fn check_lengths(p: usize, n: usize, values: usize, attributes: usize
     Ok(())
 }
 
-/// Checks a batch of keys: none reserved, none twice. A large batch is checked on threads
-/// first (see [`keys_are_plainly_valid`]); the exact scan below, which names the first
-/// fault, runs only when that check finds one or for small batches.
-pub(crate) fn check_keys(keys: &[u32]) -> Result<()> {
-    if keys.len() >= PARALLEL_CHECK_FROM && keys_are_plainly_valid(keys) {
-        return Ok(());
+/// Checks a batch's keys, uploaded as `keys` (and given on the host as `host` where the
+/// caller has them): none reserved, none twice. A batch of [`HOST_CHECK_BELOW`] host keys
+/// or more is checked on the device first (one kernel and one wait: a host map of millions
+/// of keys cost more than a build's device work); only when that finds a fault, or when
+/// its table finds no room, are the keys scanned on the host, read back if need be, to
+/// name the first fault in batch order.
+pub(crate) fn check_keys_on(
+    stream: &Stream,
+    keys: &DeviceBuffer<u32>,
+    host: Option<&[u32]>,
+) -> Result<()> {
+    if let Some(host) = host
+        && host.len() < HOST_CHECK_BELOW
+    {
+        return check_keys(host);
     }
-    first_key_fault(keys)
+    match device_finds_fault(stream, keys) {
+        Ok(false) => return Ok(()),
+        Ok(true) | Err(gpuhash_core::Error::OutOfDeviceMemory) => {}
+        Err(error) => return Err(error.into()),
+    }
+    match host {
+        Some(host) => check_keys(host),
+        None => check_keys(&staging::downloaded(stream, keys)?),
+    }
 }
 
-/// Keys from which the check of a batch runs on threads: below, starting them costs more
-/// than the scan.
-const PARALLEL_CHECK_FROM: usize = 1 << 16;
+/// Host keys below which a batch is checked on the host alone: a map of so few costs
+/// less than a kernel and a wait.
+pub(crate) const HOST_CHECK_BELOW: usize = 1 << 10;
 
-/// The first reserved key, or the first key met again, in batch order.
-fn first_key_fault(keys: &[u32]) -> Result<()> {
+/// The seed of the device check's hash, apart from every space's.
+const KEY_CHECK_SEED: u32 = 0x6b65_7973;
+
+/// Whether some key is reserved or repeated, by [`launch::key_faults`] through a table of
+/// twice as many slots or more. Batches past 2^31 keys, whose table would pass 2^32 slots,
+/// are left to the host, as if out of device memory.
+fn device_finds_fault(stream: &Stream, keys: &DeviceBuffer<u32>) -> gpuhash_core::Result<bool> {
+    if keys.is_empty() {
+        return Ok(false);
+    }
+    if keys.len() > 1 << 31 {
+        return Err(gpuhash_core::Error::OutOfDeviceMemory);
+    }
+    let mut table = DeviceBuffer::<u32>::zeroed(stream, (keys.len() * 2).next_power_of_two())?;
+    let mut fault = DeviceBuffer::<u32>::zeroed(stream, 1)?;
+    launch::key_faults(stream, keys, &mut table, KEY_CHECK_SEED, &mut fault)?;
+    Ok(fault.to_host(stream)?[0] != 0)
+}
+
+/// Checks host keys, exactly: the first reserved key, or the first key met again, in
+/// batch order.
+pub(crate) fn check_keys(keys: &[u32]) -> Result<()> {
     let mut seen = HashMap::with_capacity(keys.len());
     for (index, &key) in keys.iter().enumerate() {
         if is_reserved_key(key) {
@@ -255,66 +292,6 @@ fn first_key_fault(keys: &[u32]) -> Result<()> {
     Ok(())
 }
 
-/// Whether `keys` holds no reserved key and no key twice, checked on threads: each thread
-/// takes the keys whose hash falls in its shard (one pass over the batch), then puts them
-/// in an open-addressing table of its own (twice as many slots as keys, linear probing,
-/// the reserved word `u32::MAX` marking an empty slot). A key's copies share a hash, hence
-/// a shard, so the shards together see every repeat. One map of all the keys on one thread
-/// (a cache miss a key) cost a build of millions of tuples more than its device work.
-pub(crate) fn keys_are_plainly_valid(keys: &[u32]) -> bool {
-    let shards = std::thread::available_parallelism().map_or(1, |n| n.get().min(16)) as u32;
-    std::thread::scope(|scope| {
-        let checks: Vec<_> = (0..shards)
-            .map(|shard| scope.spawn(move || shard_is_plainly_valid(keys, shard, shards)))
-            .collect();
-        checks.into_iter().all(|check| {
-            check
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-        })
-    })
-}
-
-/// The shard (of `shards`) of a key's hash: its top bits, scaled.
-fn shard_of(hash: u32, shards: u32) -> u32 {
-    ((u64::from(hash) * u64::from(shards)) >> 32) as u32
-}
-
-/// Whether the keys of shard `shard` of `shards` are neither reserved nor repeated.
-fn shard_is_plainly_valid(keys: &[u32], shard: u32, shards: u32) -> bool {
-    let members: Vec<(u32, u32)> = keys
-        .iter()
-        .map(|&key| (key, fmix32(key)))
-        .filter(|&(_, hash)| shard_of(hash, shards) == shard)
-        .collect();
-    if members.iter().any(|&(key, _)| is_reserved_key(key)) {
-        return false;
-    }
-    let slots = (members.len() * 2).next_power_of_two().max(2);
-    let mask = slots - 1;
-    let mut table = vec![u32::MAX; slots];
-    for &(key, hash) in &members {
-        let mut slot = hash as usize & mask;
-        loop {
-            match table[slot] {
-                u32::MAX => {
-                    table[slot] = key;
-                    break;
-                }
-                held if held == key => return false,
-                _ => slot = (slot + 1) & mask,
-            }
-        }
-    }
-    true
-}
-
-/// Checks a whole batch: its shape, then its keys.
-pub(crate) fn check_batch(p: usize, batch: TupleBatch<'_>) -> Result<()> {
-    check_shape(p, batch)?;
-    check_keys(batch.keys)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -326,6 +303,12 @@ mod tests {
         assert!(is_reserved_key(u32::MAX - 2));
         assert!(!is_reserved_key(u32::MAX - 3));
         assert!(!is_reserved_key(0));
+    }
+
+    /// A whole batch checked on the host: its shape, then its keys.
+    fn check_batch(p: usize, batch: TupleBatch<'_>) -> Result<()> {
+        check_shape(p, batch)?;
+        check_keys(batch.keys)
     }
 
     #[test]
@@ -367,43 +350,6 @@ mod tests {
                 key: 7
             })
         ));
-    }
-
-    #[test]
-    fn large_batches_are_checked_on_threads_with_the_exact_errors() {
-        let n = PARALLEL_CHECK_FROM as u32 * 3;
-        let mut keys: Vec<u32> = (0..n).map(|i| fmix32(i) & !7).map(|k| k | 1).collect();
-        keys.sort_unstable();
-        keys.dedup();
-        let distinct = keys.len();
-        assert!(keys_are_plainly_valid(&keys));
-        assert!(check_keys(&keys).is_ok());
-        // A repeat far from its first copy, then an earlier one: the first repeat is named.
-        keys.push(keys[10]);
-        keys.push(keys[3]);
-        assert!(!keys_are_plainly_valid(&keys));
-        assert!(matches!(
-            check_keys(&keys),
-            Err(HyperspaceError::DuplicateKey { first: 10, second, .. }) if second == distinct
-        ));
-        keys.truncate(distinct);
-        keys[distinct / 2] = u32::MAX - 1;
-        assert!(!keys_are_plainly_valid(&keys));
-        assert!(matches!(
-            check_keys(&keys),
-            Err(HyperspaceError::ReservedKey { index, .. }) if index == distinct / 2
-        ));
-    }
-
-    #[test]
-    fn every_key_falls_in_one_shard() {
-        for shards in [1, 3, 16] {
-            for hash in [0, 1, u32::MAX / 2, u32::MAX] {
-                assert!(shard_of(hash, shards) < shards);
-            }
-        }
-        assert_eq!(shard_of(u32::MAX, 16), 15);
-        assert_eq!(shard_of(0, 16), 0);
     }
 
     #[test]

@@ -29,9 +29,9 @@ impl HyperspaceIndex {
     /// the wrong shape is rejected whole, as is one the allocators cannot make room for
     /// (the error names why; the tuples of the batch inserted meanwhile are taken out).
     pub fn insert(&self, batch: TupleBatch<'_>) -> Result<Vec<InsertStatus>> {
-        tuples::check_batch(self.attribute_count(), batch)?;
+        tuples::check_shape(self.attribute_count(), batch)?;
         if batch.is_empty() {
-            return Ok(Vec::new());
+            return tuples::check_keys(batch.keys).map(|()| Vec::new());
         }
         let stream = self.device().lend_stream()?;
         let status = self.observed_write(
@@ -39,6 +39,7 @@ impl HyperspaceIndex {
             batch.len(),
             || {
                 let tuples = DeviceTuples::from_batch(&stream, batch)?;
+                tuples::check_keys_on(&stream, &tuples.keys, Some(batch.keys))?;
                 self.insert_tuples(&stream, &tuples)
             },
             |status| inserted_count(status),
@@ -155,9 +156,9 @@ impl HyperspaceIndex {
     /// all. Two batches modifying one key at once from two host threads are not ordered:
     /// keep such writes on one thread. Rejected whole like [`HyperspaceIndex::insert`].
     pub fn modify(&self, batch: TupleBatch<'_>) -> Result<Vec<bool>> {
-        tuples::check_batch(self.attribute_count(), batch)?;
+        tuples::check_shape(self.attribute_count(), batch)?;
         if batch.is_empty() {
-            return Ok(Vec::new());
+            return tuples::check_keys(batch.keys).map(|()| Vec::new());
         }
         let stream = self.device().lend_stream()?;
         let found = self.observed_write(
@@ -165,6 +166,7 @@ impl HyperspaceIndex {
             batch.len(),
             || {
                 let new = DeviceTuples::from_batch(&stream, batch)?;
+                tuples::check_keys_on(&stream, &new.keys, Some(batch.keys))?;
                 self.modify_tuples(&stream, &new)
             },
             |_| 0,
@@ -242,12 +244,12 @@ impl HyperspaceIndex {
     /// twice or a reserved key rejects the batch.
     pub fn modify_values(&self, keys: &[u32], values: &[u32]) -> Result<Vec<bool>> {
         gpuhash_core::table::check_pairs(keys.len(), values.len())?;
-        tuples::check_keys(keys)?;
         if keys.is_empty() {
             return Ok(Vec::new());
         }
         let stream = self.device().lend_stream()?;
         let keys_on = upload(&stream, keys)?;
+        tuples::check_keys_on(&stream, &keys_on, Some(keys))?;
         let values_on = upload(&stream, values)?;
         let found = self.modify_values_of(&stream, &keys_on, values_on)?;
         Ok(found.iter().map(|&f| f != 0).collect())
@@ -266,7 +268,7 @@ impl HyperspaceIndex {
     ) -> Result<()> {
         gpuhash_core::table::check_pairs(keys.len(), values.len())?;
         check_flags("keys and modified", keys.len(), modified.len())?;
-        tuples::check_keys(&downloaded(stream, keys)?)?;
+        tuples::check_keys_on(stream, keys, None)?;
         if keys.is_empty() {
             return Ok(());
         }
@@ -318,7 +320,7 @@ impl HyperspaceIndex {
             tuples.values.len(),
             tuples.attributes.len(),
         )?;
-        tuples::check_keys(&downloaded(stream, &tuples.keys)?)?;
+        tuples::check_keys_on(stream, &tuples.keys, None)?;
         Ok(downloaded(stream, &tuples.attributes)?)
     }
 }

@@ -213,13 +213,45 @@ typedef struct GhHsPartitionParams {
     uint32_t *order;
 } GhHsPartitionParams;
 
-/* values[i] = source[order[i]] for i < count (a gather by permutation). */
+/* values[i * width + c] = source[order[i] * width + c] for i < count and c < width (a
+ * gather by permutation of rows of width words). */
 typedef struct GhHsPermuteParams {
     const uint32_t *source;
     const uint32_t *order;
     uint32_t *values;
     uint64_t count;
+    uint32_t width;
 } GhHsPermuteParams;
+
+/* rows[i * (p + 2) + c] = field c of tuple i for i < tuples.count: the key (c = 0), the
+ * attributes (c = 1..p), the value (c = p + 1), as the chains of a super node number them. */
+typedef struct GhHsTupleRowsParams {
+    GhHsTuples tuples;
+    uint32_t attribute_count;
+    uint32_t *rows;
+} GhHsTupleRowsParams;
+
+/* nodes[b] = ceil(histogram[b] / 31), the super nodes bucket b takes, for b < bucket_count;
+ * totals[0] += every bucket's, totals[1] += those past the buckets' heads (totals zeroed by
+ * the caller). */
+typedef struct GhHsNodeCountsParams {
+    const unsigned long long *histogram;
+    unsigned long long *nodes;
+    unsigned long long *totals;
+    uint32_t bucket_count;
+} GhHsNodeCountsParams;
+
+/* *fault becomes nonzero when some key of keys[0..count) is reserved or met twice: each key
+ * is put in table (a power of two of slots, mask + 1, at least twice count, zeroed by the
+ * caller; a slot holds key + 1), probed linearly from a hash of the key and seed. */
+typedef struct GhHsKeyFaultsParams {
+    const uint32_t *keys;
+    uint64_t count;
+    uint32_t *table;
+    uint32_t mask;
+    uint32_t seed;
+    uint32_t *fault;
+} GhHsKeyFaultsParams;
 
 /* Bulk build into an empty space: bucket b's tuples are tuples[offsets[b]..offsets[b + 1]]
  * (sorted by bucket), its super nodes node_starts[b]..node_starts[b + 1] of node_count in
@@ -228,7 +260,8 @@ typedef struct GhHsPermuteParams {
  * gh_hs_build writes super node t whole, one warp a node, linking it to links[t + 1]. */
 typedef struct GhHsBuildParams {
     GhHsSpace space;
-    GhHsTuples tuples;
+    /* The tuples sorted by bucket, as rows (see GhHsTupleRowsParams). */
+    const uint32_t *rows;
     const uint64_t *offsets;
     const uint64_t *node_starts;
     uint32_t *links;

@@ -201,6 +201,101 @@ fn heavy_skew_keeps_every_match() {
     assert_eq!(exported, held, "an export holds every key once");
 }
 
+/// Batches past the host check's size, whose keys the device checks: every fault is named
+/// exactly as the host names it (the first in batch order), by the bulk build and by every
+/// write, and the index is left as it was; a clean batch of the same size goes in.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn large_batches_with_bad_keys_are_named_exactly_and_rejected_whole() {
+    let _memory = shared_memory();
+    let mut rng = SeededRng::new(11);
+    let p = 3;
+    let n = 5000;
+    let clean = random_tuples(&mut rng, p, n, 1 << 30, 40);
+    let mut cases: Vec<(&str, Vec<u32>, HyperspaceError)> = Vec::new();
+    let mut far = clean.keys.clone();
+    far[4000] = far[10];
+    cases.push((
+        "a repeat far from its first copy",
+        far.clone(),
+        duplicate(10, 4000, far[10]),
+    ));
+    let mut two = far.clone();
+    two[3000] = two[5];
+    cases.push((
+        "the first of two repeats",
+        two.clone(),
+        duplicate(5, 3000, two[5]),
+    ));
+    let same = vec![77; n];
+    cases.push(("one key throughout", same, duplicate(0, 1, 77)));
+    for (at, reserved) in [(0, u32::MAX), (2500, u32::MAX - 1), (n - 1, u32::MAX - 2)] {
+        let mut keys = clean.keys.clone();
+        keys[at] = reserved;
+        cases.push((
+            "a reserved key",
+            keys,
+            HyperspaceError::ReservedKey {
+                index: at,
+                key: reserved,
+            },
+        ));
+    }
+    let mut late_reserved = far.clone();
+    late_reserved[4500] = u32::MAX;
+    cases.push((
+        "a repeat before a reserved key",
+        late_reserved,
+        duplicate(10, 4000, far[10]),
+    ));
+    let idx = index(p, 1 << 14, HyperspaceOptions::default());
+    let mut model = Model::default();
+    let held = random_tuples(&mut rng, p, 300, 1 << 30, 40);
+    idx.insert(batch(&held)).expect("insert");
+    model.insert(&held);
+    for (what, keys, expected) in cases {
+        let bad = Tuples {
+            keys: keys.clone(),
+            ..clean.clone()
+        };
+        let same_error = |answer: HyperspaceError, verb: &str| {
+            assert_eq!(
+                format!("{answer:?}"),
+                format!("{expected:?}"),
+                "{what}: {verb}"
+            );
+        };
+        let built = HyperspaceIndex::build(device(), p, batch(&bad), HyperspaceOptions::default());
+        let Err(rejected) = built else {
+            panic!("{what}: build took the batch")
+        };
+        same_error(rejected, "build");
+        same_error(
+            idx.insert(batch(&bad)).expect_err("insert rejects"),
+            "insert",
+        );
+        same_error(
+            idx.modify(batch(&bad)).expect_err("modify rejects"),
+            "modify",
+        );
+        let values = idx.modify_values(&keys, &bad.values);
+        same_error(values.expect_err("modify_values rejects"), "modify_values");
+        check_contents(&idx, &model, &[], what);
+    }
+    let built = HyperspaceIndex::build(device(), p, batch(&clean), HyperspaceOptions::default())
+        .expect("a clean batch builds");
+    let mut fresh = Model::default();
+    fresh.insert(&clean);
+    check_contents(&built, &fresh, &[], "built from the clean batch");
+    let statuses = idx.insert(batch(&clean)).expect("a clean batch goes in");
+    assert_eq!(statuses, model.insert(&clean), "insert statuses");
+    check_contents(&idx, &model, &[], "after the clean insert");
+}
+
+fn duplicate(first: usize, second: usize, key: u32) -> HyperspaceError {
+    HyperspaceError::DuplicateKey { first, second, key }
+}
+
 #[test]
 #[ignore = "needs a CUDA device"]
 fn bad_batches_are_rejected_whole() {

@@ -1,0 +1,95 @@
+//! Probe behind docs/benchmarks/hyperspace.md: where a bulk build of W6 spends its time.
+//! For each cardinality given, 2^`LOG2_N` tuples of 4 uniform attributes are built, 1 time
+//! untimed and 3 times timed, into indexes of the key index alone, of attribute pairs
+//! (3 spaces) and of one subspace an attribute (5 spaces, the default); beside them the
+//! upload of the same tuples alone. The difference between builds of more and fewer
+//! spaces is what a space costs; the rest is the build's fixed part (the upload, the
+//! columns' sketches, the check of the keys). Medians in milliseconds.
+//!
+//! `cargo run --release -p gpuhash-bench --example build_phases -- [LOG2_N]
+//! [CARDINALITY,..] [once]` (default `24 100,10000,100000`); with `once`, each
+//! cardinality's default index is built one time and nothing is timed (for a profiler).
+
+use std::time::Instant;
+
+use gpuhash_core::Device;
+use gpuhash_core::hash::fmix64;
+use gpuhash_core::staging::upload;
+use gpuhash_hyperspace::{HyperspaceIndex, HyperspaceOptions, Subspaces, TupleBatch};
+
+const ATTRIBUTES: usize = 4;
+
+type Outcome<T> = Result<T, Box<dyn std::error::Error>>;
+
+fn main() -> Outcome<()> {
+    let mut args = std::env::args().skip(1);
+    let log2_n: u32 = args.next().map_or(Ok(24), |a| a.parse())?;
+    let cards: Vec<u32> = args
+        .next()
+        .unwrap_or_else(|| "100,10000,100000".into())
+        .split(',')
+        .map(|c| c.parse().expect("a comma-separated list of cardinalities"))
+        .collect();
+    let once = args.next().is_some_and(|a| a == "once");
+    let device = Device::new(0)?;
+    let n = 1usize << log2_n;
+    println!(
+        "| n | cardinality | upload ms | key index alone ms | pairs (3 spaces) ms | each attribute (5 spaces) ms | M tuples/s (5 spaces) |"
+    );
+    println!("| --- | --- | --- | --- | --- | --- | --- |");
+    for card in cards {
+        let keys: Vec<u32> = (0..n as u32).map(|i| i + 1).collect();
+        let attributes: Vec<u32> = (0..ATTRIBUTES * n)
+            .map(|i| (fmix64(i as u64 ^ 0x5eed) % u64::from(card)) as u32 + 1)
+            .collect();
+        let values: Vec<u32> = (0..n as u32).collect();
+        let batch = TupleBatch {
+            keys: &keys,
+            attributes: &attributes,
+            values: &values,
+        };
+        if once {
+            HyperspaceIndex::build(&device, ATTRIBUTES, batch, HyperspaceOptions::default())?;
+            continue;
+        }
+        let stream = device.new_stream()?;
+        let upload_ms = median_ms(|| {
+            let up = (
+                upload(&stream, batch.keys)?,
+                upload(&stream, batch.attributes)?,
+                upload(&stream, batch.values)?,
+            );
+            stream.synchronize()?;
+            drop(up);
+            Ok(())
+        })?;
+        let build_ms = |subspaces: Subspaces| {
+            median_ms(|| {
+                let options = HyperspaceOptions::default().subspaces(subspaces.clone());
+                drop(HyperspaceIndex::build(&device, ATTRIBUTES, batch, options)?);
+                Ok(())
+            })
+        };
+        let key_ms = build_ms(Subspaces::Groups(Vec::new()))?;
+        let pairs_ms = build_ms(Subspaces::Pairs)?;
+        let each_ms = build_ms(Subspaces::EachAttribute)?;
+        println!(
+            "| 2^{log2_n} | {card} | {upload_ms:.1} | {key_ms:.1} | {pairs_ms:.1} | {each_ms:.1} | {:.1} |",
+            n as f64 / each_ms / 1e3
+        );
+    }
+    Ok(())
+}
+
+/// The median of 3 timed runs of `f`, after 1 untimed one, in milliseconds.
+fn median_ms(mut f: impl FnMut() -> Outcome<()>) -> Outcome<f64> {
+    f()?;
+    let mut times = Vec::new();
+    for _ in 0..3 {
+        let started = Instant::now();
+        f()?;
+        times.push(started.elapsed().as_secs_f64() * 1e3);
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(times[1])
+}
