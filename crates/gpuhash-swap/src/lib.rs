@@ -162,16 +162,16 @@
 //!   looks its keys of the segment up (the child is resident then): a flag a key and the
 //!   value it held, kept with the keys' places in the segment (one log a pass over a
 //!   segment, when a batch takes passes). The log of the segment that runs stays on the
-//!   device, within the scratch budget (it takes the room a
-//!   lookup's filter survivors take: [`policy::change_scratch_per_element`]); as the next
-//!   segment starts it moves to pinned host memory from the device's pool, so a batch
-//!   larger than the device budget keeps its log off the device. The keys are not logged:
-//!   the caller's buffer holds them, in input order, as long as the batch runs.
+//!   device, within the scratch budget (it takes the room a lookup's filter survivors
+//!   take: [`policy::change_scratch_per_element`]); as the next segment starts it moves to
+//!   pinned host memory from the device's pool, so a batch larger than the device budget
+//!   keeps its log off the device. The keys are not logged: the caller's buffer holds
+//!   them, in input order, as long as the batch runs.
 //! - **The cost.** A lookup of each key on the device before its insert or removal, and,
 //!   over the bus, one flag, one value and one place an element, device to host, for every
 //!   segment but the last to run (13 bytes for `u64` values); nothing more while batches
-//!   succeed. A failed
-//!   batch then copies its keys to the host once and the undo's keys and pairs back.
+//!   succeed. A failed batch then copies its keys to the host once and the undo's keys and
+//!   pairs back.
 //! - **The undo.** Every logged visit is taken back with the contract's verbs
 //!   ([`UndoPlan`]): after an insert, keys that were not there are removed and keys that
 //!   were get their old values back; after a removal, the keys that were there go back in
@@ -179,9 +179,10 @@
 //!   changed part of its keys: DyHash's `NotInserted`). A key lives in one child, so the
 //!   undo goes child by child, the resident ones first, each paged in once through the
 //!   usual paths, and each child's visits go back the last segment first, so a key repeated
-//!   across segments ends with what it held before. A child's visits are all in one pass,
-//!   so a failure in a later pass takes back every pass before it too. Then the batch's own error returns.
-//!   [`SwapStats::undone`] counts the batches taken back.
+//!   across segments ends with what it held before. A failure in a later pass takes back
+//!   the passes before it too (a child's visits all lie in one pass, in segment order).
+//!   Then the batch's own error returns. [`SwapStats::undone`] counts the batches taken
+//!   back.
 //! - **What stays.** Children keep the room they grew by during the failed batch, and a
 //!   child taken back counts as changed (its image is written back when it next leaves).
 //!   The answers buffers of a failed batch hold answers for the visits before the
