@@ -62,9 +62,9 @@ pub const DEFAULT_SCRATCH_BYTES: u64 = 64 << 20;
 /// no device budget (`u64::MAX`), no bound: a batch (of up to 2^32 elements) is one
 /// segment, its scratch allocated for its own length. With a budget, a quarter of it, at
 /// least [`DEFAULT_SCRATCH_BYTES`]: the paper's input segments beside its child slots.
-/// Each segment visits its children once, so a batch cut into many short segments pages
-/// the same children in again and again, and pays a visit's fixed cost (a few kernels and
-/// copies a child) once a segment for every child.
+/// A batch cut into many short segments takes passes so that it pages each child once
+/// ([`passes`]), but still pays a partition (with a wait) a segment for each pass, and a
+/// visit's fixed cost (a few kernels and copies a child) once a segment for every child.
 pub fn scratch_bytes(device_budget: u64, asked: Option<u64>) -> u64 {
     match (asked, device_budget) {
         (Some(bytes), _) => bytes,
