@@ -15,16 +15,19 @@
 //! takes the move's outcome back first; with one slot there is no room to look ahead and
 //! every page-in happens at its visit.
 //!
-//! A lookup batch of several segments first counts its keys by child through the filters
-//! (one count kernel a segment, one wait). Each segment visits its children once, so with
-//! more children on the host than slots, every segment would page again each child the
-//! cost model pages. Instead, the children on the host that the model pages for the whole
-//! batch's survivors are left out of a first pass over every segment (the resident
-//! children, and those on the host probed in place), then put in groups of the resident
+//! A batch of several segments with children on the host first counts its keys by child
+//! (through the filters for a lookup: one count kernel a segment, one wait). Each segment
+//! visits its children once, so with more children on the host than slots, every segment
+//! would page again each child the batch pages. Instead, those children (a lookup's that
+//! the cost model pages for the whole batch's survivors, an insert's or a removal's every
+//! one with keys) are left out of a first pass over every segment (the resident children,
+//! and for a lookup those on the host probed in place), then put in groups of the resident
 //! limit, each group taking a pass of its own over every segment: paged in once, resident
-//! throughout ([`crate::policy::page_groups`]). A pass partitions only its children's keys
-//! of each segment (the count kernel reads every key, the scatter moves only those) and
-//! writes only the answers it found, on flags zeroed before the first pass.
+//! throughout ([`crate::passes`]). A pass partitions only its children's keys of each
+//! segment (the count kernel reads every key, the scatter moves only those) and writes
+//! only the answers it found, on flags zeroed before the first pass. A key's child is in
+//! one pass, and a pass runs the segments in order, so a key's visits run in segment order
+//! as with one pass.
 //!
 //! An insert or a removal logs what each visit's keys held before it ran, and a batch that
 //! fails takes back every logged visit before it returns ([`crate::undo`]).
@@ -38,7 +41,8 @@ use gpuhash_core::{DeviceBuffer, Stream};
 use crate::filter::{self, Survivors};
 use crate::launch;
 use crate::partition::Partition;
-use crate::policy::{Access, next_page_in, page_groups, resident_first, segments};
+use crate::passes::Pass;
+use crate::policy::{Access, Reach, next_page_in, resident_first, segments};
 use crate::residency::{Moved, Residency};
 use crate::table::SwapTable;
 use crate::undo::{Before, Change, UndoLog};
@@ -124,42 +128,12 @@ enum How {
     PageLookup,
 }
 
-/// How one pass of a batch reaches a child.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Reach {
-    /// Not in this pass.
-    Skip,
-    /// As the segment's own counts choose: the verb on a resident child; a lookup of a
-    /// child on the host probed in place or paged in, by the cost model.
-    AsCounted,
-    /// A lookup of a child on the host paged in, whatever a segment's counts say.
-    Page,
-}
-
 /// A child's part of a segment.
 struct Visit {
     child: usize,
     /// The child's range of the partition ([`How::Run`]) or of the survivors.
     range: Range<usize>,
     how: How,
-}
-
-/// One pass over a batch's segments: how it reaches each child, the children it
-/// partitions when it skips some (a byte a child, on the device), and whether it writes
-/// the flags of misses too (the only pass of a batch does; passes of a batch of several
-/// write only what they found, on flags zeroed before the first).
-#[derive(Clone, Copy)]
-struct Pass<'a> {
-    reach: &'a [Reach],
-    in_pass: Option<&'a DeviceBuffer<u8>>,
-    writes_misses: bool,
-}
-
-/// The children a pass reaches, a byte each, for the partition's count kernel: the keys of
-/// the others are left out of each segment, so a pass moves and looks up only its own.
-fn pass_marks(stream: &Stream, reach: &[Reach]) -> gpuhash_core::Result<DeviceBuffer<u8>> {
-    let marks: Vec<u8> = reach.iter().map(|&r| u8::from(r != Reach::Skip)).collect();
-    DeviceBuffer::from_host(stream, &marks)
 }
 
 /// What every visit of a segment reads and writes.
@@ -188,37 +162,23 @@ impl<T: ProbeInPlace> SwapTable<T> {
         }
         let mut residency = self.residency.lock();
         let mut log = UndoLog::new();
-        let passes = match verb.changes() {
-            true => Vec::new(),
-            false => self.lookup_passes(&mut residency, stream, keys)?,
-        };
-        let passes = match passes.is_empty() {
-            true => vec![vec![Reach::AsCounted; residency.count()]],
-            false => passes,
-        };
-        // With several passes, each writes only the keys it found, on flags zeroed first.
-        let one_pass = passes.len() == 1;
-        if !one_pass && let Some(found) = verb.found() {
+        let passes = self.passes(&mut residency, stream, keys, verb.changes())?;
+        // Passes that skip children each write only the keys they found, on flags zeroed
+        // first.
+        let skips = passes.iter().any(|reach| reach.contains(&Reach::Skip));
+        if skips && let Some(found) = verb.found() {
             found.fill_zero(stream)?;
         }
         let mut outcome = Ok(());
-        'passes: for reach in &passes {
-            let in_pass = match reach.contains(&Reach::Skip) {
-                true => Some(pass_marks(stream, reach)?),
-                false => None,
-            };
-            let this = Pass {
-                reach,
-                in_pass: in_pass.as_ref(),
-                writes_misses: one_pass,
-            };
-            for segment in segments(keys.len(), self.plan.segment) {
-                // The logs of the segments before leave the device; this one's stays there
-                // while it runs (and, for the last, until the batch ends).
-                outcome = log
-                    .move_to_host(stream)
-                    .map_err(T::Error::from)
-                    .and_then(|()| {
+        for reach in &passes {
+            outcome = Pass::new(stream, reach, !skips)
+                .map_err(T::Error::from)
+                .and_then(|pass| {
+                    segments(keys.len(), self.plan.segment).try_for_each(|segment| {
+                        // The logs of the segments before leave the device; this one's
+                        // stays there while it runs (and, for the last, until the batch
+                        // ends).
+                        log.move_to_host(stream)?;
                         self.run_segment(
                             &mut residency,
                             stream,
@@ -226,12 +186,12 @@ impl<T: ProbeInPlace> SwapTable<T> {
                             &mut verb,
                             segment,
                             &mut log,
-                            this,
+                            &pass,
                         )
-                    });
-                if outcome.is_err() {
-                    break 'passes;
-                }
+                    })
+                });
+            if outcome.is_err() {
+                break;
             }
         }
         if outcome.is_err()
@@ -240,88 +200,6 @@ impl<T: ProbeInPlace> SwapTable<T> {
             self.undo(&mut residency, stream, keys, change, log);
         }
         outcome
-    }
-
-    /// The passes of a lookup batch (module docs), or none when one pass over the
-    /// segments serves: a batch of one segment, no child on the host, or no child the cost
-    /// model pages for the batch's survivors.
-    fn lookup_passes(
-        &self,
-        residency: &mut Residency<T>,
-        stream: &Stream,
-        keys: &DeviceBuffer<T::Key>,
-    ) -> Result<Vec<Vec<Reach>>, T::Error> {
-        let children = residency.count();
-        let segment = self.plan.segment;
-        let on_host: Vec<bool> = (0..children)
-            .map(|child| !residency.is_resident(child))
-            .collect();
-        // The counts are 32-bit words.
-        let countable = u32::try_from(keys.len()).is_ok();
-        if keys.len() <= segment || !countable || !on_host.contains(&true) {
-            return Ok(Vec::new());
-        }
-        let passed = Self::survey(residency, stream, keys, segment, &on_host)?;
-        let model = self.cost_model();
-        let paged: Vec<usize> = (0..children)
-            .filter(|&child| {
-                let pages = || {
-                    let image_bytes = residency.image(child).bytes();
-                    let probes = u64::from(passed[child]);
-                    model.choose(probes, T::PROBE_BYTES, image_bytes) == Access::Page
-                };
-                on_host[child] && passed[child] > 0 && (!T::PROBES_IN_PLACE || pages())
-            })
-            .collect();
-        if paged.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut first = vec![Reach::AsCounted; children];
-        for &child in &paged {
-            first[child] = Reach::Skip;
-        }
-        let mut passes = vec![first];
-        for group in page_groups(&paged, self.plan.resident) {
-            let mut reach = vec![Reach::Skip; children];
-            for child in group {
-                reach[child] = Reach::Page;
-            }
-            passes.push(reach);
-        }
-        Ok(passes)
-    }
-
-    /// The keys of the whole batch that each child's filter passes (0 for the children not
-    /// `on_host`), counted segment by segment into one set of counts: one wait.
-    fn survey(
-        residency: &mut Residency<T>,
-        stream: &Stream,
-        keys: &DeviceBuffer<T::Key>,
-        segment: usize,
-        on_host: &[bool],
-    ) -> Result<Vec<u32>, T::Error> {
-        let children = residency.count();
-        let mut child_of = DeviceBuffer::unfilled(stream, segment.min(keys.len()))?;
-        let mut counts = DeviceBuffer::<u32>::zeroed(stream, 2 * children)?;
-        let filters = residency.filters().set(stream, on_host)?;
-        let counted = segments(keys.len(), segment).try_for_each(|range| {
-            launch::count(
-                stream,
-                keys,
-                range,
-                filters.as_ref(),
-                None,
-                &mut child_of,
-                &mut counts,
-            )
-        });
-        let consulted = filters.is_some();
-        drop(filters);
-        if consulted {
-            residency.filters_read_on(stream)?;
-        }
-        counted?;
-        Ok(counts.to_host(stream)?[children..].to_vec())
     }
 
     /// Runs one segment of a pass; an insert's or a removal's log of it goes onto `log`,
@@ -338,7 +216,7 @@ impl<T: ProbeInPlace> SwapTable<T> {
         verb: &mut Verb<'_, T::Value>,
         segment: Range<usize>,
         log: &mut UndoLog<T::Value>,
-        pass: Pass<'_>,
+        pass: &Pass<'_>,
     ) -> Result<(), T::Error> {
         let children = residency.count();
         // Which children a lookup reaches through its filter: those on the host now (the
@@ -355,11 +233,11 @@ impl<T: ProbeInPlace> SwapTable<T> {
             verb,
             &segment,
             &on_host,
-            pass.in_pass,
+            pass.in_pass.as_ref(),
         )?;
         let mut answers = Answers::for_verb(stream, verb, partition.index.len())?;
         let mut before = match verb.changes() {
-            true => Some(Before::new(stream, segment.len())?),
+            true => Some(Before::new(stream, partition.index.len())?),
             false => None,
         };
         let visits = self.visits(residency, &partition, &survivors, &on_host, pass.reach);
@@ -371,20 +249,26 @@ impl<T: ProbeInPlace> SwapTable<T> {
             answers: &mut answers,
             before: before.as_mut(),
         };
-        let visited = self.visit_all(residency, &visits, &mut work);
+        let answered = self
+            .visit_all(residency, &visits, &mut work)
+            .and_then(|()| {
+                let start = segment.start;
+                gather_answers(
+                    stream,
+                    &partition,
+                    &answers,
+                    verb,
+                    start,
+                    pass.writes_misses,
+                )
+                .map_err(T::Error::from)
+            });
+        // The log keeps the partition's places of its elements in the segment: its
+        // flags and values are in the partition's order.
         if let Some(before) = before {
-            log.push(segment.clone(), before);
+            log.push(segment, before, partition.index);
         }
-        visited?;
-        gather_answers(
-            stream,
-            &partition,
-            &answers,
-            verb,
-            segment.start,
-            pass.writes_misses,
-        )?;
-        Ok(())
+        answered
     }
 
     /// The segment partitioned by child, and the keys of the children `on_host` that their
@@ -587,8 +471,7 @@ fn run_child<T: Map>(
     } = work;
     let keys = partition.keys_of(stream, range.clone())?;
     if let Some(before) = before {
-        let places = partition.places_of(stream, range.clone())?;
-        before.record(stream, table, child, &keys, &places)?;
+        before.record(stream, table, child, &keys, range.start)?;
     }
     let found = match verb {
         Verb::Insert(_) => {

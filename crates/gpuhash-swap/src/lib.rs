@@ -69,11 +69,13 @@
 //!   ones first, each child once), the child's own device form runs on its range; a last
 //!   kernel puts the answers back in input order. Before an insert or a removal runs on a
 //!   child, the child's own lookup logs what its keys held, so that a batch that fails can
-//!   be taken back (below, "After an error"). A lookup of several segments counts its
-//!   keys by child through the filters first; the children on the host that the cost
-//!   model pages for the whole batch then take passes of their own over the segments, as
-//!   many at once as the slots hold, so that each is paged in once a batch rather than
-//!   once a segment ([`policy::page_groups`]).
+//!   be taken back (below, "After an error"). A batch of several segments with children
+//!   on the host counts its keys by child first (one count kernel a segment, through the
+//!   filters for a lookup, one wait); the children on the host that the batch pages (for a
+//!   lookup those the cost model pages for the whole batch, for an insert or a removal
+//!   every one with keys) then take passes of their own over the segments, as many at once
+//!   as the slots hold, after a first pass for the other children, so that each is paged
+//!   in once a batch rather than once a segment ([`policy::passes`]).
 //! - **Overlap.** While a child's kernels run on the caller's stream, the next child the
 //!   segment needs on the device is paged in on another stream, by a thread of its own
 //!   (`batch.rs`): first, when no slot is free, the least recently used child that no
@@ -145,7 +147,8 @@
 //! bounded wait take. A filter replaced by a page-out is freed once every kernel that read
 //! the filters has run, on the device. The children's own device forms may wait too
 //! (DyHash reads its counts back after inserts to decide on resizing). Equal keys in one
-//! insert batch: one whole value wins, unspecified which. An insert or a removal that
+//! insert batch: one whole value wins, unspecified which. A batch of several segments
+//! that takes passes waits once more, for its count by child. An insert or a removal that
 //! succeeds adds no wait for its undo log: a segment's log leaves the device in the next
 //! segment's wait, and the last one's never leaves. One that fails waits while it is
 //! taken back.
@@ -157,16 +160,18 @@
 //!
 //! - **The log.** Before a child's insert or removal runs, the child's own `get_async`
 //!   looks its keys of the segment up (the child is resident then): a flag a key and the
-//!   value it held, put at the keys' places in the segment's input order. The log of the
-//!   segment that runs stays on the device, within the scratch budget (it takes the room a
-//!   lookup's filter survivors take: [`policy::change_scratch_per_element`]); as the next
-//!   segment starts it moves to pinned host memory from the device's pool, so a batch
-//!   larger than the device budget keeps its log off the device. The keys are not logged:
-//!   the caller's buffer holds them, in input order, as long as the batch runs.
+//!   value it held, kept with the keys' places in the segment (one log a pass over a
+//!   segment, when a batch takes passes). The log of the segment that runs stays on the
+//!   device, within the scratch budget (it takes the room a lookup's filter survivors
+//!   take: [`policy::change_scratch_per_element`]); as the next segment starts it moves to
+//!   pinned host memory from the device's pool, so a batch larger than the device budget
+//!   keeps its log off the device. The keys are not logged: the caller's buffer holds
+//!   them, in input order, as long as the batch runs.
 //! - **The cost.** A lookup of each key on the device before its insert or removal, and,
-//!   over the bus, one flag and one value an element, device to host, for every segment but
-//!   the last (9 bytes for `u64` values); nothing more while batches succeed. A failed
-//!   batch then copies its keys to the host once and the undo's keys and pairs back.
+//!   over the bus, one flag, one value and one place an element, device to host, for every
+//!   segment but the last to run (13 bytes for `u64` values); nothing more while batches
+//!   succeed. A failed batch then copies its keys to the host once and the undo's keys and
+//!   pairs back.
 //! - **The undo.** Every logged visit is taken back with the contract's verbs
 //!   ([`UndoPlan`]): after an insert, keys that were not there are removed and keys that
 //!   were get their old values back; after a removal, the keys that were there go back in
@@ -174,11 +179,13 @@
 //!   changed part of its keys: DyHash's `NotInserted`). A key lives in one child, so the
 //!   undo goes child by child, the resident ones first, each paged in once through the
 //!   usual paths, and each child's visits go back the last segment first, so a key repeated
-//!   across segments ends with what it held before. Then the batch's own error returns.
-//!   [`SwapStats::undone`] counts the batches taken back.
+//!   across segments ends with what it held before. A failure in a later pass takes back
+//!   the passes before it too (a child's visits all lie in one pass, in segment order).
+//!   Then the batch's own error returns. [`SwapStats::undone`] counts the batches taken
+//!   back.
 //! - **What stays.** Children keep the room they grew by during the failed batch, and a
 //!   child taken back counts as changed (its image is written back when it next leaves).
-//!   The answers buffers of a failed batch hold answers for the segments before the
+//!   The answers buffers of a failed batch hold answers for the visits before the
 //!   failure only (a removal's flags then name keys the undo has put back).
 //! - **What cannot be undone**: an error that no form returns but that shows only when the
 //!   stream is waited on (a kernel that faults leaves the context unusable), and an undo
@@ -219,8 +226,6 @@
 //!   batches and misses run at about 1 M keys/s a 2^10-key batch. A lookup kernel that
 //!   serves every child of a small batch at once (resident ones through their device
 //!   views, the others in place) would remove most of it.
-//! - Inserts and removals have no passes: a batch of several segments pages each child in
-//!   and out once a segment, not once a batch.
 //!
 //! ## Features
 #![doc = document_features::document_features!()]
@@ -233,6 +238,7 @@ mod launch;
 mod layouts;
 mod options;
 pub mod partition;
+mod passes;
 pub mod policy;
 mod residency;
 mod table;

@@ -1,7 +1,8 @@
 //! The host side's pure policy: which child a key lives in, how the budgets divide, the
 //! ranges of a partitioned batch, which resident child goes out first, how large a miss
-//! filter is, whether a batch pages a child in or probes its image in place, and in which
-//! order a failed batch is taken back ([`undo_steps`]).
+//! filter is, whether a batch pages a child in or probes its image in place, which passes
+//! a batch of several segments takes ([`passes`]), and in which order a failed batch is
+//! taken back ([`undo_steps`]).
 
 use std::ops::Range;
 
@@ -9,7 +10,9 @@ use gpuhash_core::hash::fmix64;
 
 use crate::layouts::GH_SWAP_SEED;
 
+mod passes;
 mod undo;
+pub use passes::{Reach, passes};
 pub use undo::undo_steps;
 
 /// The child of `key` among `children`: the high 32 bits of `fmix64(key ^ seed)`, scaled by
@@ -36,9 +39,10 @@ pub fn lookup_scratch_per_element(key_bytes: usize, value_bytes: usize) -> u64 {
 
 /// Device bytes an element of an insert or a removal needs while its segment runs: its key
 /// and value twice and its child id and input place, as a lookup's; a removal's answer flag
-/// twice; and the undo log: what the key held before its visit (flag and value) in the
-/// child's order, its place, and the flag and value again in the segment's input order
-/// (`crate::undo`). No filter survivors and no answer values: the log takes their room.
+/// twice; and the undo log: what the key held before its visit (flag and value) as the
+/// child's lookup answers it, again in the log, and its place, which the log keeps while
+/// the next segment is partitioned (`crate::undo`). No filter survivors and no answer
+/// values: the log takes their room.
 pub fn change_scratch_per_element(key_bytes: usize, value_bytes: usize) -> u64 {
     (2 * key_bytes + 2 * value_bytes + 8 + 2 + 2 * (value_bytes + 1) + 4) as u64
 }
@@ -58,9 +62,9 @@ pub const DEFAULT_SCRATCH_BYTES: u64 = 64 << 20;
 /// no device budget (`u64::MAX`), no bound: a batch (of up to 2^32 elements) is one
 /// segment, its scratch allocated for its own length. With a budget, a quarter of it, at
 /// least [`DEFAULT_SCRATCH_BYTES`]: the paper's input segments beside its child slots.
-/// Each segment visits its children once, so a batch cut into many short segments pages
-/// the same children in again and again, and pays a visit's fixed cost (a few kernels and
-/// copies a child) once a segment for every child.
+/// A batch cut into many short segments takes passes so that it pages each child once
+/// ([`passes`]), but still pays a partition (with a wait) a segment for each pass, and a
+/// visit's fixed cost (a few kernels and copies a child) once a segment for every child.
 pub fn scratch_bytes(device_budget: u64, asked: Option<u64>) -> u64 {
     match (asked, device_budget) {
         (Some(bytes), _) => bytes,
@@ -123,9 +127,9 @@ pub fn plan(
     Ok(Plan { resident, segment })
 }
 
-/// The children a lookup batch pages in for all its segments (`paged`), in groups that the
+/// The children a batch pages in for all its segments (`paged`), in groups that the
 /// `resident` slots hold at once: each group takes a pass over the batch's segments, paged
-/// in once and resident throughout (`crate::batch`).
+/// in once and resident throughout ([`passes`]).
 pub fn page_groups(paged: &[usize], resident: usize) -> Vec<Vec<usize>> {
     paged
         .chunks(resident.max(1))

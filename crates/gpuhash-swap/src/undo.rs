@@ -5,11 +5,17 @@
 //!
 //! Before a changing visit runs its child's device form, the child's keys of the segment
 //! are looked up with the child's own `get_async` (the child is resident then): a found
-//! flag a key and the value it held. A gather puts the answers at the keys' places in the
-//! segment, so a segment's log is two arrays in the batch's input order, beside the
-//! caller's keys ([`Before`]). A visit counts as logged once its lookup is queued: its form
-//! runs only after that, and a visit that never ran (its copy, lookup or page-in failed)
-//! is not logged and not undone.
+//! flag a key and the value it held, kept in the order of the segment's partition, beside
+//! the partition's places of its elements in the segment ([`Before`]): with the caller's
+//! keys, which stay in input order for as long as the batch runs, that names every key's
+//! old state. A visit counts as logged once its lookup is queued: its form runs only after
+//! that, and a visit that never ran (its copy, lookup or page-in failed) is not logged and
+//! not undone.
+//!
+//! A batch of several segments may take several passes over them (`crate::passes`), each
+//! partitioning only its own children's keys: there is one log for each pass over each
+//! segment that logged a visit. A child is in one pass, so each key's visits are all in
+//! one pass, once a segment, and each element of the batch is in at most one log.
 //!
 //! The log of the segment that runs stays on the device (the scratch budget counts it:
 //! [`crate::policy::change_scratch_per_element`]). When the next segment starts, it goes
@@ -19,12 +25,13 @@
 //! batch that succeeds drops its log with no wait of its own; the last segment's never
 //! leaves the device.
 //!
-//! **Bus bytes.** A batch that succeeds moves one flag and one value an element, device to
-//! host, for every segment but the last: the keys are not copied, since the caller's buffer
-//! holds them in the same order for as long as the batch runs. A batch that fails moves its
-//! keys (up to the end of the last logged segment) to the host once, then the undo's keys
-//! and values back, a key for each key it removes and a pair for each it puts back. Device
-//! time: a lookup a key before its insert or removal, and two gathers.
+//! **Bus bytes.** A batch that succeeds moves one flag, one value and one place (4 bytes)
+//! an element, device to host, for every logged segment of a pass but the last to run: the keys
+//! are not copied, since the caller's buffer holds them for as long as the batch runs. A
+//! batch that fails moves its keys (up to the end of the furthest logged segment) to the
+//! host once, then the undo's keys and values back, a key for each key it removes and a
+//! pair for each it puts back. Device time: a lookup a key before its insert or removal,
+//! and two copies.
 //!
 //! ## The undo
 //!
@@ -36,7 +43,8 @@
 //! error). A key lives in one child, so the undo goes child by child, the resident ones
 //! first, each paged in once through the residency's usual path, and takes back each
 //! child's visits the last segment first ([`crate::policy::undo_steps`]), which leaves a
-//! key repeated across segments with what it held before the batch. Then the batch's own
+//! key repeated across segments with what it held before the batch. A failure in any pass
+//! takes back the visits of every pass before it as well as its own. Then the batch's own
 //! error is returned; [`crate::SwapStats`] counts the batches undone.
 //!
 //! Children keep the room they grew by during the failed batch (a resize is not taken
@@ -58,13 +66,14 @@ use gpuhash_core::staging::{CHUNK, downloaded};
 use gpuhash_core::table::{Key, Map, UndoPlan, Value};
 use gpuhash_core::{DeviceBuffer, PooledPinned, Result, Stream};
 
-use crate::launch;
 use crate::policy::{child_of, resident_first, undo_steps};
 use crate::residency::Residency;
 use crate::table::SwapTable;
 
-/// What the keys of the segment that runs held before their visits, on the device, in the
-/// segment's input order, and the children whose visits were logged.
+/// What the keys of one pass over the segment that runs held before their visits, on the
+/// device, in the order of the pass's partition of the segment, and the children whose
+/// visits were logged. The flags and values of children not logged are left unwritten:
+/// the undo reads only the logged ones'.
 pub(crate) struct Before<V> {
     found: DeviceBuffer<u8>,
     held: DeviceBuffer<V>,
@@ -72,7 +81,7 @@ pub(crate) struct Before<V> {
 }
 
 impl<V: Value> Before<V> {
-    /// An empty log for a segment of `len` elements.
+    /// An empty log for a partition of `len` elements.
     pub(crate) fn new(stream: &Stream, len: usize) -> Result<Self> {
         Ok(Self {
             found: DeviceBuffer::unfilled(stream, len)?,
@@ -81,22 +90,22 @@ impl<V: Value> Before<V> {
         })
     }
 
-    /// Looks `keys`, child `child`'s part of the segment, up in `table` and keeps the
-    /// answers at the keys' `places` in the segment. The child counts as logged once this
-    /// has returned `Ok`: run its form only then.
+    /// Looks `keys`, child `child`'s part of the partition (from `at` on), up in `table`
+    /// and keeps the answers at the same places. The child counts as logged once this has
+    /// returned `Ok`: run its form only then.
     pub(crate) fn record<T: Map<Value = V>>(
         &mut self,
         stream: &Stream,
         table: &T,
         child: usize,
         keys: &DeviceBuffer<T::Key>,
-        places: &DeviceBuffer<u32>,
+        at: usize,
     ) -> std::result::Result<(), T::Error> {
         let mut found = DeviceBuffer::unfilled(stream, keys.len())?;
         let mut held = DeviceBuffer::unfilled(stream, keys.len())?;
         table.get_async(stream, keys, &mut found, &mut held)?;
-        launch::gather(stream, &found, places, None, &mut self.found, 0)?;
-        launch::gather(stream, &held, places, None, &mut self.held, 0)?;
+        self.found.copy_from_at(stream, at, &found)?;
+        self.held.copy_from_at(stream, at, &held)?;
         self.logged.push(child);
         Ok(())
     }
@@ -136,17 +145,21 @@ impl<T: Pod + Send + Sync> Lies<T> {
     }
 }
 
-/// One segment's log.
+/// The log of one pass over one segment.
 struct Logged<V> {
     /// The segment's range of the batch.
     segment: Range<usize>,
     /// The children whose visits were logged, in visit order.
     logged: Vec<usize>,
+    /// Each partitioned element's place in the segment.
+    places: Lies<u32>,
+    /// What each partitioned element held before its visit, where its child was logged.
     found: Lies<u8>,
     held: Lies<V>,
 }
 
-/// The log of a changing batch: each segment's that reached its visits, in order.
+/// The log of a changing batch: each pass's over each segment that reached its visits,
+/// in the order they ran.
 pub(crate) struct UndoLog<V> {
     segments: Vec<Logged<V>>,
 }
@@ -158,11 +171,22 @@ impl<V: Value> UndoLog<V> {
         }
     }
 
-    /// Keeps the log of the segment `segment`, on the device for now.
-    pub(crate) fn push(&mut self, segment: Range<usize>, before: Before<V>) {
+    /// Keeps the log of a pass over the segment `segment`, whose partition put its
+    /// elements at `places` in the segment, on the device for now; nothing when no visit
+    /// was logged.
+    pub(crate) fn push(
+        &mut self,
+        segment: Range<usize>,
+        before: Before<V>,
+        places: DeviceBuffer<u32>,
+    ) {
+        if before.logged.is_empty() {
+            return;
+        }
         self.segments.push(Logged {
             segment,
             logged: before.logged,
+            places: Lies::Device(places),
             found: Lies::Device(before.found),
             held: Lies::Device(before.held),
         });
@@ -173,39 +197,54 @@ impl<V: Value> UndoLog<V> {
     /// error fails the batch, with the log where it was, still whole.
     pub(crate) fn move_to_host(&mut self, stream: &Stream) -> Result<()> {
         self.segments.iter_mut().try_for_each(|logged| {
+            logged.places.move_to_host(stream)?;
             logged.found.move_to_host(stream)?;
             logged.held.move_to_host(stream)
         })
     }
 
-    /// The log on the host.
+    /// The log on the host, each element's at its place in the batch. A key lives in one
+    /// child and a child in one pass, so each element is in one pass's partition of its
+    /// segment: no two logs write the same place.
     fn read(&self, stream: &Stream) -> Result<ReadBack<V>> {
+        let end = self.end();
         let mut read = ReadBack {
             segments: Vec::with_capacity(self.segments.len()),
-            found: Vec::new(),
-            held: Vec::new(),
+            found: vec![0; end],
+            held: vec![V::zeroed(); end],
         };
         for logged in &self.segments {
             read.segments
                 .push((logged.segment.clone(), logged.logged.clone()));
-            read.found.extend(logged.found.read(stream)?);
-            read.held.extend(logged.held.read(stream)?);
+            let places = logged.places.read(stream)?;
+            let found = logged.found.read(stream)?;
+            let held = logged.held.read(stream)?;
+            for ((place, found), held) in places.into_iter().zip(found).zip(held) {
+                let element = logged.segment.start + place as usize;
+                read.found[element] = found;
+                read.held[element] = held;
+            }
         }
         Ok(read)
     }
 
-    /// The end of the last logged segment: the segments start at the batch's first
-    /// element and follow one another.
+    /// The end of the furthest logged segment: the segments start at the batch's first
+    /// element and follow one another, and each pass starts again from the first.
     fn end(&self) -> usize {
-        self.segments.last().map_or(0, |logged| logged.segment.end)
+        self.segments
+            .iter()
+            .map(|logged| logged.segment.end)
+            .max()
+            .unwrap_or(0)
     }
 }
 
 /// A log read back to the host.
 struct ReadBack<V> {
-    /// Each segment's range and the children it logged.
+    /// Each pass's segment's range and the children it logged, in the order they ran.
     segments: Vec<(Range<usize>, Vec<usize>)>,
-    /// The flags and values of every element up to the end of the last segment.
+    /// The flags and values of every element up to the end of the furthest segment
+    /// (those of elements no visit logged are left zero).
     found: Vec<u8>,
     held: Vec<V>,
 }
@@ -229,7 +268,7 @@ impl<T: ProbeInPlace> SwapTable<T> {
         change: Change,
         log: UndoLog<T::Value>,
     ) {
-        if log.segments.iter().all(|logged| logged.logged.is_empty()) {
+        if log.segments.is_empty() {
             // Nothing ran: the table is as it was.
             return;
         }

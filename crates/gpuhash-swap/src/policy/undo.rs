@@ -7,9 +7,11 @@ use std::ops::Range;
 /// segment's first.
 ///
 /// `child_of[i]` is the child of batch element `i`; `logged` holds, for each segment that
-/// ran, in order, its range of the batch and the children whose changing visits were
-/// logged there (their keys looked up before their forms ran). Elements of children a
-/// segment did not log (visits that never ran) are left out, and so are empty parts.
+/// ran, in the order they ran, its range of the batch and the children whose changing
+/// visits were logged there (their keys looked up before their forms ran). A batch that
+/// takes several passes over its segments has an entry for each pass's segment, the
+/// passes' children apart: each child's entries are in segment order. Elements of children
+/// a segment did not log (visits that never ran) are left out, and so are empty parts.
 ///
 /// A key lives in one child, so each child's steps touch no other child's keys: the
 /// children can be taken back in any order (the resident ones first, each paged in once),
@@ -64,6 +66,28 @@ mod tests {
             ]
         );
         assert!(undo_steps(&child_of, &[], 3).is_empty());
+    }
+
+    #[test]
+    fn passes_over_the_same_segments_take_back_each_childs_own() {
+        //              0  1  2  3  4  5  6  7
+        let child_of = [0, 1, 0, 2, 1, 1, 0, 2];
+        // A first pass over both segments for child 0, then one for children 1 and 2 that
+        // failed in the second segment before child 2's visit.
+        let logged = vec![
+            (0..4, vec![0]),
+            (4..8, vec![0]),
+            (0..4, vec![1, 2]),
+            (4..8, vec![1]),
+        ];
+        assert_eq!(
+            undo_steps(&child_of, &logged, 3),
+            vec![
+                (0, vec![vec![6], vec![0, 2]]),
+                (1, vec![vec![4, 5], vec![1]]),
+                (2, vec![vec![3]]),
+            ]
+        );
     }
 
     quickcheck! {

@@ -1,8 +1,8 @@
 //! GPU tests of the swap table: the contract's conformance suite with children paging on
 //! every batch (`conformance`), answers against `HashMap` models across evictions, probing
-//! and paging, filters and budgets (`paging`), the overlapped pipeline (`pipeline`), and
+//! and paging, filters and budgets (`paging`), the overlapped pipeline (`pipeline`),
 //! failed inserts and removals taken back (`undo`, with children that fail on demand:
-//! `faulty`).
+//! `faulty`), and inserts and removals of many segments taking passes (`passes`).
 //!
 //! Every test is small (tables of 2^14 pairs in 8 children, 2 resident) and runs alone:
 //! `cargo test -p gpuhash-swap --test gpu -- --ignored --exact pipeline::NAME`.
@@ -11,5 +11,6 @@ mod common;
 mod conformance;
 mod faulty;
 mod paging;
+mod passes;
 mod pipeline;
 mod undo;

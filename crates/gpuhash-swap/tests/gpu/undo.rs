@@ -23,11 +23,11 @@ use crate::faulty::{Faulty, Form, fail_after, struck};
 
 /// Elements of a batch segment in these tests: batches of several thousand run in several
 /// segments, each visiting every child.
-const SEGMENT: usize = 1000;
+pub const SEGMENT: usize = 1000;
 
 /// A table of 8 faulty DyHash children, 2 resident, whose batches run in segments of
 /// [`SEGMENT`] elements.
-fn segmented<K: Key, V: Value>() -> SwapTable<Faulty<K, V>> {
+pub fn segmented<K: Key, V: Value>() -> SwapTable<Faulty<K, V>> {
     let scratch = scratch_per_element(size_of::<K>(), size_of::<V>()) * SEGMENT as u64;
     let options = paging_options_with_scratch::<K, V>(device(), 1 << 14, scratch)
         .unwrap()
@@ -41,15 +41,15 @@ fn segmented<K: Key, V: Value>() -> SwapTable<Faulty<K, V>> {
 /// Keys for a test: 4000 random keys and the adversarial ones stored (values of round 0)
 /// in `table`, with their model; 8000 more random keys that the table does not hold; and
 /// every key, to look up.
-struct Keys<K, V> {
-    stored: Vec<K>,
-    absent: Vec<K>,
-    probes: Vec<K>,
-    model: HashMap<K, V>,
+pub struct Keys<K, V> {
+    pub stored: Vec<K>,
+    pub absent: Vec<K>,
+    pub probes: Vec<K>,
+    pub model: HashMap<K, V>,
 }
 
 /// Stores the keys of a test in `table`.
-fn stored<K: Key, V: Value>(
+pub fn stored<K: Key, V: Value>(
     table: &impl Map<Key = K, Value = V>,
     rng: &mut SeededRng,
 ) -> Keys<K, V> {
@@ -83,7 +83,7 @@ fn stored<K: Key, V: Value>(
 
 /// `keys` in a random order, then every seventh of them again: keys repeated across
 /// segments (the repeats land in the last ones).
-fn with_repeats<K: Key>(rng: &mut SeededRng, keys: Vec<K>) -> Vec<K> {
+pub fn with_repeats<K: Key>(rng: &mut SeededRng, keys: Vec<K>) -> Vec<K> {
     let mut batch = shuffled(rng, keys);
     let again: Vec<K> = batch.iter().step_by(7).copied().collect();
     batch.extend(again);
@@ -92,7 +92,7 @@ fn with_repeats<K: Key>(rng: &mut SeededRng, keys: Vec<K>) -> Vec<K> {
 
 /// A value for each element of `batch` from `round` on, a different one for each copy of
 /// a repeated key.
-fn values_from<K: Key, V: Value>(batch: &[K], round: u64) -> Vec<V> {
+pub fn values_from<K: Key, V: Value>(batch: &[K], round: u64) -> Vec<V> {
     batch
         .iter()
         .enumerate()
@@ -100,9 +100,11 @@ fn values_from<K: Key, V: Value>(batch: &[K], round: u64) -> Vec<V> {
         .collect()
 }
 
-/// How many calls of a child's form pass before the one that fails, for failures at the
-/// first child of the second segment, inside the third, and at the last child of the last
-/// (every segment of these batches visits all 8 children), besides one in the first.
+/// How many calls of a child's form pass before the one that fails. Every segment of these
+/// batches has keys of all 8 children, so a batch makes a call a child a segment, pass by
+/// pass (the resident children's first, then the others' two at a time): failures at the
+/// 9th and 20th calls (in the first pass or the second), at the last one (the last pass),
+/// besides one in the first.
 fn failure_points(batch: usize) -> [usize; 4] {
     let visits = batch.div_ceil(SEGMENT) * CHILDREN;
     assert!(
@@ -113,7 +115,7 @@ fn failure_points(batch: usize) -> [usize; 4] {
 }
 
 /// Counts of undone batches and failed undos since `before`.
-fn undos<T: gpuhash_core::image::ProbeInPlace>(
+pub fn undos<T: gpuhash_core::image::ProbeInPlace>(
     table: &SwapTable<T>,
     before: gpuhash_swap::SwapStats,
 ) -> (u64, u64) {

@@ -1,0 +1,132 @@
+//! The passes a batch of several segments takes over them (`crate::batch`).
+//!
+//! Each segment visits its children once, so with more children on the host than slots a
+//! batch of many segments would page a child in and out once a segment. Instead the
+//! children on the host that the batch pages are left out of a first pass over every
+//! segment and take passes of their own, as many at once as the slots hold, paged in once
+//! and resident throughout ([`policy::passes`]). Which children those are depends on the
+//! verb: a lookup pages the children on the host whose keys the filters pass and that the
+//! cost model pages for the whole batch's survivors (the others it probes in place, in the
+//! first pass); an insert or a removal pages every child on the host that has keys in the
+//! batch (the image is never written in place). Either way one count kernel a segment,
+//! through the filters for a lookup, counts the batch's keys by child first, with one wait.
+
+use gpuhash_core::image::ProbeInPlace;
+use gpuhash_core::{DeviceBuffer, Stream};
+
+use crate::launch;
+use crate::policy::{self, Access, Reach, segments};
+use crate::residency::Residency;
+use crate::table::SwapTable;
+
+/// One pass over a batch's segments: how it reaches each child, the children it
+/// partitions when it skips some (a byte a child, on the device), and whether it writes
+/// the flags of misses too (a batch's only pass that skips none does; passes that skip
+/// children write only what they found, on flags zeroed before the first).
+pub(crate) struct Pass<'a> {
+    pub(crate) reach: &'a [Reach],
+    pub(crate) in_pass: Option<DeviceBuffer<u8>>,
+    pub(crate) writes_misses: bool,
+}
+
+impl<'a> Pass<'a> {
+    /// The pass that reaches the children as `reach` says, with its marks on the device
+    /// when it skips some: the partition's count kernel then leaves the keys of the others
+    /// out of each segment, so a pass moves and looks up only its own.
+    pub(crate) fn new(
+        stream: &Stream,
+        reach: &'a [Reach],
+        writes_misses: bool,
+    ) -> gpuhash_core::Result<Self> {
+        let in_pass = match reach.contains(&Reach::Skip) {
+            true => {
+                let marks: Vec<u8> = reach.iter().map(|&r| u8::from(r != Reach::Skip)).collect();
+                Some(DeviceBuffer::from_host(stream, &marks)?)
+            }
+            false => None,
+        };
+        Ok(Self {
+            reach,
+            in_pass,
+            writes_misses,
+        })
+    }
+}
+
+impl<T: ProbeInPlace> SwapTable<T> {
+    /// The passes of a batch of `keys` (module docs) for a verb that `changes` the table
+    /// or looks up: one that reaches every child as counted when that serves (a batch of
+    /// one segment, no child on the host, or none that the batch pages).
+    pub(crate) fn passes(
+        &self,
+        residency: &mut Residency<T>,
+        stream: &Stream,
+        keys: &DeviceBuffer<T::Key>,
+        changes: bool,
+    ) -> Result<Vec<Vec<Reach>>, T::Error> {
+        let children = residency.count();
+        let segment = self.plan.segment;
+        let on_host: Vec<bool> = (0..children)
+            .map(|child| !residency.is_resident(child))
+            .collect();
+        // The counts are 32-bit words.
+        let countable = u32::try_from(keys.len()).is_ok();
+        if keys.len() <= segment || !countable || !on_host.contains(&true) {
+            return Ok(vec![vec![Reach::AsCounted; children]]);
+        }
+        // A lookup reaches a child on the host through its filter; a change, with every key.
+        let filtered: Vec<bool> = on_host.iter().map(|&host| host && !changes).collect();
+        let counts = Self::survey(residency, stream, keys, segment, &filtered)?;
+        let (all, passed) = counts.split_at(children);
+        let model = self.cost_model();
+        let paged: Vec<bool> = (0..children)
+            .map(|child| {
+                let reached = match filtered[child] {
+                    true => passed[child],
+                    false => all[child],
+                };
+                let pages = || {
+                    let image_bytes = residency.image(child).bytes();
+                    let probes = u64::from(reached);
+                    model.choose(probes, T::PROBE_BYTES, image_bytes) == Access::Page
+                };
+                on_host[child] && reached > 0 && (changes || !T::PROBES_IN_PLACE || pages())
+            })
+            .collect();
+        Ok(policy::passes(all, &paged, self.plan.resident))
+    }
+
+    /// Each child's keys in the whole batch, then those its filter passes (0 for the
+    /// children not `filtered`), counted segment by segment into one set of counts: one
+    /// wait.
+    fn survey(
+        residency: &mut Residency<T>,
+        stream: &Stream,
+        keys: &DeviceBuffer<T::Key>,
+        segment: usize,
+        filtered: &[bool],
+    ) -> Result<Vec<u32>, T::Error> {
+        let children = residency.count();
+        let mut child_of = DeviceBuffer::unfilled(stream, segment.min(keys.len()))?;
+        let mut counts = DeviceBuffer::<u32>::zeroed(stream, 2 * children)?;
+        let filters = residency.filters().set(stream, filtered)?;
+        let counted = segments(keys.len(), segment).try_for_each(|range| {
+            launch::count(
+                stream,
+                keys,
+                range,
+                filters.as_ref(),
+                None,
+                &mut child_of,
+                &mut counts,
+            )
+        });
+        let consulted = filters.is_some();
+        drop(filters);
+        if consulted {
+            residency.filters_read_on(stream)?;
+        }
+        counted?;
+        Ok(counts.to_host(stream)?)
+    }
+}
