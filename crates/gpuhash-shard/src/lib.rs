@@ -115,7 +115,7 @@ mod launch;
 mod options;
 mod table;
 
-pub use comm::{Comm, nccl_available, nccl_missing_help};
+pub use comm::{COMM_ID_BYTES, Comm, CommId, nccl_available, nccl_missing_help};
 pub use exchange::scatter_bandwidth;
 pub use options::{DEFAULT_CAPACITY, MakeShard, ShardOptions};
 pub use table::{ShardedMap, ShardedTable};
