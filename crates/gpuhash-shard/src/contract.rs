@@ -44,6 +44,14 @@ impl<T: Map> ShardedTable<T> {
         Ok((answers, refused))
     }
 
+    /// Keys a host form's chunk: whole batches in several processes.
+    fn host_chunk(&self) -> usize {
+        match self.comm.is_whole() {
+            true => gpuhash_core::staging::CHUNK,
+            false => usize::MAX,
+        }
+    }
+
     /// `parts[local]` (on `streams[local]`'s GPU) moved to the ranks that asked (the
     /// caller's alone in one process, every rank in several): what the caller's rank
     /// received, one buffer a rank.
@@ -80,6 +88,17 @@ impl<T: Map> Table for ShardedTable<T> {
     /// The first local rank's device: where the host forms stage their batches.
     fn device(&self) -> &Device {
         self.comm.device(self.comm.local_ranks().start)
+    }
+
+    /// The core's chunk where every rank is local; in several processes `usize::MAX`:
+    /// every host form is one batch, so every process runs as many.
+    fn host_lookup_chunk(&self) -> usize {
+        self.host_chunk()
+    }
+
+    /// As [`ShardedTable::host_lookup_chunk`].
+    fn host_insert_chunk(&self) -> usize {
+        self.host_chunk()
     }
 
     /// Summed over every rank (in several processes, each rank's count is exchanged).
