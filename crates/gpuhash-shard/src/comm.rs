@@ -270,3 +270,18 @@ pub fn nccl_available() -> bool {
 pub fn nccl_missing_help() -> &'static str {
     launch::NCCL_MISSING
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn comm_ids_keep_their_bytes() {
+        let bytes: [u8; COMM_ID_BYTES] = std::array::from_fn(|i| (i * 37 % 256) as u8);
+        let id = CommId::from_bytes(bytes);
+        assert_eq!(id.to_bytes(), bytes);
+        assert_eq!(CommId::from_bytes(id.to_bytes()), id);
+        assert_ne!(CommId::from_bytes([0; COMM_ID_BYTES]), id);
+        assert_eq!(format!("{id:?}"), "CommId(..)");
+    }
+}
