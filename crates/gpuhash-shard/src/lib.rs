@@ -118,9 +118,10 @@
 //! upsert, `insert_or_find`, removal) every rank's outcome is exchanged before the answers
 //! travel, so that when any rank's shard failed every rank takes its shard back and every
 //! process returns an error (its own, or `OutOfDeviceMemory` or `Device` naming the
-//! failure elsewhere). A failure before that point on one process (running out of memory
-//! while splitting or exchanging, a host form's slices of unequal lengths) leaves the
-//! others waiting in NCCL: a job should then end all its processes.
+//! failure elsewhere). Any other failure on one process (running out of memory while
+//! splitting, exchanging or looking up; a host form's slices of unequal lengths, refused
+//! before any batch) leaves the others waiting in NCCL: a job should then end all its
+//! processes.
 //!
 //! ## After an error
 //!
