@@ -7,12 +7,17 @@
 
 use std::collections::HashMap;
 use std::process::{Child, Command};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use gpuhash_core::table::{Combine, CombiningMap, ErrorKind, Map, Table, TableError};
-use gpuhash_core::{Device, DeviceBuffer};
+use gpuhash_core::table::{
+    Combine, CombiningMap, DevicePairs, ErrorKind, Map, MemoryUsage, Table, TableError,
+};
+use gpuhash_core::{Device, DeviceBuffer, Error, Stream};
+use gpuhash_cuckoo::{CuckooError, CuckooTable};
 use gpuhash_shard::{
-    COMM_ID_BYTES, Comm, CommId, ShardOptions, ShardedMap, nccl_available, nccl_missing_help,
+    COMM_ID_BYTES, Comm, CommId, ShardOptions, ShardedMap, ShardedTable, nccl_available,
+    nccl_missing_help,
 };
 use gpuhash_test_support::{SeededRng, shared_memory};
 
@@ -130,7 +135,7 @@ fn values_of(keys: &[u64]) -> Vec<u64> {
 }
 
 /// The map's pairs against the model, sorted.
-fn check_contents(map: &ShardedMap<u64, u64>, model: &HashMap<u64, u64>, after: &str) {
+fn check_contents<M: Map<Key = u64, Value = u64>>(map: &M, model: &HashMap<u64, u64>, after: &str) {
     let mut pairs = map.export().expect("export");
     pairs.sort_unstable();
     let mut expected: Vec<(u64, u64)> = model.iter().map(|(&k, &v)| (k, v)).collect();
@@ -271,4 +276,139 @@ fn ranks_share_one_table() {
     assert!(memory.bytes_reserved >= own.bytes_reserved && own.bytes_reserved > 0);
     map.clear().expect("clear");
     assert_eq!(map.len().expect("len"), 0);
+}
+
+/// A DyHash shard whose next insert fails, out of device memory and changing nothing,
+/// once armed.
+struct Failing {
+    table: CuckooTable<u64, u64>,
+    armed: AtomicBool,
+}
+
+impl Table for Failing {
+    type Key = u64;
+    type Error = CuckooError;
+
+    fn device(&self) -> &Device {
+        self.table.device()
+    }
+
+    fn len_on(&self, stream: &Stream) -> Result<usize, CuckooError> {
+        self.table.len_on(stream)
+    }
+
+    fn memory_on(&self, stream: &Stream) -> Result<MemoryUsage, CuckooError> {
+        self.table.memory_on(stream)
+    }
+
+    fn clear_on(&self, stream: &Stream) -> Result<(), CuckooError> {
+        self.table.clear_on(stream)
+    }
+}
+
+impl Map for Failing {
+    type Value = u64;
+
+    fn insert_async(
+        &self,
+        stream: &Stream,
+        keys: &DeviceBuffer<u64>,
+        values: &DeviceBuffer<u64>,
+    ) -> Result<(), CuckooError> {
+        if self.armed.swap(false, Ordering::Relaxed) {
+            return Err(Error::OutOfDeviceMemory.into());
+        }
+        self.table.insert_async(stream, keys, values)
+    }
+
+    fn get_async(
+        &self,
+        stream: &Stream,
+        keys: &DeviceBuffer<u64>,
+        found: &mut DeviceBuffer<u8>,
+        values: &mut DeviceBuffer<u64>,
+    ) -> Result<(), CuckooError> {
+        self.table.get_async(stream, keys, found, values)
+    }
+
+    fn contains_async(
+        &self,
+        stream: &Stream,
+        keys: &DeviceBuffer<u64>,
+        found: &mut DeviceBuffer<u8>,
+    ) -> Result<(), CuckooError> {
+        self.table.contains_async(stream, keys, found)
+    }
+
+    fn remove_async(
+        &self,
+        stream: &Stream,
+        keys: &DeviceBuffer<u64>,
+        removed: &mut DeviceBuffer<u8>,
+    ) -> Result<(), CuckooError> {
+        self.table.remove_async(stream, keys, removed)
+    }
+
+    fn export_on(&self, stream: &Stream) -> Result<DevicePairs<u64, u64>, CuckooError> {
+        self.table.export_on(stream)
+    }
+}
+
+/// The last rank's shard fails its part of an insert (parts from every other rank reach
+/// it): every rank returns `OutOfDeviceMemory` and every shard holds what it held
+/// before, new keys and replaced values alike; the next insert goes in.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn a_failure_on_one_rank_takes_every_shard_back() {
+    let Some(place) = place_or_spawn("processes::a_failure_on_one_rank_takes_every_shard_back")
+    else {
+        return;
+    };
+    let (rank, ranks) = (place.rank, place.ranks);
+    let device = Device::new(rank).expect("the rank's GPU");
+    let comm = Comm::from_rank(&device, &place.id, rank, ranks).expect("joining the ranks");
+    let options = ShardOptions::<CuckooTable<u64, u64>>::with_capacity(1 << 18).make_shard(
+        |device, capacity| {
+            Ok::<_, CuckooError>(Failing {
+                table: CuckooTable::with_capacity(device, capacity)?,
+                armed: AtomicBool::new(false),
+            })
+        },
+    );
+    let map = ShardedTable::new(comm, options).expect("a table");
+    let mine = keys_of(rank, ranks);
+    map.insert(&mine, &values_of(&mine)).expect("first insert");
+    let model: HashMap<u64, u64> = (0..ranks)
+        .flat_map(|r| keys_of(r, ranks))
+        .map(|k| (k, value_of(k)))
+        .collect();
+    check_contents(&map, &model, "the first insert");
+
+    if rank + 1 == ranks {
+        map.shard(rank).armed.store(true, Ordering::Relaxed);
+    }
+    // New keys, and held keys given new values.
+    let mut batch = SeededRng::new(3000 + rank as u64).distinct_keys::<u64>(4096);
+    batch.extend(&mine[..mine.len() / 3]);
+    let values: Vec<u64> = batch.iter().map(|k| !k).collect();
+    let error = map
+        .insert(&batch, &values)
+        .expect_err("the last rank's shard fails");
+    assert_eq!(
+        error.kind(),
+        ErrorKind::OutOfDeviceMemory,
+        "rank {rank}: {error}"
+    );
+    check_contents(&map, &model, "the failed insert");
+
+    map.insert(&batch, &values)
+        .expect("the insert once the shard works");
+    let mut model = model;
+    for r in 0..ranks {
+        let mut batch = SeededRng::new(3000 + r as u64).distinct_keys::<u64>(4096);
+        let held = keys_of(r, ranks);
+        batch.extend(&held[..held.len() / 3]);
+        model.extend(batch.iter().map(|&k| (k, !k)));
+    }
+    check_contents(&map, &model, "the insert after");
 }
