@@ -242,9 +242,10 @@ pub trait Table: Send + Sync {
     /// Keys of the chunks that a lookup from host slices (`get`, `contains`, `count` and
     /// their `_into` forms) is cut into: the chunks run on several streams at once, so that
     /// one chunk's copies overlap another's kernel (a lookup changes nothing, so it answers
-    /// in chunks as it would whole). [`crate::staging::CHUNK`] unless the table says
-    /// otherwise; a table whose every batch costs a pass over all of it (paging its parts
-    /// in, say) answers `usize::MAX`, and its lookups run whole.
+    /// in chunks as it would whole; a lookup of no keys runs one empty batch).
+    /// [`crate::staging::CHUNK`] unless the table says otherwise; a table whose every
+    /// batch costs a pass over all of it (paging its parts in, say) answers `usize::MAX`,
+    /// and its lookups run whole.
     fn host_lookup_chunk(&self) -> usize {
         crate::staging::CHUNK
     }
@@ -403,11 +404,15 @@ pub trait Map: Table {
         check_lengths("get_into: keys and found", keys.len(), found.len())?;
         check_lengths("get_into: keys and values", keys.len(), values.len())?;
         let chunk = self.host_lookup_chunk().max(1);
-        let parts: Vec<_> = keys
-            .chunks(chunk)
-            .zip(found.chunks_mut(chunk))
-            .zip(values.chunks_mut(chunk))
-            .collect();
+        // No keys still run one empty batch, as `answers_into` does.
+        let parts: Vec<_> = match keys.is_empty() {
+            true => vec![((keys, found), values)],
+            false => keys
+                .chunks(chunk)
+                .zip(found.chunks_mut(chunk))
+                .zip(values.chunks_mut(chunk))
+                .collect(),
+        };
         in_lanes(self.device(), parts, |s, ((keys, found), values)| {
             let mut found_on_device = DeviceBuffer::unfilled(s, keys.len())?;
             let mut values_on_device = DeviceBuffer::unfilled(s, keys.len())?;

@@ -18,7 +18,13 @@ pub(crate) fn nccl_loaded() -> bool {
 /// An NCCL failure as the core error: of kind `Device` (the core error has no words for
 /// NCCL's codes, so the call and its code go to standard error).
 fn nccl_error(what: &str, error: NcclError) -> Error {
-    eprintln!("gpuhash-shard: NCCL {what} failed: {:?}", error.0);
+    device_error(&format!("NCCL {what} failed: {:?}", error.0))
+}
+
+/// A failure the core error has no words for, as an error of kind `Device`, its words
+/// written to standard error.
+pub(crate) fn device_error(what: &str) -> Error {
+    eprintln!("gpuhash-shard: {what}");
     Error::Driver(DriverError(cudaError_enum::CUDA_ERROR_UNKNOWN))
 }
 
@@ -51,6 +57,39 @@ pub(crate) fn init_all(ordinals: &[usize]) -> Result<Vec<RawComm>> {
     unsafe { result::comm_init_all(comms.as_mut_ptr(), devices.len() as i32, devices.as_ptr()) }
         .map_err(|e| nccl_error("ncclCommInitAll", e))?;
     Ok(comms.into_iter().map(RawComm).collect())
+}
+
+/// A fresh NCCL unique id (`ncclGetUniqueId`), as its bytes.
+pub(crate) fn unique_id() -> Result<[u8; 128]> {
+    if !nccl_loaded() {
+        return Err(Error::InvalidInput(NCCL_MISSING.into()));
+    }
+    let id = result::get_uniqueid().map_err(|e| nccl_error("ncclGetUniqueId", e))?;
+    Ok(id.internal.map(|byte| byte as u8))
+}
+
+/// Rank `rank` of `ranks` in the communicator of `id`, on `stream`'s device
+/// (`ncclCommInitRank`, which waits for every rank to join).
+pub(crate) fn init_rank(
+    stream: &Stream,
+    id: &[u8; 128],
+    rank: usize,
+    ranks: usize,
+) -> Result<RawComm> {
+    if !nccl_loaded() {
+        return Err(Error::InvalidInput(NCCL_MISSING.into()));
+    }
+    // NCCL takes the device of the calling thread's current context.
+    stream.cuda_stream().context().bind_to_thread()?;
+    let id = sys::ncclUniqueId {
+        internal: id.map(|byte| byte as core::ffi::c_char),
+    };
+    let mut comm = std::ptr::null_mut();
+    // SAFETY: `comm` is one handle's room; the id is passed by value; `rank` and `ranks`
+    // fit an i32 (the caller checked `ranks` does and `rank` is below it).
+    unsafe { result::comm_init_rank(&mut comm, ranks as i32, id, rank as i32) }
+        .map_err(|e| nccl_error("ncclCommInitRank", e))?;
+    Ok(RawComm(comm))
 }
 
 /// What a failure to open NCCL says.

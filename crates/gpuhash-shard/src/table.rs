@@ -1,6 +1,7 @@
 //! [`ShardedTable`]: one shard table a rank of a [`Comm`].
 
 use gpuhash_core::table::{Key, Map};
+use gpuhash_core::{Result, Stream};
 use gpuhash_cuckoo::CuckooTable;
 use gpuhash_swap::policy::child_of;
 use parking_lot::Mutex;
@@ -11,9 +12,12 @@ use crate::options::ShardOptions;
 /// A map spread over the GPUs of a [`Comm`]: shard `i`, a table `T` of the contract, lives
 /// on rank `i`'s GPU and holds the keys [`ShardedTable::owner_of`] gives it. Speaks the
 /// contract itself ([`gpuhash_core::table::Map`]): a batch may come from a stream of any
-/// of the ranks' GPUs.
+/// of the local ranks' GPUs. On a communicator of several processes
+/// ([`Comm::from_rank`]) each process holds its own rank's shard, and every verb is
+/// collective (see the crate docs).
 pub struct ShardedTable<T> {
     pub(crate) comm: Comm,
+    /// The local ranks' shards, in order.
     pub(crate) shards: Vec<T>,
     /// Serializes batches: the ranks' own streams and NCCL communicators take one batch at
     /// a time.
@@ -24,11 +28,13 @@ pub struct ShardedTable<T> {
 pub type ShardedMap<K, V> = ShardedTable<CuckooTable<K, V>>;
 
 impl<T: Map> ShardedTable<T> {
-    /// A table over `comm`'s GPUs, one shard a rank made by `options.make_shard` for its
-    /// share of the capacity. The first shard that cannot be made fails the whole.
+    /// A table over `comm`'s GPUs, one shard a local rank made by `options.make_shard` for
+    /// its share of the capacity (the share of every rank, local or not). The first shard
+    /// that cannot be made fails the whole.
     pub fn new(comm: Comm, options: ShardOptions<T>) -> Result<Self, T::Error> {
         let capacity = options.shard_capacity(comm.ranks());
-        let shards = (0..comm.ranks())
+        let shards = comm
+            .local_ranks()
             .map(|rank| (options.make_shard)(comm.device(rank), capacity))
             .collect::<Result<_, _>>()?;
         Ok(Self {
@@ -46,9 +52,30 @@ impl<T: Map> ShardedTable<T> {
     /// The shard of rank `rank`, to read on its own (its device is the rank's).
     ///
     /// # Panics
-    /// When `rank` is not below the communicator's ranks.
+    /// When `rank` is not one of the communicator's [`Comm::local_ranks`].
     pub fn shard(&self, rank: usize) -> &T {
-        &self.shards[rank]
+        let local = self.comm.local_ranks();
+        assert!(
+            local.contains(&rank),
+            "rank {rank} is not one of this process's ({local:?})"
+        );
+        &self.shards[rank - local.start]
+    }
+
+    /// The local place of `stream`'s rank and the stream to work on there, and whether
+    /// the stream is refused. Where every rank is local a stream of another device is an
+    /// error at once; in several processes this process still takes part, with no keys,
+    /// on its rank's own stream, so that its peers are not left waiting, and the refusal
+    /// returns after.
+    pub(crate) fn caller<'s>(
+        &'s self,
+        stream: &'s Stream,
+    ) -> Result<(usize, &'s Stream, Result<()>)> {
+        match self.comm.local_of(stream) {
+            Ok(local) => Ok((local, stream, Ok(()))),
+            Err(error) if self.comm.is_whole() => Err(error),
+            Err(error) => Ok((0, &self.comm.local_list()[0].stream, Err(error))),
+        }
     }
 
     /// The rank that owns `key` in a table of `ranks` shards: the high 32 bits of the

@@ -11,7 +11,7 @@
 //! | [`slab_hash`] (`gpuhash-slab-hash`, feature `slab-hash`, on by default) | slab hash map, set and multimap: dynamic, fully concurrent, chained |
 //! | [`cuckoo`] (`gpuhash-cuckoo`, feature `cuckoo`, on by default) | DyHash: dynamic cuckoo subtables resized one at a time |
 //! | [`swap`] (`gpuhash-swap`, feature `swap`, on by default) | Starfish: a map larger than GPU memory, child tables paged between device and host |
-//! | `shard` (`gpuhash-shard`, feature `shard`) | a map sharded over the GPUs of a host: batches split by owner on the GPU, exchanged through NCCL |
+//! | `shard` (`gpuhash-shard`, feature `shard`) | a map sharded over GPUs, of one process or one rank a process over several hosts: batches split by owner on the GPU, exchanged through NCCL |
 //! | `hyperspace` (`gpuhash-hyperspace`, feature `hyperspace`) | GHSH: tuples `(key, A1..Ap, value)` searched by key or by any conjunction of attributes |
 //!
 //! Every crate's error converts into [`Error`], so one `?` serves them all:

@@ -103,7 +103,12 @@ pub(super) fn answers_into<K: Key, A: Pod + Send + Sync, E: From<Error> + Send>(
 ) -> Result<(), E> {
     check_lengths("keys and answers", keys.len(), answers.len())?;
     let chunk = chunk.max(1);
-    let parts: Vec<_> = keys.chunks(chunk).zip(answers.chunks_mut(chunk)).collect();
+    // No keys still run one empty batch: a table whose batches are collective over
+    // several processes runs as many in each.
+    let parts: Vec<_> = match keys.is_empty() {
+        true => vec![(keys, answers)],
+        false => keys.chunks(chunk).zip(answers.chunks_mut(chunk)).collect(),
+    };
     in_lanes(device, parts, |s, (keys, answers)| {
         let mut on_device = DeviceBuffer::unfilled(s, keys.len())?;
         device_form(s, &upload(s, keys)?, &mut on_device)?;

@@ -8,7 +8,8 @@ use gpuhash_core::{Device, DeviceBuffer};
 use gpuhash_cuckoo::CuckooError;
 use gpuhash_shard::{Comm, ShardOptions, ShardedMap, nccl_available, nccl_missing_help};
 use gpuhash_test_support::{
-    SeededRng, all_memory, device, fill_device_except, map_conformance, shared_memory,
+    SeededRng, all_memory, combining_conformance, device, fill_device_except, map_conformance,
+    shared_memory,
 };
 
 /// Rank 0 on the test device, then every other GPU; `None` (with a note) below two.
@@ -59,6 +60,17 @@ fn conformance_on_every_gpu() {
         return;
     };
     map_conformance(|_device, capacity| table(&devices, capacity));
+}
+
+/// Upserts and `insert_or_find` over every GPU: each value combined once, wherever its
+/// key lives.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn combining_on_every_gpu() {
+    let Some(devices) = all_gpus("combining_on_every_gpu") else {
+        return;
+    };
+    combining_conformance(|_device, capacity| table(&devices, capacity));
 }
 
 /// Keys that nearly all belong to one shard (each rank in turn): answers match a model,
