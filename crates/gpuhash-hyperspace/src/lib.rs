@@ -161,13 +161,15 @@
 //!   leaves the subspaces and goes to [`HyperspaceIndex::adaptive_report`]). The
 //!   policy's spaces go in as [`Subspaces::Shapes`], with the bits it chose for the
 //!   tuples held and the attributes' distinct values, not the index's own bits rule.
-//! - **Bulk build** (`src/build.rs`): tuples sorted by bucket with a counting sort
-//!   (histogram kernel, prefix sum, scatter kernel), then whole super nodes of 31 tuples,
-//!   numbered bucket after bucket from the prefix sums: one kernel takes a run of slabs
-//!   for every super node past a head, another writes every super node with its links,
-//!   one warp a super node whatever its bucket (the paper's one warp a bucket leaves an
-//!   attribute of few values, hence few long buckets, to a few warps). The keys are
-//!   checked on host threads meanwhile.
+//! - **Bulk build** (`src/build.rs`): the batch laid out once as rows (key, attributes,
+//!   value), then in each space sorted by bucket with a counting sort (histogram kernel,
+//!   prefix sum on the device, scatter kernel; rows moved whole), then whole super nodes
+//!   of 31 tuples, numbered bucket after bucket from device prefix sums of their counts
+//!   (two totals cross to the host): one kernel takes a run of slabs for every super node
+//!   past a head, another writes every super node with its links, one warp a super node
+//!   whatever its bucket (the paper's one warp a bucket leaves an attribute of few values,
+//!   hence few long buckets, to a few warps). The columns are sketched on host threads,
+//!   each column in pieces, while the batch goes up.
 //! - **Column scan** ([`scan::ColumnScan`]): the same searches answered without an index,
 //!   by scanning device columns of the tuples as a dataframe library would; the baseline
 //!   the index is measured against and an oracle on the GPU for its tests.
@@ -179,15 +181,20 @@
 //!
 //! Host batches are structure of arrays ([`TupleBatch`]): keys, values, and the attributes
 //! in one column-major slice (attribute `a` of tuple `i` at `a * n + i`), the layout of
-//! the kernels and of [`DeviceTuples`]. A batch is checked whole before anything runs: a
-//! key twice in one batch, a reserved key ([`is_reserved_key`]: the three highest words)
-//! or attributes that are not p columns reject it with an error and change nothing.
+//! the kernels and of [`DeviceTuples`]. A batch is checked whole before anything is
+//! written: a key twice in one batch, a reserved key ([`is_reserved_key`]: the three
+//! highest words) or attributes that are not p columns reject it with an error and change
+//! nothing. The shape is checked on the host; the keys of a batch of 1024 or more once
+//! uploaded, by a kernel that puts each key in a table twice the batch's size (one wait),
+//! and only when it finds a fault are the keys scanned on the host to name the first one
+//! in batch order (smaller batches are scanned on the host alone).
 //! Device forms take the batch from device buffers on the caller's stream
 //! ([`HyperspaceIndex::insert_on`], [`HyperspaceIndex::modify_on`],
 //! [`HyperspaceIndex::modify_values_on`], [`HyperspaceIndex::delete_on`],
 //! [`HyperspaceIndex::get_async`], [`HyperspaceIndex::search_async`]) and answer one byte
-//! an element; the writes among them read the keys (and the attribute columns, which the
-//! index sketches) back to check them as the host forms do, and wait for their batch.
+//! an element; the writes among them check their keys on the device as the host forms do
+//! (reading them back only to name a fault), read the attribute columns back for the
+//! index's sketches, and wait for their batch.
 //! Inserts answer per tuple ([`InsertStatus`]: inserted, or present and left alone);
 //! modify (whole tuples), [`HyperspaceIndex::modify_values`] (values alone) and delete
 //! answer per key whether the index held it. Phase order: an insert goes

@@ -5,10 +5,10 @@
 //! The device forms (`insert_on`, `modify_on`, `modify_values_on`, `delete_on`) take
 //! [`DeviceTuples`] or device keys and write one byte an element into the caller's buffer
 //! (1 yes, 0 no), as the contract's device forms do. They check what the host forms check,
-//! with the same errors and an unchanged index after one: buffer lengths on the host, and
-//! the keys (none reserved, none twice) and, for inserts and modifies, the attribute
-//! columns, which the index sketches for its cost model, read back to the host first
-//! (one wait, before anything is written). Like the host forms, they wait for their
+//! with the same errors and an unchanged index after one: buffer lengths on the host, the
+//! keys (none reserved, none twice) on the device (read back only to name a fault), and,
+//! for inserts and modifies, the attribute columns, which the index sketches for its cost
+//! model, read back to the host, all before anything is written. Like the host forms, they wait for their
 //! batch: an insert decides on the host which keys were new before the subspaces take
 //! them, and grows allocators between passes; a modify waits out its grace period.
 
@@ -56,8 +56,8 @@ impl HyperspaceIndex {
     /// [`HyperspaceIndex::insert`] from device buffers, on `stream`: `inserted[i]` becomes
     /// 1 where tuple i went in, 0 where the index held its key. Checked and rejected as
     /// the host form, with the same errors and nothing written: the lengths on the host,
-    /// then the keys and the attribute columns (which the index sketches) read back to
-    /// the host (one wait); waits for the batch.
+    /// then the keys on the device, then the attribute columns (which the index sketches)
+    /// read back to the host; waits for the batch.
     pub fn insert_on(
         &self,
         stream: &Stream,
@@ -256,9 +256,8 @@ impl HyperspaceIndex {
     }
 
     /// [`HyperspaceIndex::modify_values`] from device buffers, on `stream`: `modified[i]`
-    /// becomes 1 where the index held key i and took value i, else 0. The keys are read
-    /// back to the host and checked as the host form checks them; waits for the batch and
-    /// its grace period.
+    /// becomes 1 where the index held key i and took value i, else 0. The keys are checked
+    /// on the device as the host form's are; waits for the batch and its grace period.
     pub fn modify_values_on(
         &self,
         stream: &Stream,
@@ -306,7 +305,8 @@ impl HyperspaceIndex {
     }
 
     /// Checks device tuples and a flag buffer as a host batch is checked: lengths, then
-    /// the keys, read back; returns the attribute columns, read back for the sketches.
+    /// the keys (on the device); returns the attribute columns, read back for the
+    /// sketches.
     fn checked_columns(
         &self,
         stream: &Stream,

@@ -346,7 +346,10 @@ fn children_growing_until_device_memory_runs_out_are_taken_back() {
     let (stored, fresh) = keys.split_at(1 << 12);
     let (mut failed, mut undone, mut passed) = (0, 0, 0);
     let fine = (32..=48).map(|eighths| eighths * 128);
-    let rooms_kib = [2048usize, 3072].into_iter().chain(fine).chain([8192, 16384, 32768]);
+    let rooms_kib = [2048usize, 3072]
+        .into_iter()
+        .chain(fine)
+        .chain([8192, 16384, 32768]);
     for room_kib in rooms_kib {
         let table = paging_with::<u64, u64>(1 << 13, always_page());
         table.insert(stored, stored).unwrap();
