@@ -23,7 +23,7 @@ extern "C" __global__ void gh_swap_filter_check(GhSwapFilterCheckParams p) {
     const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
     for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < p.count; i += stride) {
         const uint64_t key = gh_swap_key(p.keys, i, p.key_words);
-        const uint32_t child = gh_swap_child(key, p.children);
+        const uint32_t child = gh_swap_child(key, p.children, GH_SWAP_SEED);
         const uint32_t* filter = (const uint32_t*)p.filters[child];
         if (filter == nullptr) continue;
         if (!gh_swap_filter_may_hold(filter, key, p.blocks)) continue;

@@ -29,7 +29,7 @@ extern "C" __global__ void gh_swap_count(GhSwapCountParams p) {
     const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
     for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < p.count; i += stride) {
         const uint64_t key = gh_swap_key(p.keys, i, p.key_words);
-        const uint32_t child = gh_swap_child(key, p.children);
+        const uint32_t child = gh_swap_child(key, p.children, p.seed);
         if (p.in_pass != nullptr && p.in_pass[child] == 0) {
             p.child_of[i] = GH_SWAP_NO_CHILD;
             continue;

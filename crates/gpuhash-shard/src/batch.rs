@@ -17,7 +17,7 @@ use gpuhash_swap::partition::{Partition, gather_answers};
 
 use crate::exchange::{all_to_all, by_reference, sum_over_ranks};
 use crate::launch::device_error;
-use crate::table::ShardedTable;
+use crate::table::{ShardedTable, owners};
 
 pub(crate) type KeyOf<T> = <T as Table>::Key;
 pub(crate) type ValueOf<T> = <T as Map>::Value;
@@ -115,7 +115,7 @@ impl<T: Map> ShardedTable<T> {
             true => None,
             false => Some(Partition::by_part(
                 caller,
-                self.comm.ranks(),
+                owners(self.comm.ranks()),
                 keys,
                 verb.values_in(),
             )?),

@@ -42,8 +42,10 @@
 //!   [`CommId`]): only that rank is local, and the table holds only its shard.
 //! - **Owners.** Key `k` lives in shard [`ShardedTable::owner_of`]`(k, ranks)`: the high
 //!   32 bits of `fmix64(k ^ seed)` scaled to the ranks, the choice the Starfish partition
-//!   makes for its children ([`gpuhash_swap::policy::child_of`]), which does not follow
-//!   the shards' own hashing (DyHash's, the slab hash's).
+//!   makes for its children ([`gpuhash_swap::policy::Spread`]) with a seed of the sharded
+//!   table's own ([`OWNER_SEED`]), which follows neither the shards' own hashing
+//!   (DyHash's, the slab hash's) nor a Starfish shard's choice of its children: with the
+//!   children's seed, each Starfish shard's keys would fall in a band of its children.
 //! - **A batch** (a device form, on a stream of a local rank's GPU, the *source*; the host
 //!   forms are the contract's, staged through the first local rank's GPU) is split by
 //!   owner on the source GPU ([`gpuhash_swap::partition::Partition::by_part`]: a count
@@ -150,9 +152,6 @@
 //!
 //! ## Left for later
 //!
-//! - **An owner seed of its own**: the owner reuses the Starfish partition's fixed seed,
-//!   so a sharded table of Starfish tables would send each shard's keys to a narrow band
-//!   of its children. Sharding DyHash or slab hash tables is unaffected.
 //! - **Sets and multimaps of shards**: only maps so far.
 //! - **Several local ranks in a process of many** (a process driving two GPUs of a job of
 //!   several processes): [`Comm::from_rank`] makes one rank; the exchange already takes
@@ -186,4 +185,4 @@ mod table;
 pub use comm::{COMM_ID_BYTES, Comm, CommId, nccl_available, nccl_missing_help};
 pub use exchange::scatter_bandwidth;
 pub use options::{DEFAULT_CAPACITY, MakeShard, ShardOptions};
-pub use table::{ShardedMap, ShardedTable};
+pub use table::{OWNER_SEED, ShardedMap, ShardedTable, owners};

@@ -3,7 +3,7 @@
 use gpuhash_core::table::{Key, Map};
 use gpuhash_core::{Result, Stream};
 use gpuhash_cuckoo::CuckooTable;
-use gpuhash_swap::policy::child_of;
+use gpuhash_swap::policy::Spread;
 use parking_lot::Mutex;
 
 use crate::comm::Comm;
@@ -78,18 +78,47 @@ impl<T: Map> ShardedTable<T> {
         }
     }
 
-    /// The rank that owns `key` in a table of `ranks` shards: the high 32 bits of the
-    /// seeded `fmix64` scaled to `[0, ranks)` ([`gpuhash_swap::policy::child_of`], the same
-    /// choice the partition kernel makes on the GPU), which does not follow the shards'
-    /// own hashing.
+    /// The rank that owns `key` in a table of `ranks` shards: [`owners`]`(ranks)`'s part,
+    /// the same choice the partition kernel makes on the GPU, which follows neither the
+    /// shards' own hashing nor a Starfish shard's choice of its children.
     pub fn owner_of(key: T::Key, ranks: usize) -> usize {
-        child_of(Key::widen(key), ranks as u32) as usize
+        owners(ranks).part_of(Key::widen(key)) as usize
+    }
+}
+
+/// The seed of the owners' spread, apart from the Starfish children's (`GH_SWAP_SEED`).
+pub const OWNER_SEED: u64 = 0x0bd5_c3a1_e7f2_9d47;
+
+/// How keys spread over `ranks` shards: [`Spread`] with [`OWNER_SEED`].
+pub fn owners(ranks: usize) -> Spread {
+    Spread {
+        parts: ranks as u32,
+        seed: OWNER_SEED,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use gpuhash_swap::policy::child_of;
+
+    /// The keys of each owner, put in a Starfish table of 16 children, reach every child:
+    /// the owners' seed is not the children's.
+    #[test]
+    fn each_owners_keys_reach_every_child_of_a_starfish_shard() {
+        for ranks in [2usize, 4, 8] {
+            let mut reached = vec![vec![0usize; 16]; ranks];
+            for key in 0..200_000u64 {
+                let owner = ShardedMap::<u64, u64>::owner_of(key, ranks);
+                reached[owner][child_of(key, 16) as usize] += 1;
+            }
+            for (owner, children) in reached.iter().enumerate() {
+                let fewest = children.iter().min().copied().unwrap_or(0);
+                let even = 200_000 / ranks / 16;
+                assert!(fewest > even / 2, "owner {owner} of {ranks}: {children:?}");
+            }
+        }
+    }
 
     #[test]
     fn owners_are_ranks_and_spread_evenly() {

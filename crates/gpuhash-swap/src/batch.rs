@@ -42,7 +42,7 @@ use crate::filter::{self, Survivors};
 use crate::launch;
 use crate::partition::Partition;
 use crate::passes::Pass;
-use crate::policy::{Access, Reach, next_page_in, resident_first, segments};
+use crate::policy::{Access, Reach, Spread, next_page_in, resident_first, segments};
 use crate::residency::{Moved, Residency};
 use crate::table::SwapTable;
 use crate::undo::{Before, Change, UndoLog};
@@ -288,7 +288,7 @@ impl<T: ProbeInPlace> SwapTable<T> {
         let consulted = filters.is_some();
         let split = Partition::of(
             stream,
-            children,
+            Spread::children(children as u32),
             keys,
             verb.values(),
             segment.clone(),

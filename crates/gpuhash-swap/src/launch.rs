@@ -45,15 +45,21 @@ fn element<T>(base: u64, at: usize) -> u64 {
     base + (at * size_of::<T>()) as u64
 }
 
-/// Chooses the child of `keys[range]` into `child_of` and adds each child's keys to
+/// Chooses the child of `keys[range]` (of `counts.len() / 2` children, by the spread of
+/// `seed`: [`crate::policy::Spread`]) into `child_of` and adds each child's keys to
 /// `counts[child]`, and those its filter in `filters` passes (where it has one there) to
 /// `counts[children + child]`: `counts` is zeroed by the caller, two words a child. With
 /// `in_pass` (a byte a child), the keys of the children it marks 0 are left out: their
 /// child is `GH_SWAP_NO_CHILD`, and nothing counts them.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "a count's keys, its scope (seed, filters, pass) and its two outputs"
+)]
 pub(crate) fn count<K: Pod>(
     stream: &Stream,
     keys: &DeviceBuffer<K>,
     range: Range<usize>,
+    seed: u64,
     filters: Option<&FilterSet<'_>>,
     in_pass: Option<&DeviceBuffer<u8>>,
     child_of: &mut DeviceBuffer<u32>,
@@ -86,6 +92,7 @@ pub(crate) fn count<K: Pod>(
         in_pass: in_pass_at
             .as_ref()
             .map_or(std::ptr::null(), |m| m.address as *const u8),
+        seed,
     };
     // SAFETY: `range` lies within `keys` (checked by the caller's segmenting), `child_of`
     // holds `items` words and `counts` two words a child, so every index the kernel uses

@@ -27,10 +27,11 @@ pub struct GhSwapCountParams {
     pub reserved: u32,
     pub passed: *mut u32,
     pub in_pass: *const u8,
+    pub seed: u64,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of GhSwapCountParams"][::core::mem::size_of::<GhSwapCountParams>() - 72usize];
+    ["Size of GhSwapCountParams"][::core::mem::size_of::<GhSwapCountParams>() - 80usize];
     ["Alignment of GhSwapCountParams"][::core::mem::align_of::<GhSwapCountParams>() - 8usize];
     ["Offset of field: GhSwapCountParams::keys"]
         [::core::mem::offset_of!(GhSwapCountParams, keys) - 0usize];
@@ -54,6 +55,8 @@ const _: () = {
         [::core::mem::offset_of!(GhSwapCountParams, passed) - 56usize];
     ["Offset of field: GhSwapCountParams::in_pass"]
         [::core::mem::offset_of!(GhSwapCountParams, in_pass) - 64usize];
+    ["Offset of field: GhSwapCountParams::seed"]
+        [::core::mem::offset_of!(GhSwapCountParams, seed) - 72usize];
 };
 impl Default for GhSwapCountParams {
     fn default() -> Self {

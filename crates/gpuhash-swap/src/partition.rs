@@ -2,8 +2,9 @@
 //! child laid end to end, each element's place in the segment, and each child's range.
 //!
 //! Public as a building block for other layers that split batches among parts (a table
-//! sharded over GPUs, say): [`Partition::by_part`] splits a whole batch among `parts` by
-//! the same seeded hash the children use ([`crate::policy::child_of`]), and
+//! sharded over GPUs, say): [`Partition::by_part`] splits a whole batch among parts by
+//! the seeded hash the children use, with a seed of the caller's
+//! ([`crate::policy::Spread`]), and
 //! [`gather_answers`] puts answers computed part by part back in input order.
 
 use std::ops::Range;
@@ -12,7 +13,7 @@ use bytemuck::Pod;
 use gpuhash_core::{DeviceBuffer, Result, Stream};
 
 use crate::launch::{self, FilterSet, ScatterTarget};
-use crate::policy::child_ranges;
+use crate::policy::{Spread, child_ranges};
 
 /// A segment `keys[segment]` partitioned among `children` children.
 pub struct Partition<K, V> {
@@ -31,12 +32,12 @@ pub struct Partition<K, V> {
 
 impl<K: Pod, V: Pod> Partition<K, V> {
     /// Splits the whole batch `keys` (and `values`, of the same length, where given) among
-    /// `parts` parts on the device, each key to part [`crate::policy::child_of`]`(key,
-    /// parts)`. Waits for the stream once, for the counts (each part's range is sized on
-    /// the host).
+    /// `spread.parts` parts on the device, each key to part [`Spread::part_of`]`(key)`
+    /// (give a layer above the swap table a seed of its own: see [`Spread`]). Waits for
+    /// the stream once, for the counts (each part's range is sized on the host).
     pub fn by_part(
         stream: &Stream,
-        parts: usize,
+        spread: Spread,
         keys: &DeviceBuffer<K>,
         values: Option<&DeviceBuffer<V>>,
     ) -> Result<Self> {
@@ -47,7 +48,7 @@ impl<K: Pod, V: Pod> Partition<K, V> {
                 right: values.map_or(0, DeviceBuffer::len),
             });
         }
-        Self::of(stream, parts, keys, values, 0..keys.len(), None, None)
+        Self::of(stream, spread, keys, values, 0..keys.len(), None, None)
     }
 
     /// Each part's range of the partitioned elements, every part's, empty ones included.
@@ -61,13 +62,14 @@ impl<K: Pod, V: Pod> Partition<K, V> {
     /// only the keys of the children it marks are partitioned.
     pub(crate) fn of(
         stream: &Stream,
-        children: usize,
+        spread: Spread,
         keys: &DeviceBuffer<K>,
         values: Option<&DeviceBuffer<V>>,
         segment: Range<usize>,
         filters: Option<&FilterSet<'_>>,
         in_pass: Option<&DeviceBuffer<u8>>,
     ) -> Result<Self> {
+        let children = spread.parts as usize;
         let mut child_of = DeviceBuffer::unfilled(stream, segment.len())?;
         let mut counts = DeviceBuffer::zeroed(stream, 2 * children)?;
         let keys_in = segment.clone();
@@ -75,6 +77,7 @@ impl<K: Pod, V: Pod> Partition<K, V> {
             stream,
             keys,
             keys_in,
+            spread.seed,
             filters,
             in_pass,
             &mut child_of,

@@ -15,6 +15,7 @@ use gpuhash_core::image::ProbeInPlace;
 use gpuhash_core::{DeviceBuffer, Stream};
 
 use crate::launch;
+use crate::layouts::GH_SWAP_SEED;
 use crate::policy::{self, Access, Reach, segments};
 use crate::residency::Residency;
 use crate::table::SwapTable;
@@ -115,6 +116,7 @@ impl<T: ProbeInPlace> SwapTable<T> {
                 stream,
                 keys,
                 range,
+                GH_SWAP_SEED,
                 filters.as_ref(),
                 None,
                 &mut child_of,

@@ -15,11 +15,40 @@ mod undo;
 pub use passes::{Reach, passes};
 pub use undo::undo_steps;
 
-/// The child of `key` among `children`: the high 32 bits of `fmix64(key ^ seed)`, scaled by
-/// a multiply-shift. The device's `gh_swap_child` computes the same.
+/// The child of `key` among `children`: [`Spread::children`]'s part.
 pub fn child_of(key: u64, children: u32) -> u32 {
-    let high = fmix64(key ^ GH_SWAP_SEED) >> 32;
-    ((high * u64::from(children)) >> 32) as u32
+    Spread::children(children).part_of(key)
+}
+
+/// How keys spread over parts: part `(high * parts) >> 32` of a key, `high` the high 32
+/// bits of `fmix64(key ^ seed)`. The device's `gh_swap_child` computes the same.
+///
+/// A swap table's children take [`GH_SWAP_SEED`] ([`Spread::children`]). A layer above
+/// that splits batches among tables which may be swap tables takes a seed of its own: with
+/// the same seed, the keys of part r of R would all fall in children r C / R to (r + 1) C /
+/// R of its table, leaving the rest empty.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Spread {
+    /// How many parts.
+    pub parts: u32,
+    /// The seed xored into each key before it is mixed.
+    pub seed: u64,
+}
+
+impl Spread {
+    /// A swap table's spread over its `children`.
+    pub fn children(children: u32) -> Self {
+        Self {
+            parts: children,
+            seed: GH_SWAP_SEED,
+        }
+    }
+
+    /// The part of `key`.
+    pub fn part_of(&self, key: u64) -> u32 {
+        let high = fmix64(key ^ self.seed) >> 32;
+        ((high * u64::from(self.parts)) >> 32) as u32
+    }
 }
 
 /// Device bytes a batch element needs while a segment runs, whatever the verb: the larger

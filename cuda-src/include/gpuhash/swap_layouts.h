@@ -25,6 +25,7 @@ typedef struct GhSwapCountParams {
     uint32_t* passed;          // in: zeros; out: keys a consulted filter passed, a child
     const uint8_t* in_pass;    // nonzero for each child of the pass, or null for all: the
                                // keys of the others get no child (all ones) and no count
+    uint64_t seed;             // the choice's seed: GH_SWAP_SEED for the table's children
 } GhSwapCountParams;
 
 // Moves each key (and value) into its child's range, recording where it came from; keys

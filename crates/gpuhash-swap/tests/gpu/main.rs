@@ -2,7 +2,8 @@
 //! every batch (`conformance`), answers against `HashMap` models across evictions, probing
 //! and paging, filters and budgets (`paging`), the overlapped pipeline (`pipeline`),
 //! failed inserts and removals taken back (`undo`, with children that fail on demand:
-//! `faulty`), and inserts and removals of many segments taking passes (`passes`).
+//! `faulty`), inserts and removals of many segments taking passes (`passes`), and the
+//! public partition by a spread of any seed (`partition`).
 //!
 //! Every test is small (tables of 2^14 pairs in 8 children, 2 resident) and runs alone:
 //! `cargo test -p gpuhash-swap --test gpu -- --ignored --exact pipeline::NAME`.
@@ -11,6 +12,7 @@ mod common;
 mod conformance;
 mod faulty;
 mod paging;
+mod partition;
 mod passes;
 mod pipeline;
 mod undo;
