@@ -23,7 +23,7 @@ pub fn child_of(key: u64, children: u32) -> u32 {
 /// How keys spread over parts: part `(high * parts) >> 32` of a key, `high` the high 32
 /// bits of `fmix64(key ^ seed)`. The device's `gh_swap_child` computes the same.
 ///
-/// A swap table's children take [`GH_SWAP_SEED`] ([`Spread::children`]). A layer above
+/// A swap table's children take `GH_SWAP_SEED` ([`Spread::children`]). A layer above
 /// that splits batches among tables which may be swap tables takes a seed of its own: with
 /// the same seed, the keys of part r of R would all fall in children r C / R to (r + 1) C /
 /// R of its table, leaving the rest empty.
