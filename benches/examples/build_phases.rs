@@ -10,27 +10,17 @@
 //! [CARDINALITY,..] [once]` (default `24 100,10000,100000`); with `once`, each
 //! cardinality's default index is built one time and nothing is timed (for a profiler).
 
-use std::time::Instant;
+#[path = "probe/w6.rs"]
+mod w6;
 
 use gpuhash_core::Device;
-use gpuhash_core::hash::fmix64;
 use gpuhash_core::staging::upload;
-use gpuhash_hyperspace::{HyperspaceIndex, HyperspaceOptions, Subspaces, TupleBatch};
-
-const ATTRIBUTES: usize = 4;
-
-type Outcome<T> = Result<T, Box<dyn std::error::Error>>;
+use gpuhash_hyperspace::{HyperspaceIndex, HyperspaceOptions, Subspaces};
+use w6::{ATTRIBUTES, Columns, Outcome};
 
 fn main() -> Outcome<()> {
-    let mut args = std::env::args().skip(1);
-    let log2_n: u32 = args.next().map_or(Ok(24), |a| a.parse())?;
-    let cards: Vec<u32> = args
-        .next()
-        .unwrap_or_else(|| "100,10000,100000".into())
-        .split(',')
-        .map(|c| c.parse().expect("a comma-separated list of cardinalities"))
-        .collect();
-    let once = args.next().is_some_and(|a| a == "once");
+    let (log2_n, cards, mut rest) = w6::sizes()?;
+    let once = rest.next().is_some_and(|a| a == "once");
     let device = Device::new(0)?;
     let n = 1usize << log2_n;
     println!(
@@ -38,22 +28,14 @@ fn main() -> Outcome<()> {
     );
     println!("| --- | --- | --- | --- | --- | --- | --- |");
     for card in cards {
-        let keys: Vec<u32> = (0..n as u32).map(|i| i + 1).collect();
-        let attributes: Vec<u32> = (0..ATTRIBUTES * n)
-            .map(|i| (fmix64(i as u64 ^ 0x5eed) % u64::from(card)) as u32 + 1)
-            .collect();
-        let values: Vec<u32> = (0..n as u32).collect();
-        let batch = TupleBatch {
-            keys: &keys,
-            attributes: &attributes,
-            values: &values,
-        };
+        let columns = Columns::uniform(n, card);
+        let batch = columns.batch();
         if once {
             HyperspaceIndex::build(&device, ATTRIBUTES, batch, HyperspaceOptions::default())?;
             continue;
         }
         let stream = device.new_stream()?;
-        let upload_ms = median_ms(|| {
+        let upload_ms = w6::median_ms(1, 3, || {
             let up = (
                 upload(&stream, batch.keys)?,
                 upload(&stream, batch.attributes)?,
@@ -64,7 +46,7 @@ fn main() -> Outcome<()> {
             Ok(())
         })?;
         let build_ms = |subspaces: Subspaces| {
-            median_ms(|| {
+            w6::median_ms(1, 3, || {
                 let options = HyperspaceOptions::default().subspaces(subspaces.clone());
                 drop(HyperspaceIndex::build(&device, ATTRIBUTES, batch, options)?);
                 Ok(())
@@ -79,17 +61,4 @@ fn main() -> Outcome<()> {
         );
     }
     Ok(())
-}
-
-/// The median of 3 timed runs of `f`, after 1 untimed one, in milliseconds.
-fn median_ms(mut f: impl FnMut() -> Outcome<()>) -> Outcome<f64> {
-    f()?;
-    let mut times = Vec::new();
-    for _ in 0..3 {
-        let started = Instant::now();
-        f()?;
-        times.push(started.elapsed().as_secs_f64() * 1e3);
-    }
-    times.sort_by(f64::total_cmp);
-    Ok(times[1])
 }

@@ -10,24 +10,18 @@
 //! `cargo run --release -p gpuhash-bench --example search_phases -- [LOG2_N]
 //! [CARDINALITY,..]` (default `24 100,10000,100000`).
 
-use std::time::Instant;
+#[path = "probe/w6.rs"]
+mod w6;
 
 use gpuhash_core::Device;
 use gpuhash_core::hash::fmix64;
-use gpuhash_hyperspace::{HyperspaceIndex, HyperspaceOptions, Matches, Query, TupleBatch};
+use gpuhash_hyperspace::{HyperspaceIndex, HyperspaceOptions, Matches, Query};
+use w6::{ATTRIBUTES, Columns, Outcome};
 
-const ATTRIBUTES: usize = 4;
 const TARGET_MATCHES: usize = 1 << 22;
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mut args = std::env::args().skip(1);
-    let log2_n: u32 = args.next().map_or(Ok(24), |a| a.parse())?;
-    let cards: Vec<u32> = args
-        .next()
-        .unwrap_or_else(|| "100,10000,100000".into())
-        .split(',')
-        .map(|c| c.parse().expect("a comma-separated list of cardinalities"))
-        .collect();
+fn main() -> Outcome<()> {
+    let (log2_n, cards, _) = w6::sizes()?;
     let device = Device::new(0)?;
     let stream = device.new_stream()?;
     let n = 1usize << log2_n;
@@ -36,34 +30,30 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
     for card in cards {
-        let keys: Vec<u32> = (0..n as u32).map(|i| i + 1).collect();
-        let attributes: Vec<u32> = (0..ATTRIBUTES * n)
-            .map(|i| (fmix64(i as u64 ^ 0x5eed) % u64::from(card)) as u32 + 1)
-            .collect();
-        let values: Vec<u32> = (0..n as u32).collect();
-        let batch = TupleBatch {
-            keys: &keys,
-            attributes: &attributes,
-            values: &values,
-        };
-        let index =
-            HyperspaceIndex::build(&device, ATTRIBUTES, batch, HyperspaceOptions::default())?;
+        let columns = Columns::uniform(n, card);
+        let index = HyperspaceIndex::build(
+            &device,
+            ATTRIBUTES,
+            columns.batch(),
+            HyperspaceOptions::default(),
+        )?;
+        let attributes = &columns.attributes;
         let queries: Vec<Query> = (0..(TARGET_MATCHES * card as usize / n).clamp(1, 1 << 16))
             .map(|q| Query::attribute(0, attributes[(fmix64(q as u64) % n as u64) as usize]))
             .collect();
-        let device_ms = median_ms(|| {
+        let device_ms = w6::median_ms(2, 5, || {
             let matches = index.search_on(&stream, &queries)?;
             stream.synchronize()?;
             drop(matches);
             Ok(())
         })?;
         let mut total = 0;
-        let host_ms = median_ms(|| {
+        let host_ms = w6::median_ms(2, 5, || {
             total = *index.search(&queries)?.offsets.last().unwrap_or(&0);
             Ok(())
         })?;
         let mut answers = Matches::default();
-        let reused_ms = median_ms(|| Ok(index.search_into(&queries, &mut answers)?))?;
+        let reused_ms = w6::median_ms(2, 5, || Ok(index.search_into(&queries, &mut answers)?))?;
         println!(
             "| 2^{log2_n} | {card} | {} | {total} | {device_ms:.2} | {host_ms:.2} | {reused_ms:.2} | {:.1} |",
             queries.len(),
@@ -71,21 +61,4 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     Ok(())
-}
-
-/// The median of 5 timed runs of `f`, after 2 untimed ones, in milliseconds.
-fn median_ms(
-    mut f: impl FnMut() -> Result<(), Box<dyn std::error::Error>>,
-) -> Result<f64, Box<dyn std::error::Error>> {
-    for _ in 0..2 {
-        f()?;
-    }
-    let mut times = Vec::new();
-    for _ in 0..5 {
-        let started = Instant::now();
-        f()?;
-        times.push(started.elapsed().as_secs_f64() * 1e3);
-    }
-    times.sort_by(f64::total_cmp);
-    Ok(times[2])
 }
