@@ -45,10 +45,7 @@ pub(crate) fn counting_order(
     keys: &DeviceBuffer<u32>,
     parts: u64,
 ) -> Result<DeviceBuffer<u32>> {
-    let histogram = part_histogram(stream, keys, parts)?;
-    let mut cursors = DeviceBuffer::unfilled(stream, parts as usize + 1)?;
-    exclusive_scan(stream, &histogram, &mut cursors)?;
-    scatter_parts(stream, keys, parts, &mut cursors)
+    Ok(counting_sort(stream, keys, parts)?.order)
 }
 
 /// Items of each part `key & (parts - 1)`.
@@ -119,8 +116,8 @@ fn node_plan(stream: &Stream, histogram: &DeviceBuffer<u64>) -> Result<NodePlan>
 
 impl Space {
     /// Fills this space, which must be empty, with `tuples` (whose keys are unique; `rows`
-    /// the same tuples as [`tuple_rows`] lays them out): sorted by bucket, a run of slabs taken for every super node past a head, then every
-    /// super node written whole. When some super node finds no run, every run is given
+    /// the same tuples as [`tuple_rows`] lays them out): sorted by bucket, a run of slabs
+    /// taken for every super node past a head, then every super node written whole. When some super node finds no run, every run is given
     /// back, the allocator grows and the runs are taken again, before anything is written;
     /// a growth error leaves the space empty.
     pub(crate) fn build(

@@ -252,7 +252,7 @@ pub(crate) fn check_keys_on(
 
 /// Host keys below which a batch is checked on the host alone: a map of so few costs
 /// less than a kernel and a wait.
-pub(crate) const HOST_CHECK_BELOW: usize = 1 << 10;
+const HOST_CHECK_BELOW: usize = 1 << 10;
 
 /// The seed of the device check's hash, apart from every space's.
 const KEY_CHECK_SEED: u32 = 0x6b65_7973;
