@@ -29,13 +29,14 @@ __device__ __forceinline__ void store_value(const GhCuckooSubtable &sub, uint64_
 // it takes the pair), or, with `quarter_first`, by its home quarter before that
 // (one sector); later buckets come at high loads, where the whole line is
 // usually needed. Every copy of a key reads the same parts in the same order and
-// slots only fill during this pass, so the rule above holds for any parts. Losing the CAS to another key means the bucket gained a pair:
-// read again. The CAS claims the slot word: the key (split), or key and value
-// at once (packed), expecting the empty word.
+// slots only fill during this pass, so the rule above holds for any parts.
+// Losing the CAS to another key means the bucket gained a pair: read again. The
+// CAS claims the slot word: the key (split), or key and value at once (packed),
+// expecting the empty word. `placed` names the subtable that took the pair.
 template <typename L>
 __device__ uint8_t place_pair(const GhCuckooSubtable *subs, uint32_t d, uint32_t first, uint32_t start,
                               typename L::Key key, const uint32_t *value, uint32_t words, bool quarter_first,
-                              BlockCounts &counts) {
+                              uint32_t &placed) {
     using W = typename L::Word;
     const uint32_t head = __ldg(value);
     const W claim = L::word_of(key, head);
@@ -61,7 +62,7 @@ __device__ uint8_t place_pair(const GhCuckooSubtable *subs, uint32_t d, uint32_t
             const W held = Words<W>::cas(slot_word<L>(sub, bucket, slot), L::kEmptyWord, claim);
             if (held == L::kEmptyWord) {
                 if constexpr (!L::kPacked) store_value<L>(sub, bucket, slot, head, value, words);
-                counts.add(s, 1);
+                placed = s;
                 return GH_CUCKOO_DONE;
             }
             if (L::key_of(held) == key) return GH_CUCKOO_DUPLICATE;
@@ -70,32 +71,42 @@ __device__ uint8_t place_pair(const GhCuckooSubtable *subs, uint32_t d, uint32_t
     return GH_CUCKOO_PENDING;
 }
 
+// What became of one pair of the place pass.
+struct Placed {
+    uint8_t status;
+    uint32_t subtable;  // the one that took it, or kMaxSub
+};
+
 // One pair of the place pass: status[i] says what became of it.
 template <typename L>
-__device__ __forceinline__ void place_one(const GhCuckooPlaceParams &p, const GhCuckooSubtable *subs, uint64_t i,
-                                          uint64_t &duplicates, BlockCounts &counts) {
-    const uint32_t words = p.table.value_words;
-    const uint32_t d = p.table.subtables;
-    if (p.skip != nullptr && p.skip[i] != 0) {
-        p.status[i] = GH_CUCKOO_DONE;
-        return;
+__device__ __forceinline__ Placed place_one(const GhCuckooPlaceParams &p, const GhCuckooSubtable *subs, uint64_t i) {
+    Placed out{GH_CUCKOO_DONE, kMaxSub};
+    if (p.skip == nullptr || p.skip[i] == 0) {
+        using K = typename L::Key;
+        const K key = static_cast<const K *>(p.keys)[i];
+        const uint32_t words = p.table.value_words, d = p.table.subtables;
+        // The reserved key goes to the side slot, which the insert kernel writes.
+        out.status = GH_CUCKOO_PENDING;
+        if (key != Keys<K>::kEmpty) {
+            out.status = place_pair<L>(subs, d, start_of(p.home, d, key).first, home_slot<L>(key, p.home.seed), key,
+                                       p.values + i * words, words, i < p.quarter_until, out.subtable);
+        }
     }
+    p.status[i] = out.status;
+    return out;
+}
+
+// Pair i joins the pending list for the evicting pass. Every lane of the warp
+// calls it, so that the list's counter takes one atomic a warp: at high loads
+// many pairs are left, and one atomic each on one word queued behind each other.
+template <typename L>
+__device__ __forceinline__ void keep_pending(const GhCuckooPlaceParams &p, uint64_t i, bool pending) {
+    const uint64_t at = warp_reserve(p.pending, pending);
+    if (!pending) return;
     using K = typename L::Key;
-    const K key = static_cast<const K *>(p.keys)[i];
-    // The reserved key goes to the side slot, which the insert kernel writes.
-    uint8_t status = GH_CUCKOO_PENDING;
-    if (key != Keys<K>::kEmpty) {
-        status = place_pair<L>(subs, d, start_of(p.home, d, key).first, home_slot<L>(key, p.home.seed), key,
-                            p.values + i * words, words, p.quarter_first != 0, counts);
-    }
-    p.status[i] = status;
-    duplicates += status == GH_CUCKOO_DUPLICATE ? 1 : 0;
-    if (status == GH_CUCKOO_PENDING) {
-        // Few pairs are left (most at high loads): one atomic each is cheap.
-        const uint64_t at = atomicAdd(reinterpret_cast<unsigned long long *>(p.pending), 1ull);
-        static_cast<K *>(p.pending_keys)[at] = key;
-        for (uint32_t w = 0; w < words; ++w) p.pending_values[at * words + w] = p.values[i * words + w];
-    }
+    const uint32_t words = p.table.value_words;
+    static_cast<K *>(p.pending_keys)[at] = static_cast<const K *>(p.keys)[i];
+    for (uint32_t w = 0; w < words; ++w) p.pending_values[at * words + w] = p.values[i * words + w];
 }
 
 // Blocks take chunks of the batch in order from a shared cursor, so the pairs in
@@ -119,7 +130,11 @@ __device__ void place(const GhCuckooPlaceParams &p) {
 #pragma unroll 1
         for (uint32_t j = 0; j < kPlacePerThread; ++j) {
             const uint64_t i = first + (uint64_t)j * blockDim.x + threadIdx.x;
-            if (i < p.count) place_one<L>(p, subs, i, duplicates, counts);
+            Placed placed{GH_CUCKOO_DONE, kMaxSub};
+            if (i < p.count) placed = place_one<L>(p, subs, i);
+            duplicates += placed.status == GH_CUCKOO_DUPLICATE ? 1 : 0;
+            counts.add_warp(placed.subtable, 1);
+            keep_pending<L>(p, i, i < p.count && placed.status == GH_CUCKOO_PENDING);
         }
     }
     warp_add(p.duplicates, duplicates);

@@ -76,6 +76,16 @@ struct BlockCounts {
         atomicAdd(reinterpret_cast<unsigned long long *>(&delta[subtable]), (unsigned long long)d);
     }
 
+    // Adds `d` for every lane of the warp that names `subtable` (kMaxSub: none),
+    // one shared atomic a subtable a warp: a shared atomic a lane, all lanes of a
+    // block on d words, queues behind itself. Every lane of the warp calls it.
+    __device__ void add_warp(uint32_t subtable, long long d) {
+        const uint32_t peers = __match_any_sync(0xffffffffu, subtable);
+        if (subtable < kMaxSub && (threadIdx.x & 31u) == (uint32_t)__ffs(peers) - 1u) {
+            add(subtable, d * __popc(peers));
+        }
+    }
+
     __device__ void flush(uint64_t *counts, uint32_t subtables) {
         __syncthreads();
         if (threadIdx.x < subtables && delta[threadIdx.x] != 0) {
@@ -89,6 +99,19 @@ struct BlockCounts {
 __device__ __forceinline__ void warp_add(uint64_t *counter, uint64_t n) {
     for (int offset = 16; offset > 0; offset /= 2) n += __shfl_down_sync(0xffffffffu, n, offset);
     if ((threadIdx.x & 31u) == 0 && n != 0) atomicAdd(reinterpret_cast<unsigned long long *>(counter), n);
+}
+
+// A place in a list whose length is *counter for every lane that `wants` one,
+// one atomic a warp (lanes in lane order); other lanes get ~0. Every lane of the
+// warp calls it.
+__device__ __forceinline__ uint64_t warp_reserve(uint64_t *counter, bool wants) {
+    const uint32_t lanes = __ballot_sync(0xffffffffu, wants);
+    if (lanes == 0) return ~0ull;
+    const uint32_t lane = threadIdx.x & 31u, leader = __ffs(lanes) - 1;
+    unsigned long long base = 0;
+    if (lane == leader) base = atomicAdd(reinterpret_cast<unsigned long long *>(counter), (unsigned long long)__popc(lanes));
+    base = __shfl_sync(0xffffffffu, base, (int)leader);
+    return wants ? base + __popc(lanes & ((1u << lane) - 1u)) : ~0ull;
 }
 
 }  // namespace gh_cuckoo

@@ -255,8 +255,7 @@ pub struct GhCuckooPlaceParams {
     pub duplicates: *mut u64,
     pub cursor: *mut u64,
     pub count: u64,
-    pub quarter_first: u32,
-    pub pad: u32,
+    pub quarter_until: u64,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
@@ -286,10 +285,8 @@ const _: () = {
         [::core::mem::offset_of!(GhCuckooPlaceParams, cursor) - 712usize];
     ["Offset of field: GhCuckooPlaceParams::count"]
         [::core::mem::offset_of!(GhCuckooPlaceParams, count) - 720usize];
-    ["Offset of field: GhCuckooPlaceParams::quarter_first"]
-        [::core::mem::offset_of!(GhCuckooPlaceParams, quarter_first) - 728usize];
-    ["Offset of field: GhCuckooPlaceParams::pad"]
-        [::core::mem::offset_of!(GhCuckooPlaceParams, pad) - 732usize];
+    ["Offset of field: GhCuckooPlaceParams::quarter_until"]
+        [::core::mem::offset_of!(GhCuckooPlaceParams, quarter_until) - 728usize];
 };
 impl Default for GhCuckooPlaceParams {
     fn default() -> Self {

@@ -121,22 +121,20 @@
 //!   pair alone throughout (home half, other half, then whole lines). A resize fills each
 //!   new bucket's halves the way inserts would: each key in its home half while that has
 //!   room, the rest in the other half.
-//! - **Batches sorted by partition (split buckets).** With split buckets a new pair
-//!   touches two lines, its key's and its value's. An insert batch larger than the
-//!   lock-free pass below holds in flight (about 2M pairs on an H100), into a table larger
-//!   than the L2 cache, is first sorted (a counting sort on the GPU, three launches) by
-//!   the range of buckets its pairs start in: each subtable's buckets cut into 64 ranges
-//!   of equal size. Blocks then take the sorted pairs in order from a shared cursor, so
-//!   the pairs in flight at any time fall into one or two ranges, whose key and value
-//!   lines stay in L2 while their pairs go in: inserts of 2^24 to 2^26 pairs run 1.4 to
-//!   1.6 times as fast (docs/benchmarks). The sorted copy (one key and one value a pair)
-//!   is kept for the next batch of that size. A smaller batch is in flight whole whatever
-//!   its order, and a table within the L2 is read from it in any order, so neither is
-//!   sorted. Packed buckets are never sorted: a packed pair touches one line, and sorted,
-//!   its pass ran no faster on an H100 while the sort cost a fifth of the insert. There,
-//!   while the table stays at most 0.6 full and spans 4 times the L2 or more, a pair
-//!   reads the 32-byte quarter of its first bucket that holds its first slot before the
-//!   rest (one sector from DRAM instead of two).
+//! - **Batches sorted by partition.** An insert batch larger than the lock-free pass
+//!   below holds in flight (about 2M pairs on an H100), into a table whose lines outgrow
+//!   twice the L2 cache (a packed pair touches one line; a split pair two, its key's and
+//!   its value's), is first sorted (a counting sort on the GPU, three launches) by the
+//!   range of buckets its pairs start in: each subtable's buckets cut into 64 ranges of
+//!   equal size. Blocks then take the sorted pairs in order from a shared cursor, so the
+//!   pairs in flight at any time fall into one or two ranges, whose lines stay in L2 while
+//!   their pairs go in: packed builds of 2^24 to 2^26 pairs run 1.1 to 1.4 times as fast,
+//!   split ones 1.4 to 1.6 (docs/benchmarks). The sorted copy (one key and one value a
+//!   pair) is kept for the next batch of that size. A smaller batch is in flight whole
+//!   whatever its order, and a table near the L2's size is read from it in any order, so
+//!   neither is sorted. Where the table spans 4 times the L2 or more, the pairs that go in
+//!   while it is at most 0.6 full read the 32-byte quarter of their first bucket that
+//!   holds their first slot before the rest (one sector instead of two).
 //! - **Inserts in two passes.** First, lock-free: a new pair takes an empty slot of the
 //!   first of its d buckets (in lookup order) that has one, claimed by a CAS on the slot
 //!   word (the key when split, the whole 64-bit pair when packed, expecting the empty

@@ -13,7 +13,7 @@
 //! and pay every upsize again at the next large one.
 
 mod batch;
-pub use batch::{InsertShape, reads_home_quarter_first, retries_in_place, sorts_by_partition};
+pub use batch::{InsertShape, home_quarter_pairs, retries_in_place, sorts_by_partition};
 
 /// One resize step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

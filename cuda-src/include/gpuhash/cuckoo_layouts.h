@@ -169,11 +169,10 @@ typedef struct GhCuckooPlaceParams {
     /* Zero before the launch: the pairs handed out to blocks so far. */
     uint64_t *cursor;
     uint64_t count;
-    /* Nonzero: a pair reads the 32-byte quarter of its first bucket that holds its
-     * first slot before the home half (one sector, enough while buckets are mostly
-     * empty). */
-    uint32_t quarter_first;
-    uint32_t pad;
+    /* Pairs i < quarter_until read the 32-byte quarter of their first bucket that
+     * holds their first slot before the home half (one sector, enough while buckets
+     * are mostly empty: blocks take the batch in order, so these go in first). */
+    uint64_t quarter_until;
 } GhCuckooPlaceParams;
 
 /* Inserts (keys[i], values[i]) for i < count with skip == null or skip[i] == 0,

@@ -151,8 +151,8 @@ pub(crate) struct Place<'a, K, V> {
     pub(crate) counters: &'a mut DeviceBuffer<u64>,
     /// One word, zeroed: the next chunk of the batch a block takes.
     pub(crate) cursor: &'a mut DeviceBuffer<u64>,
-    /// Whether a pair reads its home quarter before its home half.
-    pub(crate) quarter_first: bool,
+    /// The pairs, from the first, that read their home quarter before their home half.
+    pub(crate) quarter_until: u64,
 }
 
 /// Queues the place kernel.
@@ -197,8 +197,7 @@ pub(crate) fn place<K: Key, V: bytemuck::Pod>(
         duplicates: counter_ptr(&counters, counter::DUPLICATES),
         cursor: c.address as *mut u64,
         count: count as u64,
-        quarter_first: u32::from(place.quarter_first),
-        pad: 0,
+        quarter_until: place.quarter_until,
     };
     let shape = lane_shape(stream, count as u64);
     // SAFETY: the table's arrays are live and this batch's (the caller's part); every

@@ -1,10 +1,10 @@
 //! The host's choices for the passes of one insert batch: whether it is sorted by
-//! partition, how its place pass reads a pair's first bucket, and whether homeless pairs
+//! partition, which of its pairs the place pass reads a home quarter of first, and whether homeless pairs
 //! are retried before the table grows. Pure arithmetic, measured on an H100
 //! (docs/benchmarks/cuckoo.md) and tested here.
 
 /// What the passes of an insert batch are chosen by (see [`sorts_by_partition`] and
-/// [`reads_home_quarter_first`]).
+/// [`home_quarter_pairs`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct InsertShape {
     /// Whether buckets keep keys and values apart (split) rather than packed.
@@ -28,25 +28,37 @@ const QUARTER_FIRST_FILL: f64 = 0.6;
 /// Times the L2 cache from which a table's place pass reads home quarters first.
 const QUARTER_FIRST_L2_MULTIPLE: u64 = 4;
 
+/// Times the L2 cache a table's lines (a packed table's bytes; a split one's twice, its
+/// pairs touching two lines each) must exceed for a large batch to go in sorted.
+const SORT_L2_MULTIPLE: u64 = 2;
+
 /// Whether a batch goes in sorted by partition (the crate docs, "Batches sorted by
-/// partition"): when its pairs touch two lines each (split buckets: the key's and the
-/// value's), the place pass cannot hold it in flight whole (a smaller batch is in flight
-/// whole whatever its order) and the table outgrows the L2 cache (one that fits is read
-/// from L2 in any order). A packed pair touches one line: sorted, its pass ran no faster on
-/// an H100 and the sort cost a fifth of the insert.
+/// partition"): when the place pass cannot hold it in flight whole (a smaller batch is in
+/// flight whole whatever its order) and the lines its pairs touch outgrow the L2 cache
+/// twice over: a packed pair touches one line, a split pair two (the key's and the
+/// value's). Measured on an H100 (docs/benchmarks/cuckoo.md): packed, sorted builds of
+/// 2^24 to 2^26 pairs ran 1.1 to 1.4 times as fast, while a table of 1.3 or 1.7 times
+/// the L2 built faster unsorted; split, a table of 1.3 times the L2 built 1.3 times as
+/// fast sorted, one within it faster unsorted.
 pub fn sorts_by_partition(shape: &InsertShape) -> bool {
-    shape.split && shape.pairs > shape.in_flight && shape.table_bytes > shape.l2_bytes
+    let lines = if shape.split { 2 } else { 1 };
+    shape.pairs > shape.in_flight && lines * shape.table_bytes > SORT_L2_MULTIPLE * shape.l2_bytes
 }
 
-/// Whether the place pass reads a pair's home quarter before its home half: while the
-/// table, with the batch, stays at most 0.6 full, a pair mostly finds an empty slot in the
-/// quarter, and one sector a pair is read instead of two. Where the table spans 4 times the
-/// L2 cache or more, that sector comes from DRAM: there it shortened a build of 2^26 pairs
-/// at load 0.5 by 9 to 11% on an H100, of 2^24 by 0 to 4% (docs/benchmarks/cuckoo.md); at
-/// load 0.8 it was up to 3% slower, and a table near the L2's size built no faster.
-pub fn reads_home_quarter_first(shape: &InsertShape) -> bool {
-    let fill = (shape.len + shape.pairs) as f64 / shape.capacity.max(1) as f64;
-    fill <= QUARTER_FIRST_FILL && shape.table_bytes >= QUARTER_FIRST_L2_MULTIPLE * shape.l2_bytes
+/// How many pairs of a batch, from its first, the place pass reads the home quarter of
+/// before the home half: those that go in while the table is at most 0.6 full (the pass
+/// takes a batch in order), where a pair mostly finds an empty slot in the quarter and one
+/// sector a pair is read instead of two. Only where the table spans 4 times the L2 cache
+/// or more, so that sector comes from DRAM: there it shortened a build of 2^26 pairs at
+/// load 0.5 by 9 to 11% on an H100, of 2^24 by 0 to 4%, and a table near the L2's size
+/// built no faster (docs/benchmarks/cuckoo.md); past fill 0.6 the quarter is full too
+/// often (a whole batch read so to load 0.8 was up to 3% slower).
+pub fn home_quarter_pairs(shape: &InsertShape) -> u64 {
+    if shape.table_bytes < QUARTER_FIRST_L2_MULTIPLE * shape.l2_bytes {
+        return 0;
+    }
+    let room = (QUARTER_FIRST_FILL * shape.capacity as f64) as u64;
+    room.saturating_sub(shape.len).min(shape.pairs)
 }
 
 /// Rounds of an insert's clean-up whose homeless pairs are first retried without an upsize.
@@ -79,10 +91,13 @@ mod tests {
     }
 
     #[test]
-    fn only_split_batches_past_the_l2_and_the_pairs_in_flight_sort() {
-        // W1 at 2^24, load 0.5: 268 MB of split buckets sort, packed ones never.
+    fn batches_sort_past_the_pairs_in_flight_where_their_lines_outgrow_twice_the_l2() {
+        // W1 at 2^24, load 0.5: 268 MB, split or packed.
         assert!(sorts_by_partition(&h100(true, 1 << 24, 0, 1 << 25, 8)));
-        assert!(!sorts_by_partition(&h100(false, 1 << 24, 0, 1 << 25, 8)));
+        assert!(sorts_by_partition(&h100(false, 1 << 24, 0, 1 << 25, 8)));
+        // 2^22 pairs at load 0.5: 67 MB, split only (its pairs touch 134 MB of lines).
+        assert!(sorts_by_partition(&h100(true, 1 << 22, 0, 1 << 23, 8)));
+        assert!(!sorts_by_partition(&h100(false, 1 << 22, 0, 1 << 23, 8)));
         // 2^22 pairs at load 0.8: 42 MB, within the L2.
         assert!(!sorts_by_partition(&h100(true, 1 << 22, 0, 5_242_880, 8)));
         // A batch held in flight whole.
@@ -90,38 +105,30 @@ mod tests {
     }
 
     #[test]
-    fn home_quarters_come_first_at_low_fill_in_tables_far_past_the_l2() {
-        // 2^26 pairs at load 0.5 (1 GB): quarter first; at 0.8 not.
-        assert!(reads_home_quarter_first(&h100(
-            false,
-            1 << 26,
-            0,
-            1 << 27,
-            8
-        )));
-        assert!(!reads_home_quarter_first(&h100(
-            false,
-            1 << 26,
-            0,
-            83_886_080,
-            8
-        )));
+    fn home_quarters_come_first_for_the_pairs_that_go_in_below_fill_0_6_far_past_the_l2() {
+        // 2^26 pairs at load 0.5 (1 GB): every pair.
+        assert_eq!(
+            home_quarter_pairs(&h100(false, 1 << 26, 0, 1 << 27, 8)),
+            1 << 26
+        );
+        // At load 0.8, those up to fill 0.6: three quarters of the batch.
+        let capacity = 83_886_080;
+        assert_eq!(
+            home_quarter_pairs(&h100(false, 1 << 26, 0, capacity, 8)),
+            (0.6 * capacity as f64) as u64
+        );
         // 2^22 pairs at load 0.5: 67 MB, under 4 times the L2.
-        assert!(!reads_home_quarter_first(&h100(
-            false,
-            1 << 22,
-            0,
-            1 << 23,
-            8
-        )));
-        // The pairs held count: half full before, the batch takes it past 0.6.
-        assert!(!reads_home_quarter_first(&h100(
-            false,
-            1 << 24,
-            1 << 26,
-            1 << 27,
-            8
-        )));
+        assert_eq!(home_quarter_pairs(&h100(false, 1 << 22, 0, 1 << 23, 8)), 0);
+        // The pairs held count: a table 0.5 full takes a tenth of its slots so.
+        assert_eq!(
+            home_quarter_pairs(&h100(false, 1 << 24, 1 << 26, 1 << 27, 8)),
+            (0.6 * f64::from(1u32 << 27)) as u64 - (1 << 26)
+        );
+        // Past fill 0.6 already: none.
+        assert_eq!(
+            home_quarter_pairs(&h100(false, 1 << 24, 7 << 24, 1 << 27, 8)),
+            0
+        );
     }
 
     #[test]

@@ -162,7 +162,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
         self.apply_policy(stream)
     }
 
-    /// What [`policy::sorts_by_partition`] and [`policy::reads_home_quarter_first`] decide a
+    /// What [`policy::sorts_by_partition`] and [`policy::home_quarter_pairs`] decide a
     /// batch of `pairs` pairs by.
     fn insert_shape(&self, stream: &Stream, pairs: usize) -> policy::InsertShape {
         policy::InsertShape {
@@ -487,8 +487,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
         scratch: &mut Scratch<K, V>,
     ) -> Result<()> {
         let mut cursor = DeviceBuffer::<u64>::zeroed(stream, 1)?;
-        let quarter_first =
-            policy::reads_home_quarter_first(&self.insert_shape(stream, input.count));
+        let quarter_until = policy::home_quarter_pairs(&self.insert_shape(stream, input.count));
         // The addresses borrow the scratch space until the launch is queued.
         {
             let view = self.view();
@@ -509,7 +508,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
                     pending_values: &mut scratch.failed_values[1],
                     counters: &mut scratch.counters,
                     cursor: &mut cursor,
-                    quarter_first,
+                    quarter_until,
                 },
             )?;
         }
