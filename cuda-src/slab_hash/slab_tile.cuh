@@ -23,6 +23,11 @@
 //   n = 2^24 (5.3x L2):       11727 against 11362 (+3%), head-slab load 0.5 +5.5%
 //   n = 2^25, 2^26:           +6 to +9%; at head-slab load 0.9 (13.5 pairs a bucket) -1 to
 //                             -3% even with half reads only while lists held under 10.
+// Lists that end up holding up to 5/4 of a half (memory utilization 0.5: 8.07 entries a
+// bucket over 8 spots) still gain: +7% at 2^26 and 2^25, +4% at 2^24 (up to 3/2, no more).
+// Sorting a build by range of buckets, as DyHash does, made it slower (8500-10900 against
+// 10200-11300 M/s at 2^24 to 2^26, ranges of 16 to 512): concurrent inserts into one
+// list race for its first empty spot, and a range's lists take a window's inserts at once.
 // A rate of second reads kept by each tile on the device chose no better. Finds read the
 // whole slab at once: by halves, hits ran no faster (20308 against 20227 M/s at 2^26) and
 // misses, which mostly need both halves, 25% slower; tiles of 2 lanes found 3% slower

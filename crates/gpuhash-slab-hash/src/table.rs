@@ -344,8 +344,10 @@ impl SlabTable {
 
     /// How the passes of `batch` read the lists, counting the batch into the entries
     /// bound. Inserts read slabs by halves while the table, with every insert of the
-    /// batch, would hold at most one entry a bucket for each spot in a slab's first half
-    /// (most lists' first empty spot then lies in that half), and its head slabs span at
+    /// batch, would hold at most [`HALF_FIRST_FILL`] entries a bucket for each spot in a
+    /// slab's first half (most inserts then find their list's first empty spot in that
+    /// half: a list fills from its first spot, and most of a list's entries came while it
+    /// held fewer), and its head slabs span at
     /// least [`HALF_FIRST_L2_MULTIPLE`] times the L2 cache (smaller tables are read mostly
     /// from L2, where a half read saves little and a second read costs). Measured:
     /// slab_tile.cuh. A multimap's inserts walk as far as [`crate::policy::walk_slabs`]
@@ -362,8 +364,10 @@ impl SlabTable {
         let buckets = u64::from(self.bucket_count);
         let heads_bytes = buckets * u64::from(GH_SLAB_WORDS) * 4;
         let l2 = self.device.properties().l2_cache_bytes as u64;
+        let (num, den) = HALF_FIRST_FILL;
         let half_first = added > 0
-            && after <= buckets * self.shape.in_first_half()
+            && u128::from(after) * u128::from(den)
+                <= u128::from(buckets * self.shape.in_first_half()) * u128::from(num)
             && heads_bytes >= HALF_FIRST_L2_MULTIPLE * l2;
         let walk_slabs = if self.groups_runs(batch) {
             self.walk_slabs(after)
@@ -439,6 +443,12 @@ impl SlabTable {
         })?)
     }
 }
+
+/// Entries a bucket, over the spots of a slab's first half, up to which inserts read slabs
+/// by halves (5/4: a table of 2^26 u32 pairs at memory utilization 0.5, 8.07 entries a
+/// bucket over 8 spots, built 6 to 7% faster by halves on an H100, at 2^24 4%;
+/// docs/benchmarks/slab-hash.md).
+const HALF_FIRST_FILL: (u64, u64) = (5, 4);
 
 /// Head slabs must span this many times the L2 cache for inserts to read slabs by halves.
 const HALF_FIRST_L2_MULTIPLE: u64 = 4;
