@@ -132,9 +132,9 @@
 //!   split ones 1.4 to 1.6 (docs/benchmarks). The sorted copy (one key and one value a
 //!   pair) is kept for the next batch of that size. A smaller batch is in flight whole
 //!   whatever its order, and a table near the L2's size is read from it in any order, so
-//!   neither is sorted. Where the table spans 4 times the L2 or more, the pairs that go in
-//!   while it is at most 0.6 full read the 32-byte quarter of their first bucket that
-//!   holds their first slot before the rest (one sector instead of two).
+//!   neither is sorted. The pairs that go in while the table is at most 0.6 full read the
+//!   32-byte quarter of their first bucket that holds their first slot before the rest
+//!   (one sector instead of two).
 //! - **Inserts in two passes.** First, lock-free: a new pair takes an empty slot of the
 //!   first of its d buckets (in lookup order) that has one, claimed by a CAS on the slot
 //!   word (the key when split, the whole 64-bit pair when packed, expecting the empty

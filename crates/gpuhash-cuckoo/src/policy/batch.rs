@@ -25,9 +25,6 @@ pub struct InsertShape {
 
 /// The fill factor up to which the place pass reads home quarters first.
 const QUARTER_FIRST_FILL: f64 = 0.6;
-/// Times the L2 cache from which a table's place pass reads home quarters first.
-const QUARTER_FIRST_L2_MULTIPLE: u64 = 4;
-
 /// Times the L2 cache a table's lines (a packed table's bytes; a split one's twice, its
 /// pairs touching two lines each) must exceed for a large batch to go in sorted.
 const SORT_L2_MULTIPLE: u64 = 2;
@@ -48,15 +45,10 @@ pub fn sorts_by_partition(shape: &InsertShape) -> bool {
 /// How many pairs of a batch, from its first, the place pass reads the home quarter of
 /// before the home half: those that go in while the table is at most 0.6 full (the pass
 /// takes a batch in order), where a pair mostly finds an empty slot in the quarter and one
-/// sector a pair is read instead of two. Only where the table spans 4 times the L2 cache
-/// or more, so that sector comes from DRAM: there it shortened a build of 2^26 pairs at
-/// load 0.5 by 9 to 11% on an H100, of 2^24 by 0 to 4%, and a table near the L2's size
-/// built no faster (docs/benchmarks/cuckoo.md); past fill 0.6 the quarter is full too
-/// often (a whole batch read so to load 0.8 was up to 3% slower).
+/// sector a pair is read instead of two. On an H100 (docs/benchmarks/cuckoo.md) it
+/// shortened builds of 2^22 to 2^26 pairs at every final load, by 2 to 14%; past fill 0.6
+/// the quarter is full too often (a whole batch read so to load 0.8 was up to 3% slower).
 pub fn home_quarter_pairs(shape: &InsertShape) -> u64 {
-    if shape.table_bytes < QUARTER_FIRST_L2_MULTIPLE * shape.l2_bytes {
-        return 0;
-    }
     let room = (QUARTER_FIRST_FILL * shape.capacity as f64) as u64;
     room.saturating_sub(shape.len).min(shape.pairs)
 }
@@ -105,11 +97,15 @@ mod tests {
     }
 
     #[test]
-    fn home_quarters_come_first_for_the_pairs_that_go_in_below_fill_0_6_far_past_the_l2() {
-        // 2^26 pairs at load 0.5 (1 GB): every pair.
+    fn home_quarters_come_first_for_the_pairs_that_go_in_below_fill_0_6() {
+        // 2^26 pairs at load 0.5 (1 GB): every pair; 2^22 alike.
         assert_eq!(
             home_quarter_pairs(&h100(false, 1 << 26, 0, 1 << 27, 8)),
             1 << 26
+        );
+        assert_eq!(
+            home_quarter_pairs(&h100(false, 1 << 22, 0, 1 << 23, 8)),
+            1 << 22
         );
         // At load 0.8, those up to fill 0.6: three quarters of the batch.
         let capacity = 83_886_080;
@@ -117,8 +113,6 @@ mod tests {
             home_quarter_pairs(&h100(false, 1 << 26, 0, capacity, 8)),
             (0.6 * capacity as f64) as u64
         );
-        // 2^22 pairs at load 0.5: 67 MB, under 4 times the L2.
-        assert_eq!(home_quarter_pairs(&h100(false, 1 << 22, 0, 1 << 23, 8)), 0);
         // The pairs held count: a table 0.5 full takes a tenth of its slots so.
         assert_eq!(
             home_quarter_pairs(&h100(false, 1 << 24, 1 << 26, 1 << 27, 8)),
