@@ -27,21 +27,26 @@ __device__ __forceinline__ uint32_t home_slot(typename L::Key key, uint32_t seed
 }
 
 // The first slot with a bit in `all` (bit i for slot i) in the order a key
-// tries a bucket's slots: its home half (the one holding home_slot) going
-// round from the home slot, then the other half from the same offset. Keys
-// placed in this order are mostly found by reading the home half alone.
+// tries a bucket's slots: its home quarter (the 32 bytes holding home_slot)
+// going round from the home slot, the other quarter of its home half, then the
+// other half's quarters, each from the same offset. Keys placed in this order
+// are mostly found by reading the home half alone. The order puts every part a
+// place pass may read first (the home quarter, the home half) ahead of the rest,
+// so a lane that read only such a part picks the slot that a lane that read
+// more would pick: two copies of a key agree on their slot whatever parts they
+// read (place.cuh).
 template <typename L>
 __device__ __forceinline__ uint32_t first_in_order(uint32_t all, uint32_t start) {
-    constexpr uint32_t HS = L::kHalfSlots;
-    constexpr uint32_t mask = (1u << HS) - 1u;
-    const uint32_t home = start / HS, offset = start % HS;
+    constexpr uint32_t HS = L::kHalfSlots, QS = HS / 2;
+    constexpr uint32_t mask = (1u << QS) - 1u;
+    const uint32_t home_half = start / HS, home_quarter = (start % HS) / QS, offset = start % QS;
 #pragma unroll
-    for (uint32_t k = 0; k < kHalves; ++k) {
-        const uint32_t half = (home + k) % kHalves;
-        const uint32_t bits = (all >> (half * HS)) & mask;
+    for (uint32_t k = 0; k < 2 * kHalves; ++k) {
+        const uint32_t base = ((home_half + k / 2) % kHalves) * HS + ((home_quarter + k % 2) % 2) * QS;
+        const uint32_t bits = (all >> base) & mask;
         if (bits != 0) {
-            const uint32_t rotated = ((bits >> offset) | (bits << (HS - offset))) & mask;
-            return half * HS + (offset + __ffs(rotated) - 1) % HS;
+            const uint32_t rotated = ((bits >> offset) | (bits << (QS - offset))) & mask;
+            return base + (offset + __ffs(rotated) - 1) % QS;
         }
     }
     return L::kSlots;
