@@ -113,14 +113,16 @@
 //!   load, tiles of 8 were slower at everything). Each key also has a *home slot*, fixed
 //!   by a hash of the key, and so a *home half*: the 64 bytes of a bucket that hold it,
 //!   which is what one random DRAM read fetches on an H100 however little of it is used.
-//!   Every insert tries a bucket's slots in the key's order (its home half from the home
-//!   slot round, then the other half), so keys rest in their home half while it has room;
+//!   Every insert tries a bucket's slots in the key's order (its home quarter, the 32
+//!   bytes that hold the home slot, from the home slot round; the other quarter of its
+//!   home half; then the other half), so keys rest in their home half while it has room,
+//!   and copies of a key agree on a slot whichever of those parts they read;
 //!   find starts with each lane alone reading the home half of its own key's first bucket
 //!   (a warp then has 32 lookups in flight, not 16) and hands the keys not found there to
 //!   its tile, which reads whole lines; in the first insert pass each lane places its own
-//!   pair alone throughout (home half, other half, then whole lines). A resize fills each
-//!   new bucket's halves the way inserts would: each key in its home half while that has
-//!   room, the rest in the other half.
+//!   pair alone throughout (home quarter or home half, other half, then whole lines). A
+//!   resize fills each new bucket's halves the way inserts would: each key in its home half
+//!   while that has room, the rest in the other half.
 //! - **Batches sorted by partition.** An insert batch larger than the lock-free pass
 //!   below holds in flight (about 2M pairs on an H100), into a table whose lines outgrow
 //!   twice the L2 cache (a packed pair touches one line; a split pair two, its key's and
