@@ -28,8 +28,11 @@ __device__ __forceinline__ void store_value(const GhCuckooSubtable &sub, uint64_
 // CAS to it. The first bucket is read by halves, home half first (at low loads
 // it takes the pair), or, with `quarter_first`, by its home quarter before that
 // (one sector); later buckets come at high loads, where the whole line is
-// usually needed. Every copy of a key reads the same parts in the same order and
-// slots only fill during this pass, so the rule above holds for any parts.
+// usually needed. Copies of a key may read different parts (a batch's first
+// pairs read quarters first, its later ones not), but the key's slot order puts
+// the home quarter, then the home half, ahead of the rest (first_in_order), and
+// slots only fill during this pass, so whichever parts a copy read, it aims at
+// the slot a copy that read more would aim at.
 // Losing the CAS to another key means the bucket gained a pair: read again. The
 // CAS claims the slot word: the key (split), or key and value at once (packed),
 // expecting the empty word. `placed` names the subtable that took the pair.
