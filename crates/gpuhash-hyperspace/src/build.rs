@@ -117,9 +117,10 @@ fn node_plan(stream: &Stream, histogram: &DeviceBuffer<u64>) -> Result<NodePlan>
 impl Space {
     /// Fills this space, which must be empty, with `tuples` (whose keys are unique; `rows`
     /// the same tuples as [`tuple_rows`] lays them out): sorted by bucket, a run of slabs
-    /// taken for every super node past a head, then every super node written whole. When some super node finds no run, every run is given
-    /// back, the allocator grows and the runs are taken again, before anything is written;
-    /// a growth error leaves the space empty.
+    /// taken for every super node past a head, then every super node written whole. When
+    /// some super node finds no run, every run is given back, the allocator grows and the
+    /// runs are taken again, before anything is written; a growth error leaves the space
+    /// empty.
     pub(crate) fn build(
         &self,
         stream: &Stream,

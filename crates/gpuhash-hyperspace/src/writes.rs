@@ -8,9 +8,10 @@
 //! with the same errors and an unchanged index after one: buffer lengths on the host, the
 //! keys (none reserved, none twice) on the device (read back only to name a fault), and,
 //! for inserts and modifies, the attribute columns, which the index sketches for its cost
-//! model, read back to the host, all before anything is written. Like the host forms, they wait for their
-//! batch: an insert decides on the host which keys were new before the subspaces take
-//! them, and grows allocators between passes; a modify waits out its grace period.
+//! model, read back to the host, all before anything is written. Like the host forms, they
+//! wait for their batch: an insert decides on the host which keys were new before the
+//! subspaces take them, and grows allocators between passes; a modify waits out its grace
+//! period.
 
 use gpuhash_core::staging::{downloaded, upload};
 use gpuhash_core::{DeviceBuffer, Stream};

@@ -1,6 +1,6 @@
 //! The host's choices for the passes of one insert batch: whether it is sorted by
-//! partition, which of its pairs the place pass reads a home quarter of first, and whether homeless pairs
-//! are retried before the table grows. Pure arithmetic, measured on an H100
+//! partition, which of its pairs the place pass reads a home quarter of first, and whether
+//! homeless pairs are retried before the table grows. Pure arithmetic, measured on an H100
 //! (docs/benchmarks/cuckoo.md) and tested here.
 
 /// What the passes of an insert batch are chosen by (see [`sorts_by_partition`] and
