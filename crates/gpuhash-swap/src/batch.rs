@@ -27,7 +27,9 @@
 //! segment (the count kernel reads every key, the scatter moves only those) and writes
 //! only the answers it found, on flags zeroed before the first pass. A key's child is in
 //! one pass, and a pass runs the segments in order, so a key's visits run in segment order
-//! as with one pass.
+//! as with one pass. A lookup's children on the host that it probes in place keep their
+//! survivors from segment to segment and are probed once each at the batch's end
+//! ([`crate::deferred`]).
 //!
 //! An insert or a removal logs what each visit's keys held before it ran, and a batch that
 //! fails takes back every logged visit before it returns ([`crate::undo`]).
@@ -38,9 +40,12 @@ use gpuhash_core::image::ProbeInPlace;
 use gpuhash_core::table::{Map, check_pairs};
 use gpuhash_core::{DeviceBuffer, Stream};
 
+use crate::deferred::Deferred;
 use crate::filter::{self, Survivors};
 use crate::launch;
-use crate::partition::Partition;
+use crate::launch::FilterSet;
+use crate::partition::{Counted, Partition};
+use crate::passes::BatchPlan;
 use crate::passes::Pass;
 use crate::policy::{Access, Reach, Spread, next_page_in, resident_first, segments};
 use crate::residency::{Moved, Residency};
@@ -79,14 +84,14 @@ impl<V> Verb<'_, V> {
         }
     }
 
-    fn found(&mut self) -> Option<&mut DeviceBuffer<u8>> {
+    pub(crate) fn found(&mut self) -> Option<&mut DeviceBuffer<u8>> {
         match self {
             Verb::Insert(_) => None,
             Verb::Get { found, .. } | Verb::Contains(found) | Verb::Remove(found) => Some(found),
         }
     }
 
-    fn gets_values(&self) -> bool {
+    pub(crate) fn gets_values(&self) -> bool {
         matches!(self, Verb::Get { .. })
     }
 
@@ -117,6 +122,12 @@ impl<V: bytemuck::Pod> Answers<V> {
 /// A segment partitioned by child, and the keys the filters passed.
 type Split<K, V> = (Partition<K, V>, Survivors<K>);
 
+/// A segment counted for a pass, with the children whose filters the count consulted.
+struct CountedSegment {
+    counted: Counted,
+    on_host: Vec<bool>,
+}
+
 /// How a visit reaches its child.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum How {
@@ -126,6 +137,8 @@ enum How {
     Probe,
     /// A lookup of the filter's survivors in the child paged in.
     PageLookup,
+    /// The filter's survivors kept for a probe in place at the batch's end.
+    Defer,
 }
 
 /// A child's part of a segment.
@@ -136,15 +149,27 @@ struct Visit {
     how: How,
 }
 
+/// What a batch's segments share: its keys, its undo log and the lists of its deferred
+/// probes.
+struct Batch<'b, K, V> {
+    keys: &'b DeviceBuffer<K>,
+    log: &'b mut UndoLog<V>,
+    deferred: Option<&'b mut Deferred<K>>,
+}
+
 /// What every visit of a segment reads and writes.
 struct Segment<'s, 'v, K, V> {
     stream: &'s Stream,
+    /// The segment's start in the batch.
+    start: usize,
     partition: &'s Partition<K, V>,
     survivors: &'s Survivors<K>,
     verb: &'s Verb<'v, V>,
     answers: &'s mut Answers<V>,
     /// What the keys of an insert or a removal held before their visits.
     before: Option<&'s mut Before<V>>,
+    /// Where a lookup keeps the keys of the children it probes at the batch's end.
+    deferred: Option<&'s mut Deferred<K>>,
 }
 
 impl<T: ProbeInPlace> SwapTable<T> {
@@ -162,37 +187,48 @@ impl<T: ProbeInPlace> SwapTable<T> {
         }
         let mut residency = self.residency.lock();
         let mut log = UndoLog::new();
-        let passes = self.passes(&mut residency, stream, keys, verb.changes())?;
+        let BatchPlan {
+            passes,
+            segment,
+            deferred,
+        } = self.passes(&mut residency, stream, keys, verb.changes())?;
+        let mut deferred = Deferred::new(stream, &deferred)?;
         // Passes that skip children each write only the keys they found, on flags zeroed
         // first.
         let skips = passes.iter().any(|reach| reach.contains(&Reach::Skip));
         if skips && let Some(found) = verb.found() {
             found.fill_zero(stream)?;
         }
+        let changes = verb.changes();
         let mut outcome = Ok(());
         for reach in &passes {
             outcome = Pass::new(stream, reach, !skips)
                 .map_err(T::Error::from)
                 .and_then(|pass| {
-                    segments(keys.len(), self.plan.segment).try_for_each(|segment| {
+                    for range in segments(keys.len(), segment) {
                         // The logs of the segments before leave the device; this one's
                         // stays there while it runs (and, for the last, until the batch
                         // ends).
                         log.move_to_host(stream)?;
-                        self.run_segment(
-                            &mut residency,
-                            stream,
+                        let counted =
+                            Self::count(&mut residency, stream, keys, changes, range, &pass)?;
+                        let batch = Batch {
                             keys,
-                            &mut verb,
-                            segment,
-                            &mut log,
-                            &pass,
-                        )
-                    })
+                            log: &mut log,
+                            deferred: deferred.as_mut(),
+                        };
+                        self.run_segment(&mut residency, stream, &mut verb, counted, batch, &pass)?;
+                    }
+                    Ok(())
                 });
             if outcome.is_err() {
                 break;
             }
+        }
+        if outcome.is_ok()
+            && let Some(deferred) = deferred
+        {
+            outcome = self.probe_deferred(&mut residency, stream, deferred, &mut verb);
         }
         if outcome.is_err()
             && let Some(change) = verb.change()
@@ -202,39 +238,26 @@ impl<T: ProbeInPlace> SwapTable<T> {
         outcome
     }
 
-    /// Runs one segment of a pass; an insert's or a removal's log of it goes onto `log`,
-    /// whatever happens once its visits start.
-    #[allow(
-        clippy::too_many_arguments,
-        reason = "one segment of one pass of a batch"
-    )]
+    /// Runs one segment of a pass; an insert's or a removal's log of it goes onto the
+    /// batch's log, whatever happens once its visits start.
     fn run_segment(
         &self,
         residency: &mut Residency<T>,
         stream: &Stream,
-        keys: &DeviceBuffer<T::Key>,
         verb: &mut Verb<'_, T::Value>,
-        segment: Range<usize>,
-        log: &mut UndoLog<T::Value>,
+        counted: CountedSegment,
+        batch: Batch<'_, T::Key, T::Value>,
         pass: &Pass<'_>,
     ) -> Result<(), T::Error> {
-        let children = residency.count();
-        // Which children a lookup reaches through its filter: those on the host now (the
-        // set is fixed before any child of the segment pages in or out). The partition's
-        // count kernel counts the keys their filters pass, in the one wait a segment has;
-        // one more kernel compacts those keys for the whole segment.
-        let on_host: Vec<bool> = (0..children)
-            .map(|child| !verb.changes() && !residency.is_resident(child))
-            .collect();
-        let (partition, survivors) = Self::partition(
-            residency,
-            stream,
+        let Batch {
             keys,
-            verb,
-            &segment,
-            &on_host,
-            pass.in_pass.as_ref(),
-        )?;
+            log,
+            deferred,
+        } = batch;
+        let CountedSegment { counted, on_host } = counted;
+        let segment = counted.segment().clone();
+        let (partition, survivors) =
+            Self::partition(residency, stream, keys, verb, counted, &on_host)?;
         let mut answers = Answers::for_verb(stream, verb, partition.index.len())?;
         let mut before = match verb.changes() {
             true => Some(Before::new(stream, partition.index.len())?),
@@ -243,11 +266,13 @@ impl<T: ProbeInPlace> SwapTable<T> {
         let visits = self.visits(residency, &partition, &survivors, &on_host, pass.reach);
         let mut work = Segment {
             stream,
+            start: segment.start,
             partition: &partition,
             survivors: &survivors,
             verb,
             answers: &mut answers,
             before: before.as_mut(),
+            deferred,
         };
         let answered = self
             .visit_all(residency, &visits, &mut work)
@@ -271,39 +296,64 @@ impl<T: ProbeInPlace> SwapTable<T> {
         answered
     }
 
-    /// The segment partitioned by child, and the keys of the children `on_host` that their
-    /// filters pass. The filters' readers are recorded even when this fails: its kernels
-    /// may have been queued.
+    /// Counts the segment `range` of `keys` by child for a pass, and waits for the stream
+    /// (the one wait a segment has): which children a lookup (a verb that `changes`
+    /// nothing) reaches through its filter are those on the host now (the set is fixed
+    /// before any child of the segment pages in or out), and the count counts the keys
+    /// their filters pass too; one more kernel compacts those keys for the whole segment.
+    fn count(
+        residency: &mut Residency<T>,
+        stream: &Stream,
+        keys: &DeviceBuffer<T::Key>,
+        changes: bool,
+        range: Range<usize>,
+        pass: &Pass<'_>,
+    ) -> Result<CountedSegment, T::Error> {
+        let children = residency.count();
+        let on_host: Vec<bool> = (0..children)
+            .map(|child| !changes && !residency.is_resident(child))
+            .collect();
+        let counted = Self::reading_filters(residency, stream, &on_host, |filters| {
+            let spread = Spread::children(children as u32);
+            let in_pass = pass.in_pass.as_ref();
+            Counted::count(stream, spread, keys, range, filters, in_pass)
+        })?;
+        Ok(CountedSegment { counted, on_host })
+    }
+
+    /// The counted segment partitioned by child, and the keys of the children `on_host`
+    /// that their filters pass (one kernel compacts them for the whole segment).
     fn partition(
         residency: &mut Residency<T>,
         stream: &Stream,
         keys: &DeviceBuffer<T::Key>,
         verb: &Verb<'_, T::Value>,
-        segment: &Range<usize>,
+        counted: Counted,
         on_host: &[bool],
-        in_pass: Option<&DeviceBuffer<u8>>,
     ) -> Result<Split<T::Key, T::Value>, T::Error> {
-        let children = residency.count();
+        Self::reading_filters(residency, stream, on_host, |filters| {
+            let partition = counted.scatter(stream, keys, verb.values())?;
+            let survivors = filter::check(stream, &partition, filters)?;
+            Ok((partition, survivors))
+        })
+    }
+
+    /// Runs `work` with the filters of the children `on_host` for kernels on `stream`; the
+    /// filters' readers are recorded even when it fails: its kernels may have been queued.
+    fn reading_filters<R>(
+        residency: &mut Residency<T>,
+        stream: &Stream,
+        on_host: &[bool],
+        work: impl FnOnce(Option<&FilterSet<'_>>) -> gpuhash_core::Result<R>,
+    ) -> Result<R, T::Error> {
         let filters = residency.filters().set(stream, on_host)?;
         let consulted = filters.is_some();
-        let split = Partition::of(
-            stream,
-            Spread::children(children as u32),
-            keys,
-            verb.values(),
-            segment.clone(),
-            filters.as_ref(),
-            in_pass,
-        )
-        .and_then(|partition| {
-            let survivors = filter::check(stream, &partition, filters.as_ref())?;
-            Ok((partition, survivors))
-        });
+        let outcome = work(filters.as_ref());
         drop(filters);
         if consulted {
             residency.filters_read_on(stream)?;
         }
-        split.map_err(T::Error::from)
+        Ok(outcome?)
     }
 
     /// The segment's visits in order, resident children first, of the children the pass
@@ -337,6 +387,13 @@ impl<T: ProbeInPlace> SwapTable<T> {
                 // Every key ruled out: the child is neither paged in nor probed.
                 if passed.is_empty() {
                     return None;
+                }
+                if reach[child] == Reach::Defer {
+                    return Some(Visit {
+                        child,
+                        range: passed,
+                        how: How::Defer,
+                    });
                 }
                 let access = if T::PROBES_IN_PLACE && reach[child] == Reach::AsCounted {
                     let image_bytes = residency.image(child).bytes();
@@ -374,7 +431,7 @@ impl<T: ProbeInPlace> SwapTable<T> {
     ) -> Result<(), T::Error> {
         let needs_device: Vec<(usize, bool)> = visits
             .iter()
-            .map(|v| (v.child, v.how != How::Probe))
+            .map(|v| (v.child, !matches!(v.how, How::Probe | How::Defer)))
             .collect();
         std::thread::scope(|scope| {
             let mut under_way = None;
@@ -424,6 +481,18 @@ impl<T: ProbeInPlace> SwapTable<T> {
                 // waits for its readers).
                 drop(image);
                 Ok(())
+            }
+            How::Defer => {
+                let index = &work.partition.index;
+                let kept = match work.deferred.as_deref_mut() {
+                    Some(deferred) => {
+                        deferred.keep(stream, child, work.survivors, range, index, work.start)
+                    }
+                    None => Err(gpuhash_core::Error::InvalidInput(format!(
+                        "child {child} deferred by a batch that keeps no deferred keys"
+                    ))),
+                };
+                Ok(kept?)
             }
             How::Run => {
                 let changes = work.verb.changes();

@@ -183,6 +183,16 @@ pub(crate) fn check<K: Pod, V: Pod>(
 }
 
 impl<K: Pod> Survivors<K> {
+    /// Every passed key, each child's compacted at the front of its range.
+    pub(crate) fn keys(&self) -> &DeviceBuffer<K> {
+        &self.keys
+    }
+
+    /// Each passed key's place in the partitioned segment.
+    pub(crate) fn places(&self) -> &DeviceBuffer<u32> {
+        &self.places
+    }
+
     /// The keys of `range`, in a buffer of their own.
     pub(crate) fn keys_of(&self, stream: &Stream, range: Range<usize>) -> Result<DeviceBuffer<K>> {
         launch::copy_range(stream, &self.keys, range)

@@ -9,7 +9,8 @@ use gpuhash_core::{DeviceAddress, DeviceBuffer, Result, Stream};
 
 use crate::layouts::{
     GH_SWAP_FILTER_BLOCK_WORDS, GH_SWAP_THREADS, GhSwapCopyParams, GhSwapCountParams,
-    GhSwapFilterAddParams, GhSwapFilterCheckParams, GhSwapGatherParams, GhSwapScatterParams,
+    GhSwapFilterAddParams, GhSwapFilterCheckParams, GhSwapGatherParams, GhSwapPlacesParams,
+    GhSwapScatterParams,
 };
 
 // SAFETY: bindgen's repr(C) copies of the C structs the kernels take, holding raw device
@@ -22,6 +23,8 @@ unsafe impl KernelParams for GhSwapGatherParams {}
 // SAFETY: as above.
 unsafe impl KernelParams for GhSwapCopyParams {}
 // SAFETY: as above.
+unsafe impl KernelParams for GhSwapPlacesParams {}
+// SAFETY: as above.
 unsafe impl KernelParams for GhSwapFilterAddParams {}
 // SAFETY: as above.
 unsafe impl KernelParams for GhSwapFilterCheckParams {}
@@ -31,6 +34,7 @@ static COUNT: Kernel<GhSwapCountParams> = Kernel::new(&IMAGE, "gh_swap_count");
 static SCATTER: Kernel<GhSwapScatterParams> = Kernel::new(&IMAGE, "gh_swap_scatter");
 static GATHER: Kernel<GhSwapGatherParams> = Kernel::new(&IMAGE, "gh_swap_gather");
 static COPY: Kernel<GhSwapCopyParams> = Kernel::new(&IMAGE, "gh_swap_copy");
+static PLACES: Kernel<GhSwapPlacesParams> = Kernel::new(&IMAGE, "gh_swap_places");
 static FILTER_IMAGE: KernelImage = gpuhash_core::kernel_image!("filter");
 static FILTER_ADD: Kernel<GhSwapFilterAddParams> = Kernel::new(&FILTER_IMAGE, "gh_swap_filter_add");
 static FILTER_CHECK: Kernel<GhSwapFilterCheckParams> =
@@ -201,29 +205,80 @@ pub(crate) fn copy_range<T: Pod>(
     source: &DeviceBuffer<T>,
     range: Range<usize>,
 ) -> Result<DeviceBuffer<T>> {
-    if range.end > source.len() {
-        return Err(gpuhash_core::Error::InvalidInput(format!(
-            "copy_range: {range:?} overruns a buffer of {}",
-            source.len()
-        )));
-    }
     let mut target = DeviceBuffer::unfilled(stream, range.len())?;
-    let bytes = target.size_bytes();
+    copy_into(stream, source, range, &mut target, 0)?;
+    Ok(target)
+}
+
+/// Copies `source[range]` into `target` from element `at` on.
+pub(crate) fn copy_into<T: Pod>(
+    stream: &Stream,
+    source: &DeviceBuffer<T>,
+    range: Range<usize>,
+    target: &mut DeviceBuffer<T>,
+    at: usize,
+) -> Result<()> {
+    within("copy_into: source", &range, source.len())?;
+    within("copy_into: target", &(at..at + range.len()), target.len())?;
+    let bytes = range.len() * size_of::<T>();
     if bytes == 0 {
-        return Ok(target);
+        return Ok(());
     }
     let source_at = source.address(stream);
     let target_at = target.address_mut(stream);
     let params = GhSwapCopyParams {
         source: element::<T>(source_at.address, range.start) as *const u8,
-        target: target_at.address as *mut u8,
+        target: element::<T>(target_at.address, at) as *mut u8,
         bytes: bytes as u64,
     };
-    // SAFETY: `range` lies within `source` (checked above) and `target` holds its bytes;
-    // both stay allocated until the copy has run (frees are ordered on the stream).
-    unsafe { COPY.launch(stream, shape(stream, bytes), params) }?;
-    drop((source_at, target_at));
-    Ok(target)
+    // SAFETY: `range` lies within `source` and `at..at + range.len()` within `target`
+    // (both checked above); both stay allocated until the copy has run (frees are ordered
+    // on the stream).
+    unsafe { COPY.launch(stream, shape(stream, bytes), params) }
+}
+
+/// Writes `offset + index[picked[i]]` for each `i` in `range` into `target` from element
+/// `at` on: the places in the batch of elements picked (by their places in `index`, a
+/// partition's input places within a segment that starts at `offset`). The caller keeps
+/// `offset` plus every place of the segment within a `u32`.
+pub(crate) fn places(
+    stream: &Stream,
+    index: &DeviceBuffer<u32>,
+    picked: &DeviceBuffer<u32>,
+    range: Range<usize>,
+    offset: usize,
+    target: &mut DeviceBuffer<u32>,
+    at: usize,
+) -> Result<()> {
+    within("places: picked", &range, picked.len())?;
+    within("places: target", &(at..at + range.len()), target.len())?;
+    if range.is_empty() {
+        return Ok(());
+    }
+    let index_at = index.address(stream);
+    let picked_at = picked.address(stream);
+    let target_at = target.address_mut(stream);
+    let params = GhSwapPlacesParams {
+        index: index_at.address as *const u32,
+        picked: element::<u32>(picked_at.address, range.start) as *const u32,
+        count: range.len() as u64,
+        offset: offset as u64,
+        target: element::<u32>(target_at.address, at) as *mut u32,
+    };
+    // SAFETY: `range` lies within `picked` and the writes within `target` (checked above);
+    // each picked value is a place of the partition that `index` holds (the filter check
+    // wrote them below its length), so every read of `index` is in bounds.
+    unsafe { PLACES.launch(stream, shape(stream, range.len()), params) }
+}
+
+/// An error unless `range` lies within `0..len`.
+fn within(what: &str, range: &Range<usize>, len: usize) -> Result<()> {
+    match range.end <= len {
+        true => Ok(()),
+        false => Err(gpuhash_core::Error::InvalidInput(format!(
+            "{what}: {range:?} overruns a buffer of {len}"
+        ))),
+    }
 }
 
 /// Words of a filter of `blocks` blocks.

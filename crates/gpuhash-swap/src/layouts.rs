@@ -162,6 +162,39 @@ impl Default for GhSwapGatherParams {
 }
 #[repr(C)]
 #[derive(Debug, Copy, Clone, PartialEq, Eq)]
+pub struct GhSwapPlacesParams {
+    pub index: *const u32,
+    pub picked: *const u32,
+    pub count: u64,
+    pub offset: u64,
+    pub target: *mut u32,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of GhSwapPlacesParams"][::core::mem::size_of::<GhSwapPlacesParams>() - 40usize];
+    ["Alignment of GhSwapPlacesParams"][::core::mem::align_of::<GhSwapPlacesParams>() - 8usize];
+    ["Offset of field: GhSwapPlacesParams::index"]
+        [::core::mem::offset_of!(GhSwapPlacesParams, index) - 0usize];
+    ["Offset of field: GhSwapPlacesParams::picked"]
+        [::core::mem::offset_of!(GhSwapPlacesParams, picked) - 8usize];
+    ["Offset of field: GhSwapPlacesParams::count"]
+        [::core::mem::offset_of!(GhSwapPlacesParams, count) - 16usize];
+    ["Offset of field: GhSwapPlacesParams::offset"]
+        [::core::mem::offset_of!(GhSwapPlacesParams, offset) - 24usize];
+    ["Offset of field: GhSwapPlacesParams::target"]
+        [::core::mem::offset_of!(GhSwapPlacesParams, target) - 32usize];
+};
+impl Default for GhSwapPlacesParams {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone, PartialEq, Eq)]
 pub struct GhSwapCopyParams {
     pub source: *const u8,
     pub target: *mut u8,

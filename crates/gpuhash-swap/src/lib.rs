@@ -111,7 +111,10 @@
 //!   the child paged in, when the model says moving the whole image takes less time than
 //!   the probes' reads (large batches). Children that cannot be probed in place always
 //!   page. A child whose keys in the segment the filter all ruled out is neither probed
-//!   nor paged. The filter test is one pass over the segment for every child on the host
+//!   nor paged. A lookup of several segments keeps the keys each child on the host that
+//!   it probes passes, segment by segment, and probes each such child once at its end,
+//!   where they fit half the scratch (`policy::deferred_segment`): a probe costs the host
+//!   tens of microseconds whatever its keys. The filter test is one pass over the segment for every child on the host
 //!   (in the partition's count kernel, and again in one compaction kernel), not a kernel a
 //!   child. Inserts and removes of a child on the host page it in: the image is never
 //!   written in place.
@@ -232,6 +235,7 @@
 
 mod batch;
 mod contract;
+mod deferred;
 mod filter;
 mod launch;
 #[allow(unused_imports, reason = "generated")]

@@ -48,74 +48,13 @@ impl<K: Pod, V: Pod> Partition<K, V> {
                 right: values.map_or(0, DeviceBuffer::len),
             });
         }
-        Self::of(stream, spread, keys, values, 0..keys.len(), None, None)
+        Counted::count(stream, spread, keys, 0..keys.len(), None, None)?
+            .scatter(stream, keys, values)
     }
 
     /// Each part's range of the partitioned elements, every part's, empty ones included.
     pub fn ranges(&self) -> &[Range<usize>] {
         &self.ranges
-    }
-
-    /// Counts the segment's keys by child, and those the filters of `filters` pass; scans
-    /// the counts (on the host, which needs each child's range anyway: this waits for the
-    /// stream, once a segment) and scatters the segment. With `in_pass` (a byte a child),
-    /// only the keys of the children it marks are partitioned.
-    pub(crate) fn of(
-        stream: &Stream,
-        spread: Spread,
-        keys: &DeviceBuffer<K>,
-        values: Option<&DeviceBuffer<V>>,
-        segment: Range<usize>,
-        filters: Option<&FilterSet<'_>>,
-        in_pass: Option<&DeviceBuffer<u8>>,
-    ) -> Result<Self> {
-        let children = spread.parts as usize;
-        let mut child_of = DeviceBuffer::unfilled(stream, segment.len())?;
-        let mut counts = DeviceBuffer::zeroed(stream, 2 * children)?;
-        let keys_in = segment.clone();
-        launch::count(
-            stream,
-            keys,
-            keys_in,
-            spread.seed,
-            filters,
-            in_pass,
-            &mut child_of,
-            &mut counts,
-        )?;
-        let counts = counts.to_host(stream)?;
-        let (counts, passed) = counts.split_at(children);
-        let ranges = child_ranges(counts);
-        let len = ranges.last().map_or(0, |range| range.end);
-        let passed = passed.iter().map(|&p| p as usize).collect();
-        let starts: Vec<u32> = ranges.iter().map(|r| r.start as u32).collect();
-        let starts = DeviceBuffer::from_host(stream, &starts)?;
-        let mut cursors = launch::copy_range(stream, &starts, 0..children)?;
-        let mut partition = Self {
-            keys: DeviceBuffer::unfilled(stream, len)?,
-            values: values
-                .map(|_| DeviceBuffer::unfilled(stream, len))
-                .transpose()?,
-            index: DeviceBuffer::unfilled(stream, len)?,
-            ranges,
-            starts,
-            passed,
-        };
-        let target = ScatterTarget {
-            keys: &mut partition.keys,
-            values: partition.values.as_mut(),
-            index: &mut partition.index,
-        };
-        launch::scatter(
-            stream,
-            keys,
-            values,
-            segment,
-            &child_of,
-            &mut cursors,
-            target,
-        )?;
-        Ok(partition)
     }
 
     /// The children that have elements, with their ranges.
@@ -148,6 +87,95 @@ impl<K: Pod, V: Pod> Partition<K, V> {
             Some(values) => launch::copy_range(stream, values, range),
             None => DeviceBuffer::unfilled(stream, 0),
         }
+    }
+}
+
+/// A segment counted by child, its counts on the host: the first half of a partition,
+/// which [`Counted::scatter`] completes.
+pub(crate) struct Counted {
+    segment: Range<usize>,
+    child_of: DeviceBuffer<u32>,
+    counts: Vec<u32>,
+}
+
+impl Counted {
+    /// Counts `keys[segment]` by child, and those the filters of `filters` pass, on
+    /// `stream`, and waits for that stream once, for the counts (each child's range is
+    /// sized on the host). With `in_pass` (a byte a child), only the keys of the children
+    /// it marks are counted.
+    pub(crate) fn count<K: Pod>(
+        stream: &Stream,
+        spread: Spread,
+        keys: &DeviceBuffer<K>,
+        segment: Range<usize>,
+        filters: Option<&FilterSet<'_>>,
+        in_pass: Option<&DeviceBuffer<u8>>,
+    ) -> Result<Self> {
+        let mut child_of = DeviceBuffer::unfilled(stream, segment.len())?;
+        let mut counts = DeviceBuffer::zeroed(stream, 2 * spread.parts as usize)?;
+        launch::count(
+            stream,
+            keys,
+            segment.clone(),
+            spread.seed,
+            filters,
+            in_pass,
+            &mut child_of,
+            &mut counts,
+        )?;
+        Ok(Self {
+            segment,
+            child_of,
+            counts: counts.to_host(stream)?,
+        })
+    }
+
+    /// The segment's range of the batch.
+    pub(crate) fn segment(&self) -> &Range<usize> {
+        &self.segment
+    }
+
+    /// Moves the counted segment of `keys` (and `values`) into its children's ranges, on
+    /// `stream`, with no wait.
+    pub(crate) fn scatter<K: Pod, V: Pod>(
+        self,
+        stream: &Stream,
+        keys: &DeviceBuffer<K>,
+        values: Option<&DeviceBuffer<V>>,
+    ) -> Result<Partition<K, V>> {
+        let children = self.counts.len() / 2;
+        let (counts, passed) = self.counts.split_at(children);
+        let ranges = child_ranges(counts);
+        let len = ranges.last().map_or(0, |range| range.end);
+        let passed = passed.iter().map(|&p| p as usize).collect();
+        let starts: Vec<u32> = ranges.iter().map(|r| r.start as u32).collect();
+        let starts = DeviceBuffer::from_host(stream, &starts)?;
+        let mut cursors = launch::copy_range(stream, &starts, 0..children)?;
+        let mut partition = Partition {
+            keys: DeviceBuffer::unfilled(stream, len)?,
+            values: values
+                .map(|_| DeviceBuffer::unfilled(stream, len))
+                .transpose()?,
+            index: DeviceBuffer::unfilled(stream, len)?,
+            ranges,
+            starts,
+            passed,
+        };
+        let target = ScatterTarget {
+            keys: &mut partition.keys,
+            values: partition.values.as_mut(),
+            index: &mut partition.index,
+        };
+        launch::scatter(
+            stream,
+            keys,
+            values,
+            self.segment,
+            &self.child_of,
+            &mut cursors,
+            target,
+        )?;
+        Ok(partition)
     }
 }
 

@@ -16,7 +16,7 @@ use gpuhash_core::{DeviceBuffer, Stream};
 
 use crate::launch;
 use crate::layouts::GH_SWAP_SEED;
-use crate::policy::{self, Access, Reach, segments};
+use crate::policy::{self, Access, Reach, deferred_segment, scratch_per_element, segments};
 use crate::residency::Residency;
 use crate::table::SwapTable;
 
@@ -54,26 +54,42 @@ impl<'a> Pass<'a> {
     }
 }
 
+/// How a batch runs: its passes, the segment they cut it into, and the keys of each child
+/// whose probes in place wait for the batch's end (0 for the others).
+pub(crate) struct BatchPlan {
+    pub(crate) passes: Vec<Vec<Reach>>,
+    pub(crate) segment: usize,
+    pub(crate) deferred: Vec<u32>,
+}
+
 impl<T: ProbeInPlace> SwapTable<T> {
     /// The passes of a batch of `keys` (module docs) for a verb that `changes` the table
     /// or looks up: one that reaches every child as counted when that serves (a batch of
-    /// one segment, no child on the host, or none that the batch pages).
+    /// one segment, no child on the host, or none that the batch pages). A lookup of
+    /// several segments collects the keys of the children it probes in place over every
+    /// segment and probes each child once, at its end, where they fit the scratch
+    /// ([`policy::deferred_segment`]): one probe a child a batch, not one a segment.
     pub(crate) fn passes(
         &self,
         residency: &mut Residency<T>,
         stream: &Stream,
         keys: &DeviceBuffer<T::Key>,
         changes: bool,
-    ) -> Result<Vec<Vec<Reach>>, T::Error> {
+    ) -> Result<BatchPlan, T::Error> {
         let children = residency.count();
         let segment = self.plan.segment;
+        let one_pass = |segment| BatchPlan {
+            passes: vec![vec![Reach::AsCounted; children]],
+            segment,
+            deferred: vec![0; children],
+        };
         let on_host: Vec<bool> = (0..children)
             .map(|child| !residency.is_resident(child))
             .collect();
         // The counts are 32-bit words.
         let countable = u32::try_from(keys.len()).is_ok();
         if keys.len() <= segment || !countable || !on_host.contains(&true) {
-            return Ok(vec![vec![Reach::AsCounted; children]]);
+            return Ok(one_pass(segment));
         }
         // A lookup reaches a child on the host through its filter; a change, with every key.
         let filtered: Vec<bool> = on_host.iter().map(|&host| host && !changes).collect();
@@ -94,7 +110,27 @@ impl<T: ProbeInPlace> SwapTable<T> {
                 on_host[child] && reached > 0 && (changes || !T::PROBES_IN_PLACE || pages())
             })
             .collect();
-        Ok(policy::passes(all, &paged, self.plan.resident))
+        let probed: Vec<u32> = (0..children)
+            .map(
+                |child| match filtered[child] && !paged[child] && T::PROBES_IN_PLACE {
+                    true => passed[child],
+                    false => 0,
+                },
+            )
+            .collect();
+        let (key_bytes, value_bytes) = (size_of::<T::Key>(), size_of::<T::Value>());
+        let element_bytes = scratch_per_element(key_bytes, value_bytes);
+        let deferral = deferred_segment(&probed, segment, element_bytes, key_bytes, value_bytes);
+        let (segment, deferred) = match deferral {
+            Some(shrunk) => (shrunk, probed),
+            None => (segment, vec![0; children]),
+        };
+        let marks: Vec<bool> = deferred.iter().map(|&keys| keys > 0).collect();
+        Ok(BatchPlan {
+            passes: policy::passes(all, &paged, &marks, self.plan.resident),
+            segment,
+            deferred,
+        })
     }
 
     /// Each child's keys in the whole batch, then those its filter passes (0 for the

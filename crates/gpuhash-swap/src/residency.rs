@@ -38,8 +38,9 @@ pub struct SwapStats {
     pub page_outs: u64,
     /// Unchanged children dropped from the device with nothing written back.
     pub drops: u64,
-    /// Lookups of one batch segment in one child run on the child's image in place, over
-    /// the bus, instead of paging the child in.
+    /// Lookups run on a child's image in place, over the bus, instead of paging the child
+    /// in: one a child a segment, or one a child a batch where a lookup of several
+    /// segments keeps the keys to probe until its end.
     pub probes_in_place: u64,
     /// Keys of lookups that a child's miss filter answered on the device: misses that
     /// sent nothing over the bus.

@@ -57,6 +57,17 @@ typedef struct GhSwapGatherParams {
     uint8_t* target;
 } GhSwapGatherParams;
 
+// Places in the batch of elements picked from a partitioned segment: target[i] =
+// offset + index[picked[i]], where index holds each partitioned element's place in the
+// segment and offset is the segment's start in the batch.
+typedef struct GhSwapPlacesParams {
+    const uint32_t* index;
+    const uint32_t* picked;
+    uint64_t count;
+    uint64_t offset;
+    uint32_t* target;
+} GhSwapPlacesParams;
+
 // Copies bytes: a child's range of a partitioned batch into a buffer of its own.
 typedef struct GhSwapCopyParams {
     const uint8_t* source;

@@ -13,30 +13,36 @@ pub enum Reach {
     AsCounted,
     /// The child paged in, a lookup's whatever a segment's counts say.
     Page,
+    /// A lookup of a child on the host probed in place once, at the batch's end, on the
+    /// keys its filter passed in every segment, collected as the segments run
+    /// ([`deferred_segment`]).
+    Defer,
 }
 
 /// The passes of a batch over its segments, each saying how it reaches every child.
 ///
 /// `keys[child]` counts the batch's keys of each child and `paged[child]` marks the
 /// children on the host that the batch pages in for all its segments (a lookup's that
-/// the cost model pages, every one with keys for an insert or a removal). With none
-/// paged, one pass reaches every child as counted. Otherwise the children not paged take a
-/// first pass (left out when none of them has keys), and the paged ones follow in groups
+/// the cost model pages, every one with keys for an insert or a removal); `deferred[child]`
+/// those a lookup probes in place at its end (never a paged one). With none paged, one
+/// pass reaches every child as counted (the deferred ones deferred). Otherwise the
+/// children not paged take a first pass (left out when none of them has keys), and the
+/// paged ones follow in groups
 /// of `resident`, the children the device holds at once, in the order given: each group
 /// takes a pass of its own over every segment, paged in once and resident throughout
 /// ([`page_groups`]). Every child is reached in exactly one pass, so that a key's visits
 /// all fall in one pass, in segment order.
-pub fn passes(keys: &[u32], paged: &[bool], resident: usize) -> Vec<Vec<Reach>> {
+pub fn passes(keys: &[u32], paged: &[bool], deferred: &[bool], resident: usize) -> Vec<Vec<Reach>> {
     let children = keys.len();
     let paged_children: Vec<usize> = (0..children).filter(|&child| paged[child]).collect();
     let mut passes = Vec::new();
     let others_have_keys = (0..children).any(|child| !paged[child] && keys[child] > 0);
     if others_have_keys || paged_children.is_empty() {
-        let first = paged
-            .iter()
-            .map(|&paged| match paged {
-                true => Reach::Skip,
-                false => Reach::AsCounted,
+        let first = (0..children)
+            .map(|child| match (paged[child], deferred[child]) {
+                (true, _) => Reach::Skip,
+                (false, true) => Reach::Defer,
+                (false, false) => Reach::AsCounted,
             })
             .collect();
         passes.push(first);
@@ -51,19 +57,48 @@ pub fn passes(keys: &[u32], paged: &[bool], resident: usize) -> Vec<Vec<Reach>> 
     passes
 }
 
+/// The segment a lookup of several segments runs in when it defers its probes in place to
+/// its end, or `None` when it does not: with `probed[child]` keys that the filters pass for
+/// each child probed in place (0 for the others), each key and its place in the batch
+/// (`key_bytes + 4`) are kept from its segment to the batch's end, where each child's are
+/// probed at once, one child at a time (a flag and a value each, `1 + value_bytes`). That
+/// room comes out of the scratch of `segment` elements of `element_bytes` each, which
+/// keeps at least half for the segments: the segment shrinks by the kept keys' room. A
+/// lookup with no child probed defers nothing.
+pub fn deferred_segment(
+    probed: &[u32],
+    segment: usize,
+    element_bytes: u64,
+    key_bytes: usize,
+    value_bytes: usize,
+) -> Option<usize> {
+    let kept: u64 = probed.iter().map(|&keys| u64::from(keys)).sum();
+    let largest = probed.iter().copied().max().map_or(0, u64::from);
+    if kept == 0 {
+        return None;
+    }
+    let scratch = (segment as u64).saturating_mul(element_bytes);
+    let held = kept.saturating_mul(key_bytes as u64 + 4);
+    let answers = largest.saturating_mul(1 + value_bytes as u64);
+    if held.saturating_add(answers) > scratch / 2 {
+        return None;
+    }
+    Some(((scratch - held) / element_bytes.max(1)) as usize)
+}
+
 #[cfg(test)]
 mod tests {
     use quickcheck::quickcheck;
 
     use super::*;
-    use Reach::{AsCounted, Page, Skip};
+    use Reach::{AsCounted, Defer, Page, Skip};
 
     #[test]
     fn resident_children_go_first_then_paged_ones_in_groups() {
         let keys = [3, 0, 5, 1, 2];
         let paged = [false, false, true, true, true];
         assert_eq!(
-            passes(&keys, &paged, 2),
+            passes(&keys, &paged, &[false; 5], 2),
             vec![
                 vec![AsCounted, AsCounted, Skip, Skip, Skip],
                 vec![Skip, Skip, Page, Page, Skip],
@@ -73,12 +108,39 @@ mod tests {
         // No keys outside the paged children: no first pass.
         let keys = [0, 0, 5, 1, 2];
         assert_eq!(
-            passes(&keys, &paged, 3),
+            passes(&keys, &paged, &[false; 5], 3),
             vec![vec![Skip, Skip, Page, Page, Page]]
         );
         // Nothing paged: one pass, every child as counted.
-        assert_eq!(passes(&keys, &[false; 5], 1), vec![vec![AsCounted; 5]]);
-        assert_eq!(passes(&[], &[], 1), vec![Vec::<Reach>::new()]);
+        assert_eq!(
+            passes(&keys, &[false; 5], &[false; 5], 1),
+            vec![vec![AsCounted; 5]]
+        );
+        assert_eq!(passes(&[], &[], &[], 1), vec![Vec::<Reach>::new()]);
+        // Deferred children in the first pass, deferred.
+        let keys = [3, 1, 5, 1, 2];
+        let deferred = [false, true, false, false, false];
+        assert_eq!(
+            passes(&keys, &paged, &deferred, 3),
+            vec![
+                vec![AsCounted, Defer, Skip, Skip, Skip],
+                vec![Skip, Skip, Page, Page, Page],
+            ]
+        );
+    }
+
+    #[test]
+    fn deferred_keys_take_at_most_half_the_scratch_from_the_segment() {
+        // 1000 elements of 42 bytes: 42000 bytes, half of it 21000.
+        assert_eq!(deferred_segment(&[0, 0], 1000, 42, 4, 4), None);
+        // 100 keys kept (800 bytes) and 60 answers (300 bytes): the segment loses 800.
+        assert_eq!(
+            deferred_segment(&[40, 0, 60], 1000, 42, 4, 4),
+            Some((42000 - 800) / 42)
+        );
+        // 2000 keys kept (16000) and 2000 answers (10000): past half, not deferred.
+        assert_eq!(deferred_segment(&[2000], 1000, 42, 4, 4), None);
+        assert_eq!(deferred_segment(&[u32::MAX; 4], 1000, 42, 4, 4), None);
     }
 
     quickcheck! {
@@ -90,7 +152,8 @@ mod tests {
             // The caller pages only children with keys.
             let paged: Vec<bool> = children.iter().zip(&keys).map(|(&(_, p), &k)| p && k > 0).collect();
             let resident = usize::from(resident % 5);
-            let passes = passes(&keys, &paged, resident);
+            let deferred: Vec<bool> = children.iter().zip(&paged).map(|(&(k, _), &p)| !p && k % 3 == 1).collect();
+            let passes = passes(&keys, &paged, &deferred, resident);
             let reached_once = (0..keys.len()).all(|child| {
                 let reached = passes.iter().filter(|reach| reach[child] != Skip).count();
                 reached == 1 || (reached == 0 && keys[child] == 0)
@@ -100,10 +163,11 @@ mod tests {
             let pages_fit = passes.iter().all(|reach| {
                 let paging = reach.iter().filter(|&&r| r == Page).count();
                 paging <= resident.max(1)
-                    && reach.iter().zip(&paged).all(|(&r, &p)| match r {
+                    && reach.iter().zip(&paged).zip(&deferred).all(|((&r, &p), &d)| match r {
                         Skip => true,
                         Page => p,
-                        AsCounted => !p,
+                        AsCounted => !p && !d,
+                        Defer => d,
                     })
             });
             let no_empty_pass = passes.len() == 1

@@ -1,7 +1,8 @@
 //! Paging against `HashMap` models: answers across evictions, write-backs of changed
 //! children only, budgets too small to hold a child, lookups of children on the host
 //! probed in place and paged giving the same answers, misses answered by the filters with
-//! no paging, a host budget that runs out, and the image bytes paging counts. DyHash
+//! no paging (and probed once a child at the end of a lookup of many segments), a host
+//! budget that runs out, and the image bytes paging counts. DyHash
 //! children of u32 keys and u32 values have packed buckets (the default for such pairs),
 //! the others split ones: both are paged and probed.
 
@@ -387,4 +388,54 @@ fn lookups_of_many_segments_page_each_child_once_u32_u32_packed() {
 #[ignore = "needs a CUDA device"]
 fn lookups_of_many_segments_page_each_child_once_u64_u64() {
     lookups_of_many_segments_page_each_child_once::<u64, u64>();
+}
+
+/// A lookup of many segments that the filters mostly answer (misses, with hits and
+/// removed keys spread through it) keeps the keys each child's filter passes, segment by
+/// segment, and probes each child on the host in place once, at its end: its answers
+/// match the `HashMap`'s, and it probes at most once a child where a probe a segment
+/// would probe each child on the host once for each of its segments.
+fn deferred_probes_run_once_a_child<K: Key, V: Value>() {
+    let _memory = shared_memory();
+    let keys: Vec<K> = SeededRng::new(41).distinct_keys(1 << 13);
+    let (table, model) = filled::<K, V>(always_probe(), &keys);
+    let mut probes: Vec<K> = SeededRng::new(42).distinct_keys(5 * table.segment_len());
+    let spread = probes.len() / keys.len();
+    for (at, &key) in keys.iter().enumerate().step_by(16) {
+        probes[at * spread] = key;
+    }
+    let segments = probes.len().div_ceil(table.segment_len());
+    assert!(
+        segments >= 5,
+        "{} keys in segments of {}",
+        probes.len(),
+        table.segment_len()
+    );
+    let before = table.stats();
+    let found = table.get(&probes).unwrap();
+    let stats = table.stats().since(before);
+    for (key, found) in probes.iter().zip(&found) {
+        assert_eq!(*found, model.get(key).copied(), "get {key:?}");
+    }
+    assert!(
+        (1..=CHILDREN as u64).contains(&stats.probes_in_place),
+        "{segments} segments: {stats:?}"
+    );
+    assert_eq!(stats.page_ins, 0, "{stats:?}");
+    let present = table.contains(&probes).unwrap();
+    for (key, present) in probes.iter().zip(present) {
+        assert_eq!(present, model.contains_key(key), "contains {key:?}");
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn deferred_probes_run_once_a_child_u32_u32_packed() {
+    deferred_probes_run_once_a_child::<u32, u32>();
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn deferred_probes_run_once_a_child_u64_u64() {
+    deferred_probes_run_once_a_child::<u64, u64>();
 }
