@@ -74,8 +74,10 @@ __device__ bool find_rest(const Tile &t, const GhCuckooSubtable *subs, uint32_t 
     return bits != 0;
 }
 
+// Tiles first_tile, first_tile + tiles, ... of the launch look up the keys (a launch
+// that serves several tables gives each table its own tiles: find_many).
 template <typename L>
-__device__ void find(const GhCuckooFindParams &p) {
+__device__ void find(const GhCuckooFindParams &p, uint64_t first_tile = tile_index(), uint64_t tiles = tile_count()) {
     __shared__ GhCuckooSubtable subs[kMaxSub];
     stage_subtables(p.table, subs);
     const Tile t = Tile::mine();
@@ -85,7 +87,7 @@ __device__ void find(const GhCuckooFindParams &p) {
     const K *keys = static_cast<const K *>(p.keys);
     uint64_t hits = 0;
     const uint64_t chunks = (p.count + kTile - 1) / kTile;
-    for (uint64_t c = tile_index(); c < chunks; c += tile_count()) {
+    for (uint64_t c = first_tile; c < chunks; c += tiles) {
         // Each lane first looks for its own key alone in the home half of the bucket
         // in the subtable the key would start in now, where most pairs rest. (L2
         // prefetches cost finds on an H100: of that bucket up front, 3 to 5%, as lines
@@ -141,6 +143,26 @@ __device__ void find(const GhCuckooFindParams &p) {
         }
     }
     if (p.hits != nullptr) warp_add(p.hits, hits);
+}
+
+// The lookups of several tables of one layout in one launch, blocks_per_part blocks a
+// table: each block stages its table's parameters in shared memory, so a batch spread over
+// many small tables pays one launch, not one a table. The launch may hold fewer blocks
+// than parts * blocks_per_part (it is cut to the blocks the device keeps resident): each
+// block then serves several in turn.
+template <typename L>
+__device__ void find_many(const GhCuckooFindManyParams &m) {
+    __shared__ GhCuckooFindParams part;
+    const uint64_t tiles_a_block = blockDim.x / kTile;
+    const uint64_t all = (uint64_t)m.parts * m.blocks_per_part;
+    for (uint64_t v = blockIdx.x; v < all; v += gridDim.x) {
+        // The block's last part (and its staged subtables) is read no more.
+        __syncthreads();
+        if (threadIdx.x == 0) part = m.list[v / m.blocks_per_part];
+        __syncthreads();
+        const uint64_t block = v % m.blocks_per_part;
+        find<L>(part, (block * blockDim.x + threadIdx.x) / kTile, m.blocks_per_part * tiles_a_block);
+    }
 }
 
 }  // namespace gh_cuckoo

@@ -10,6 +10,14 @@ extern "C" __global__ void gh_cuckoo_find_u32(GhCuckooFindParams p) { gh_cuckoo:
 extern "C" __global__ void gh_cuckoo_find_u64(GhCuckooFindParams p) { gh_cuckoo::find<Split<uint64_t>>(p); }
 extern "C" __global__ void gh_cuckoo_find_p32(GhCuckooFindParams p) { gh_cuckoo::find<Packed32>(p); }
 
+extern "C" __global__ void gh_cuckoo_find_many_u32(GhCuckooFindManyParams p) {
+    gh_cuckoo::find_many<Split<uint32_t>>(p);
+}
+extern "C" __global__ void gh_cuckoo_find_many_u64(GhCuckooFindManyParams p) {
+    gh_cuckoo::find_many<Split<uint64_t>>(p);
+}
+extern "C" __global__ void gh_cuckoo_find_many_p32(GhCuckooFindManyParams p) { gh_cuckoo::find_many<Packed32>(p); }
+
 extern "C" __global__ void gh_cuckoo_export_u32(GhCuckooExportParams p) {
     gh_cuckoo::export_pairs<Split<uint32_t>>(p);
 }

@@ -154,6 +154,36 @@ impl<T: Pod> DeviceBuffer<T> {
         Ok(())
     }
 
+    /// Queues a copy of `source[range]` into this buffer from value `at` on; the values
+    /// outside the copy keep what they held. Ranges past either buffer are an error.
+    pub fn copy_range_from(
+        &mut self,
+        stream: &Stream,
+        at: usize,
+        source: &DeviceBuffer<T>,
+        range: std::ops::Range<usize>,
+    ) -> Result<()> {
+        let fits = |start: usize, len: usize, within: usize| {
+            start.checked_add(len).is_some_and(|end| end <= within)
+        };
+        if range.start > range.end
+            || !fits(range.start, range.len(), source.len)
+            || !fits(at, range.len(), self.len)
+        {
+            return Err(Error::InvalidInput(format!(
+                "copy_range_from: {range:?} of a buffer of {} to offset {at} of one of {}",
+                source.len, self.len
+            )));
+        }
+        if !range.is_empty() {
+            let bytes = |i: usize| i * size_of::<T>();
+            let from = source.bytes.slice(bytes(range.start)..bytes(range.end));
+            let mut to = self.bytes.slice_mut(bytes(at)..bytes(at + range.len()));
+            stream.inner.memcpy_dtod(&from, &mut to)?;
+        }
+        Ok(())
+    }
+
     /// Queues setting every byte of the buffer to zero.
     pub fn fill_zero(&mut self, stream: &Stream) -> Result<()> {
         Ok(stream.inner.memset_zeros(&mut self.bytes)?)

@@ -32,6 +32,7 @@
 //! ```
 
 use std::io::{Read, Write};
+use std::ops::Range;
 
 pub use crate::pinned::PinnedImage;
 use crate::table::Map;
@@ -134,6 +135,83 @@ pub trait ProbeInPlace: Map + Image {
         ))
         .into())
     }
+    /// Looks up `keys[range]` in `map` for each `(map, range)` of `maps`, queued on
+    /// `stream`, each answer at its key's place: `found[i]` becomes 1 where `keys[i]` is
+    /// in its range's map, 0 elsewhere in the ranges, and `values[i]` (when given) its value
+    /// where found, untouched elsewhere; places outside every range are not written. The
+    /// ranges lie within `keys`, `found` and `values`, and a map appears once. For a batch
+    /// already split among many maps (the children of a larger table): maps that can look
+    /// them all up in one launch override this; the default runs each map's own lookup on
+    /// a copy of its range ([`get_each_by_map`]).
+    fn get_each(
+        stream: &Stream,
+        maps: &[(&Self, Range<usize>)],
+        keys: &DeviceBuffer<Self::Key>,
+        found: &mut DeviceBuffer<u8>,
+        values: Option<&mut DeviceBuffer<Self::Value>>,
+    ) -> std::result::Result<(), Self::Error> {
+        get_each_by_map(stream, maps, keys, found, values)
+    }
+}
+
+/// [`ProbeInPlace::get_each`] map by map: each map's keys copied out, looked up with
+/// [`Map::get_async`] (or [`Map::contains_async`] without values), the answers copied
+/// back to their places.
+pub fn get_each_by_map<M: Map>(
+    stream: &Stream,
+    maps: &[(&M, Range<usize>)],
+    keys: &DeviceBuffer<M::Key>,
+    found: &mut DeviceBuffer<u8>,
+    mut values: Option<&mut DeviceBuffer<M::Value>>,
+) -> std::result::Result<(), M::Error> {
+    check_each(
+        maps,
+        keys.len(),
+        found.len(),
+        values.as_deref().map(DeviceBuffer::len),
+    )?;
+    for (map, range) in maps {
+        let len = range.len();
+        let mut part = DeviceBuffer::unfilled(stream, len)?;
+        part.copy_range_from(stream, 0, keys, range.clone())?;
+        let mut part_found = DeviceBuffer::unfilled(stream, len)?;
+        match values.as_deref_mut() {
+            Some(values) => {
+                // The caller's values go out and back: the lookup changes only those found.
+                let mut part_values = DeviceBuffer::unfilled(stream, len)?;
+                part_values.copy_range_from(stream, 0, values, range.clone())?;
+                map.get_async(stream, &part, &mut part_found, &mut part_values)?;
+                values.copy_range_from(stream, range.start, &part_values, 0..len)?;
+            }
+            None => map.contains_async(stream, &part, &mut part_found)?,
+        }
+        found.copy_range_from(stream, range.start, &part_found, 0..len)?;
+    }
+    Ok(())
+}
+
+/// The rules of [`ProbeInPlace::get_each`]: ranges within the buffers, each map once.
+pub fn check_each<M>(
+    maps: &[(&M, Range<usize>)],
+    keys: usize,
+    found: usize,
+    values: Option<usize>,
+) -> Result<()> {
+    let room = values.map_or(keys.min(found), |v| keys.min(found).min(v));
+    for (at, (map, range)) in maps.iter().enumerate() {
+        if range.start > range.end || range.end > room {
+            return Err(Error::InvalidInput(format!(
+                "get_each: range {range:?} of buffers of {keys} keys, {found} flags and {values:?} values"
+            )));
+        }
+        if maps[..at]
+            .iter()
+            .any(|(other, _)| std::ptr::eq(*other, *map))
+        {
+            return Err(Error::InvalidInput("get_each: a map appears twice".into()));
+        }
+    }
+    Ok(())
 }
 
 impl TableImage {

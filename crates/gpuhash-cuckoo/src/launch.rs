@@ -15,6 +15,8 @@ mod insert;
 
 pub(crate) use insert::{Insert, Partition, Place, Update, insert, partition, place, update};
 
+use std::ops::Range;
+
 use gpuhash_core::launch::{Kernel, KernelImage, KernelParams, LaunchShape};
 use gpuhash_core::table::Key;
 use gpuhash_core::{DeviceAddress, DeviceBuffer, Stream};
@@ -22,14 +24,16 @@ use gpuhash_core::{DeviceAddress, DeviceBuffer, Stream};
 use crate::Result;
 use crate::layouts::{
     GH_CUCKOO_LAYOUT_PACKED, GH_CUCKOO_TILE, GhCuckooExportParams, GhCuckooFillParams,
-    GhCuckooFindParams, GhCuckooHome, GhCuckooInsertParams, GhCuckooPartitionParams,
-    GhCuckooPlaceParams, GhCuckooRemoveParams, GhCuckooResizeParams, GhCuckooSubtable,
-    GhCuckooTable, GhCuckooUpdateParams,
+    GhCuckooFindManyParams, GhCuckooFindParams, GhCuckooHome, GhCuckooInsertParams,
+    GhCuckooPartitionParams, GhCuckooPlaceParams, GhCuckooRemoveParams, GhCuckooResizeParams,
+    GhCuckooSubtable, GhCuckooTable, GhCuckooUpdateParams,
 };
 
 // SAFETY: bindgen's repr(C) copies of the C structs the kernels take, holding raw device
 // pointers and integers only.
 unsafe impl KernelParams for GhCuckooFindParams {}
+// SAFETY: as above.
+unsafe impl KernelParams for GhCuckooFindManyParams {}
 // SAFETY: as above.
 unsafe impl KernelParams for GhCuckooUpdateParams {}
 // SAFETY: as above.
@@ -50,6 +54,9 @@ unsafe impl KernelParams for GhCuckooPartitionParams {}
 // SAFETY: bindgen's repr(C) copy of the view that the caller's kernels take by value
 // (gpuhash/cuckoo_view.cuh): raw device pointers and integers only.
 unsafe impl cudarc::driver::DeviceRepr for crate::layouts::GhCuckooView {}
+// SAFETY: bindgen's repr(C) copy of a find's parameters, which `find_many` reads from
+// device memory: raw device pointers and integers only.
+unsafe impl cudarc::driver::DeviceRepr for GhCuckooFindParams {}
 
 /// One fat binary a phase, as `cuda-src/cuckoo/` splits its kernels.
 static LOOKUP_IMAGE: KernelImage = gpuhash_core::kernel_image!("lookup");
@@ -67,6 +74,8 @@ static PARTITION_SCAN: Kernel<GhCuckooPartitionParams> =
 #[derive(Debug)]
 struct KeyKernels {
     find: Kernel<GhCuckooFindParams>,
+    /// Several tables' finds in one launch.
+    find_many: Kernel<GhCuckooFindManyParams>,
     update: Kernel<GhCuckooUpdateParams>,
     /// The lock-free first pass of an insert batch.
     place: Kernel<GhCuckooPlaceParams>,
@@ -87,6 +96,7 @@ macro_rules! key_kernels {
     ($name:ident, $suffix:literal, $keys:literal) => {
         static $name: KeyKernels = KeyKernels {
             find: Kernel::new(&LOOKUP_IMAGE, concat!("gh_cuckoo_find_", $suffix)),
+            find_many: Kernel::new(&LOOKUP_IMAGE, concat!("gh_cuckoo_find_many_", $suffix)),
             update: Kernel::new(&INSERT_IMAGE, concat!("gh_cuckoo_update_", $suffix)),
             place: Kernel::new(&INSERT_IMAGE, concat!("gh_cuckoo_place_", $suffix)),
             insert: Kernel::new(&INSERT_IMAGE, concat!("gh_cuckoo_insert_", $suffix)),
@@ -113,6 +123,7 @@ key_kernels!(U64_KERNELS, "u64", "u64");
 /// one-word one (`insert1`) too.
 static P32_KERNELS: KeyKernels = KeyKernels {
     find: Kernel::new(&LOOKUP_IMAGE, "gh_cuckoo_find_p32"),
+    find_many: Kernel::new(&LOOKUP_IMAGE, "gh_cuckoo_find_many_p32"),
     update: Kernel::new(&INSERT_IMAGE, "gh_cuckoo_update_p32"),
     place: Kernel::new(&INSERT_IMAGE, "gh_cuckoo_place_p32"),
     insert: Kernel::new(&INSERT_IMAGE, "gh_cuckoo_insert1_p32"),
@@ -239,6 +250,86 @@ pub(crate) fn find<K: Key, V: bytemuck::Pod>(stream: &Stream, find: Find<'_, K, 
             .find
             .launch(stream, shape, params)
     }?;
+    Ok(())
+}
+
+/// One table's part of a [`find_many`]: its keys and answers as ranges of buffers that
+/// every part shares.
+pub(crate) struct FindPart {
+    pub(crate) table: GhCuckooTable,
+    pub(crate) home: GhCuckooHome,
+    /// The part's keys, found flags and values: `range` of the shared buffers.
+    pub(crate) range: Range<usize>,
+}
+
+/// The buffers the parts of a [`find_many`] share: keys, and where the answers go, at the
+/// keys' places.
+pub(crate) struct FindShared<'a, K, V> {
+    pub(crate) keys: &'a DeviceBuffer<K>,
+    pub(crate) found: &'a mut DeviceBuffer<u8>,
+    pub(crate) values: Option<&'a mut DeviceBuffer<V>>,
+}
+
+/// Queues one launch of the find kernel of layout `layout` for every part: the keys of
+/// each part's range looked up in its table, the answers at the same places. Each part
+/// gets the same number of blocks, as many as its largest needs (within the device's
+/// resident blocks in all; a launch cut to fewer serves them in turn). Each part's `table` must describe live arrays of a table of
+/// layout `layout` and the width of `K`, held until the launch is queued (the caller's
+/// part, as for [`find`]).
+pub(crate) fn find_many<K: Key, V: bytemuck::Pod>(
+    stream: &Stream,
+    layout: u32,
+    parts: &[FindPart],
+    shared: FindShared<'_, K, V>,
+) -> Result<()> {
+    let len = shared.keys.len();
+    assert!(shared.found.len() >= len);
+    assert!(shared.values.as_ref().is_none_or(|v| v.len() >= len));
+    assert!(parts.iter().all(|part| part.range.end <= len));
+    let Some(largest) = parts.iter().map(|part| part.range.len()).max() else {
+        return Ok(());
+    };
+    let words = size_of::<V>() / 4;
+    let k = shared.keys.address(stream);
+    let f = shared.found.address_mut(stream);
+    let v = shared.values.map(|b| b.address_mut(stream));
+    let list: Vec<GhCuckooFindParams> = parts
+        .iter()
+        .map(|part| GhCuckooFindParams {
+            table: part.table,
+            home: part.home,
+            keys: (k.address + (part.range.start * size_of::<K>()) as u64) as *const _,
+            values_out: v.as_ref().map_or(std::ptr::null_mut(), |v| {
+                (v.address + (part.range.start * words * 4) as u64) as *mut u32
+            }),
+            found_out: (f.address + part.range.start as u64) as *mut u8,
+            hits: std::ptr::null_mut(),
+            count: part.range.len() as u64,
+        })
+        .collect();
+    let on_device = stream
+        .cuda_stream()
+        .clone_htod(&list)
+        .map_err(gpuhash_core::Error::from)?;
+    let (list_at, _list_order) =
+        cudarc::driver::DevicePtr::device_ptr(&on_device, stream.cuda_stream());
+    let one = tile_shape(stream, largest as u64);
+    let resident = tile_shape(stream, u64::MAX).blocks;
+    let blocks_per_part = one.blocks.min((resident / parts.len() as u32).max(1));
+    let params = GhCuckooFindManyParams {
+        list: list_at as *const GhCuckooFindParams,
+        parts: parts.len() as u32,
+        blocks_per_part,
+    };
+    let shape = LaunchShape {
+        blocks: blocks_per_part * parts.len() as u32,
+        ..one
+    };
+    // SAFETY: each part's keys and answers lie within the shared buffers (asserted), which
+    // stay borrowed, like the list, until the launch is queued (their frees are ordered
+    // after it on the stream); the tables' arrays are live and only read (the caller's
+    // part); the list holds `parts` entries, and the grid `parts * blocks_per_part` blocks.
+    unsafe { kernels::<K>(layout).find_many.launch(stream, shape, params) }?;
     Ok(())
 }
 

@@ -200,6 +200,34 @@ impl Default for GhCuckooFindParams {
 }
 #[repr(C)]
 #[derive(Debug, Copy, Clone, PartialEq, Eq)]
+pub struct GhCuckooFindManyParams {
+    pub list: *const GhCuckooFindParams,
+    pub parts: u32,
+    pub blocks_per_part: u32,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of GhCuckooFindManyParams"][::core::mem::size_of::<GhCuckooFindManyParams>() - 16usize];
+    ["Alignment of GhCuckooFindManyParams"]
+        [::core::mem::align_of::<GhCuckooFindManyParams>() - 8usize];
+    ["Offset of field: GhCuckooFindManyParams::list"]
+        [::core::mem::offset_of!(GhCuckooFindManyParams, list) - 0usize];
+    ["Offset of field: GhCuckooFindManyParams::parts"]
+        [::core::mem::offset_of!(GhCuckooFindManyParams, parts) - 8usize];
+    ["Offset of field: GhCuckooFindManyParams::blocks_per_part"]
+        [::core::mem::offset_of!(GhCuckooFindManyParams, blocks_per_part) - 12usize];
+};
+impl Default for GhCuckooFindManyParams {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone, PartialEq, Eq)]
 pub struct GhCuckooUpdateParams {
     pub table: GhCuckooTable,
     pub keys: *const ::core::ffi::c_void,

@@ -264,6 +264,12 @@ impl<T: ProbeInPlace> SwapTable<T> {
             false => None,
         };
         let visits = self.visits(residency, &partition, &survivors, &on_host, pass.reach);
+        // A lookup's resident children answer in one call (`ProbeInPlace::get_each`: one
+        // launch for DyHash children), the others child by child.
+        let (together, one_by_one): (Vec<Visit>, Vec<Visit>) =
+            visits.into_iter().partition(|visit| {
+                visit.how == How::Run && !verb.changes() && residency.is_resident(visit.child)
+            });
         let mut work = Segment {
             stream,
             start: segment.start,
@@ -274,8 +280,8 @@ impl<T: ProbeInPlace> SwapTable<T> {
             before: before.as_mut(),
             deferred,
         };
-        let answered = self
-            .visit_all(residency, &visits, &mut work)
+        let answered = Self::look_up_together(residency, &together, &mut work)
+            .and_then(|()| self.visit_all(residency, &one_by_one, &mut work))
             .and_then(|()| {
                 let start = segment.start;
                 gather_answers(
@@ -414,6 +420,35 @@ impl<T: ProbeInPlace> SwapTable<T> {
             .collect();
         residency.count_filtered(filtered);
         visits
+    }
+
+    /// Looks up the keys of every visit of `visits` (lookups of resident children) in one
+    /// call, each child's answers at its range of the segment's answers.
+    fn look_up_together(
+        residency: &mut Residency<T>,
+        visits: &[Visit],
+        work: &mut Segment<'_, '_, T::Key, T::Value>,
+    ) -> Result<(), T::Error> {
+        if visits.is_empty() {
+            return Ok(());
+        }
+        let children: Vec<usize> = visits.iter().map(|visit| visit.child).collect();
+        let Segment {
+            stream,
+            partition,
+            verb,
+            answers,
+            ..
+        } = work;
+        residency.queued_on_each(&children, stream, |tables| {
+            let maps: Vec<(&T, Range<usize>)> = tables
+                .iter()
+                .zip(visits)
+                .map(|(&table, visit)| (table, visit.range.clone()))
+                .collect();
+            let values = verb.gets_values().then_some(&mut answers.values);
+            T::get_each(stream, &maps, partition.keys(), &mut answers.found, values)
+        })
     }
 
     /// Visits each child in turn, paging the next one in while the last one's kernels run.

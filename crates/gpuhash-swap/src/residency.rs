@@ -372,6 +372,46 @@ impl<T: ProbeInPlace> Residency<T> {
         Ok(value)
     }
 
+    /// Runs `work` on the resident children `indices` at once (each counted as used, as
+    /// [`Residency::on_resident`] does) and records an event on `stream` after what it
+    /// queued for each, as [`Residency::queued_on`] does for one.
+    pub(crate) fn queued_on_each<R>(
+        &mut self,
+        indices: &[usize],
+        stream: &Stream,
+        work: impl FnOnce(&[&T]) -> Result<R, T::Error>,
+    ) -> Result<R, T::Error> {
+        for &index in indices {
+            self.lru.touch(index);
+        }
+        let tables: Vec<&T> = indices
+            .iter()
+            .map(|&index| {
+                let resident = self.children[index].resident.as_ref();
+                &resident.expect("work on a resident child").table
+            })
+            .collect();
+        let outcome = work(&tables);
+        let mut recorded = Ok(());
+        for &index in indices {
+            let resident = self.children[index]
+                .resident
+                .as_mut()
+                .expect("work on a resident child");
+            match stream.cuda_stream().record_event(None) {
+                Ok(event) => {
+                    resident.used.retain(|e| !e.is_complete());
+                    resident.used.push(event);
+                }
+                // Work that cannot be tracked is waited for now.
+                Err(_) => recorded = recorded.and(stream.synchronize()),
+            }
+        }
+        let value = outcome?;
+        recorded?;
+        Ok(value)
+    }
+
     /// The resident children.
     pub(crate) fn resident(&self) -> Vec<usize> {
         self.lru.resident().collect()

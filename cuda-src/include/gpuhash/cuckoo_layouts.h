@@ -128,6 +128,14 @@ typedef struct GhCuckooFindParams {
     uint64_t count;
 } GhCuckooFindParams;
 
+/* The lookups of several tables of one layout in one launch: list[i] as a find of its
+ * own, by blocks_per_part blocks of the launch (parts * blocks_per_part in all). */
+typedef struct GhCuckooFindManyParams {
+    const GhCuckooFindParams *list;
+    uint32_t parts;
+    uint32_t blocks_per_part;
+} GhCuckooFindManyParams;
+
 /* Overwrites the value of every keys[i] present with found[i] == select, each
  * under its bucket's lock, so that of duplicate keys exactly one value wins.
  * When old_values is not null, the value replaced is saved there first (for

@@ -11,7 +11,9 @@
 //! (as split tables).
 
 use bytemuck::{Pod, Zeroable};
-use gpuhash_core::image::{Image, ImageHeader, PinnedImage, ProbeInPlace, TableImage};
+use gpuhash_core::image::{
+    Image, ImageHeader, PinnedImage, ProbeInPlace, TableImage, get_each_by_map,
+};
 use gpuhash_core::table::{Key, Value};
 use gpuhash_core::{Device, DeviceBuffer, Error, PinnedPool, Stream};
 
@@ -433,6 +435,24 @@ impl<K: Key, V: Value> ProbeInPlace for CuckooTable<K, V> {
     } else {
         64 + size_of::<V>() as u64
     };
+
+    /// One launch for all the maps ([`CuckooTable::find_each`]), where they share a
+    /// bucket layout (the children of one table do); map by map otherwise.
+    fn get_each(
+        stream: &Stream,
+        maps: &[(&Self, std::ops::Range<usize>)],
+        keys: &DeviceBuffer<K>,
+        found: &mut DeviceBuffer<u8>,
+        values: Option<&mut DeviceBuffer<V>>,
+    ) -> Result<()> {
+        let one_layout = maps
+            .windows(2)
+            .all(|pair| pair[0].0.layout == pair[1].0.layout);
+        match one_layout {
+            true => Self::find_each(stream, maps, keys, found, values),
+            false => get_each_by_map(stream, maps, keys, found, values),
+        }
+    }
 
     fn get_in_place(
         stream: &Stream,

@@ -1,10 +1,14 @@
 //! Lookups and exports: the kernels that read the table and change nothing.
 
+use std::ops::Range;
+
+use gpuhash_core::image::check_each;
 use gpuhash_core::table::{DevicePairs, Key, Value};
 use gpuhash_core::{DeviceBuffer, Error, Stream};
 
 use super::{CuckooTable, SIDE_HEADER};
 use crate::key::KeyLayout;
+use crate::launch::{FindPart, FindShared};
 use crate::{Result, launch};
 
 /// Tries of an export as a reading batch before it runs as a writing one
@@ -34,6 +38,59 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
                 hits,
             },
         )
+    }
+
+    /// [`ProbeInPlace::get_each`] for tables of one bucket layout: the find kernel once for
+    /// all of them, each table's range served by blocks of its own
+    /// ([`launch::find_many`]). Each table reads as a reading batch does (its gate's read
+    /// lock, taken in the tables' address order so that two such calls never wait on each
+    /// other, and its place in the stream order of its batches).
+    ///
+    /// [`ProbeInPlace::get_each`]: gpuhash_core::image::ProbeInPlace::get_each
+    pub(super) fn find_each(
+        stream: &Stream,
+        maps: &[(&Self, Range<usize>)],
+        keys: &DeviceBuffer<K>,
+        found: &mut DeviceBuffer<u8>,
+        values: Option<&mut DeviceBuffer<V>>,
+    ) -> Result<()> {
+        let values_len = values.as_deref().map(DeviceBuffer::len);
+        check_each(maps, keys.len(), found.len(), values_len)?;
+        let Some(&(first, _)) = maps.first() else {
+            return Ok(());
+        };
+        let mut by_address: Vec<&Self> = maps.iter().map(|&(map, _)| map).collect();
+        by_address.sort_by_key(|&map| std::ptr::from_ref(map) as usize);
+        let _gates: Vec<_> = by_address.iter().map(|map| map.gate.read()).collect();
+        let mut ordered = Ok(());
+        for (map, _) in maps {
+            ordered = ordered.and_then(|()| map.order.before_read(stream));
+        }
+        let launched = ordered.and_then(|()| {
+            let views: Vec<_> = maps.iter().map(|(map, _)| map.view()).collect();
+            let mut guards = Vec::new();
+            let parts: Vec<FindPart> = maps
+                .iter()
+                .zip(&views)
+                .filter(|((_, range), _)| !range.is_empty())
+                .map(|((map, range), view)| FindPart {
+                    table: map.describe(view, stream, &mut guards),
+                    home: map.home(view, false),
+                    range: range.clone(),
+                })
+                .collect();
+            let shared = FindShared {
+                keys,
+                found,
+                values,
+            };
+            launch::find_many(stream, first.layout.code(), &parts, shared)
+        });
+        let recorded = maps
+            .iter()
+            .try_for_each(|(map, _)| map.order.after_read(stream));
+        launched?;
+        recorded
     }
 
     /// Every pair in the subtables (not the side slot) into the first `slotted` places of

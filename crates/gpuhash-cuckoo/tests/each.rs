@@ -1,0 +1,171 @@
+//! `ProbeInPlace::get_each` on DyHash tables: the keys of a batch split among many tables,
+//! looked up in one launch, held against a `HashMap` model of each table: hits, removed
+//! keys, misses and adversarial keys, tables of several sizes, ranges in any order (one of
+//! them empty), places outside every range left as they were; tables of two layouts (which
+//! go map by map); and the errors that write nothing. Run on a GPU machine with
+//! `--include-ignored` (see docs/gpu-testing.md).
+
+use std::collections::HashMap;
+use std::ops::Range;
+
+use gpuhash_core::DeviceBuffer;
+use gpuhash_core::image::ProbeInPlace;
+use gpuhash_core::table::{ErrorKind, Key, Map, TableError, Value};
+use gpuhash_cuckoo::{BucketLayout, CuckooOptions, CuckooTable};
+use gpuhash_test_support::{SeededRng, adversarial_keys, device, shared_memory, stream, value_of};
+
+/// What a flag or a value outside the answers holds before the call.
+const UNTOUCHED_FLAG: u8 = 7;
+
+/// A table of `capacity` pairs of `layout` holding half as many random keys, every fifth
+/// removed again, and its model.
+fn filled<K: Key, V: Value>(
+    seed: u64,
+    capacity: usize,
+    layout: BucketLayout,
+) -> (CuckooTable<K, V>, HashMap<K, V>) {
+    let options = CuckooOptions::with_capacity(capacity)
+        .layout(layout)
+        .seed(seed);
+    let table = CuckooTable::new(device(), options).unwrap();
+    let keys: Vec<K> = SeededRng::new(seed).distinct_keys(capacity / 2);
+    let values: Vec<V> = keys.iter().map(|k| value_of(k.widen() ^ seed)).collect();
+    table.insert(&keys, &values).unwrap();
+    let gone: Vec<K> = keys.iter().step_by(5).copied().collect();
+    table.remove(&gone).unwrap();
+    let mut model: HashMap<K, V> = keys.iter().copied().zip(values).collect();
+    for key in &gone {
+        model.remove(key);
+    }
+    (table, model)
+}
+
+/// A table's probes: every key it was given (held or removed), as many misses, and, for
+/// the first table, the adversarial keys.
+fn probes<K: Key>(seed: u64, capacity: usize, first: bool) -> Vec<K> {
+    let mut keys: Vec<K> = SeededRng::new(seed).distinct_keys(capacity / 2);
+    keys.extend(SeededRng::new(seed + 1000).distinct_keys::<K>(capacity / 2));
+    if first {
+        keys.extend(adversarial_keys::<K>());
+    }
+    keys
+}
+
+/// Looks up, in one `get_each`, each table's probes in its own range of one batch (the
+/// ranges in the reverse of the tables' order, a gap of untouched places between each,
+/// one range empty), with values or without, and checks every place against the models.
+fn each_matches_the_models<K: Key, V: Value>(layouts: &[BucketLayout]) {
+    let _memory = shared_memory();
+    let capacities = [1usize << 10, 1 << 14, 1 << 12, 1 << 16, 1 << 11, 1 << 13];
+    let tables: Vec<(CuckooTable<K, V>, HashMap<K, V>)> = capacities
+        .iter()
+        .enumerate()
+        .map(|(i, &capacity)| filled(i as u64 + 1, capacity, layouts[i % layouts.len()]))
+        .collect();
+    let mut batch: Vec<K> = Vec::new();
+    let mut ranges: Vec<Range<usize>> = vec![0..0; tables.len()];
+    for (i, &capacity) in capacities.iter().enumerate().rev() {
+        batch.extend(SeededRng::new(77 + i as u64).distinct_keys::<K>(3));
+        let keys: Vec<K> = match i {
+            2 => Vec::new(),
+            _ => probes(i as u64 + 1, capacity, i == 0),
+        };
+        ranges[i] = batch.len()..batch.len() + keys.len();
+        batch.extend(keys);
+    }
+    let untouched: V = value_of(0xdead_beef);
+    let s = stream();
+    let keys = DeviceBuffer::from_host(s, &batch).unwrap();
+    for with_values in [true, false] {
+        let mut found = DeviceBuffer::from_host(s, &vec![UNTOUCHED_FLAG; batch.len()]).unwrap();
+        let mut values = DeviceBuffer::from_host(s, &vec![untouched; batch.len()]).unwrap();
+        let maps: Vec<(&CuckooTable<K, V>, Range<usize>)> = tables
+            .iter()
+            .zip(&ranges)
+            .map(|((table, _), range)| (table, range.clone()))
+            .collect();
+        let answers = with_values.then_some(&mut values);
+        CuckooTable::<K, V>::get_each(s, &maps, &keys, &mut found, answers).unwrap();
+        let found = found.to_host(s).unwrap();
+        let values = values.to_host(s).unwrap();
+        let mut expected_found = vec![UNTOUCHED_FLAG; batch.len()];
+        let mut expected_values = vec![untouched; batch.len()];
+        for ((_, model), range) in tables.iter().zip(&ranges) {
+            for at in range.clone() {
+                let held = model.get(&batch[at]);
+                expected_found[at] = u8::from(held.is_some());
+                if let (Some(&value), true) = (held, with_values) {
+                    expected_values[at] = value;
+                }
+            }
+        }
+        for at in 0..batch.len() {
+            let key = batch[at];
+            assert_eq!(found[at], expected_found[at], "found, key {key:?} at {at}");
+            assert_eq!(
+                values[at], expected_values[at],
+                "value, key {key:?} at {at}"
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn each_matches_the_models_u32_u32_packed() {
+    each_matches_the_models::<u32, u32>(&[BucketLayout::Auto]);
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn each_matches_the_models_u32_u32_split() {
+    each_matches_the_models::<u32, u32>(&[BucketLayout::Split]);
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn each_matches_the_models_u64_u64() {
+    each_matches_the_models::<u64, u64>(&[BucketLayout::Auto]);
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn each_matches_the_models_u32_u64() {
+    each_matches_the_models::<u32, u64>(&[BucketLayout::Auto]);
+}
+
+/// Tables of two layouts look their keys up map by map, with the same answers.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn tables_of_two_layouts_match_the_models() {
+    each_matches_the_models::<u32, u32>(&[BucketLayout::Auto, BucketLayout::Split]);
+}
+
+/// A map listed twice, and a range past the buffers, are errors that write nothing.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn bad_calls_are_errors_that_write_nothing() {
+    let _memory = shared_memory();
+    let (table, _) = filled::<u32, u32>(9, 1 << 10, BucketLayout::Auto);
+    let (other, _) = filled::<u32, u32>(10, 1 << 10, BucketLayout::Auto);
+    let s = stream();
+    let keys = DeviceBuffer::from_host(s, &[1u32, 2, 3, 4]).unwrap();
+    let mut found = DeviceBuffer::from_host(s, &[UNTOUCHED_FLAG; 4]).unwrap();
+    #[allow(clippy::reversed_empty_ranges, reason = "a reversed range is the bad input")]
+    let calls = [
+        vec![(&table, 0..2), (&table, 2..4)],
+        vec![(&table, 0..2), (&other, 2..5)],
+        vec![(&other, 3..2)],
+    ];
+    for maps in calls {
+        let refused = CuckooTable::get_each(s, &maps, &keys, &mut found, None).unwrap_err();
+        assert_eq!(refused.kind(), ErrorKind::InvalidInput, "{refused}");
+        assert_eq!(found.to_host(s).unwrap(), vec![UNTOUCHED_FLAG; 4]);
+    }
+    // Values shorter than the ranges.
+    let mut short = DeviceBuffer::<u32>::zeroed(s, 3).unwrap();
+    let maps = [(&table, 0..4)];
+    let refused = CuckooTable::get_each(s, &maps, &keys, &mut found, Some(&mut short));
+    assert_eq!(refused.unwrap_err().kind(), ErrorKind::InvalidInput);
+    assert_eq!(found.to_host(s).unwrap(), vec![UNTOUCHED_FLAG; 4]);
+}
