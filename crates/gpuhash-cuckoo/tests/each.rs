@@ -151,7 +151,10 @@ fn bad_calls_are_errors_that_write_nothing() {
     let s = stream();
     let keys = DeviceBuffer::from_host(s, &[1u32, 2, 3, 4]).unwrap();
     let mut found = DeviceBuffer::from_host(s, &[UNTOUCHED_FLAG; 4]).unwrap();
-    #[allow(clippy::reversed_empty_ranges, reason = "a reversed range is the bad input")]
+    #[allow(
+        clippy::reversed_empty_ranges,
+        reason = "a reversed range is the bad input"
+    )]
     let calls = [
         vec![(&table, 0..2), (&table, 2..4)],
         vec![(&table, 0..2), (&other, 2..5)],
