@@ -40,6 +40,7 @@
 //! [`Image::from_pinned_image`]: gpuhash_core::image::Image::from_pinned_image
 //! [`Image::to_pinned_image`]: gpuhash_core::image::Image::to_pinned_image
 //! [`ProbeInPlace::get_in_place`]: gpuhash_core::image::ProbeInPlace::get_in_place
+//! [`ProbeInPlace::get_each`]: gpuhash_core::image::ProbeInPlace::get_each
 //! [`UndoPlan`]: gpuhash_core::table::UndoPlan
 //!
 //! ## Options
@@ -226,9 +227,9 @@
 //!   [`SwapTable::set_cost_model`].
 //! - A batch's fixed cost: a partition with one wait, then a visit a child, each a few
 //!   kernels, copies and allocations (about 0.7 ms for 16 children on an H100), so small
-//!   batches and misses run at about 1 M keys/s a 2^10-key batch. A lookup kernel that
-//!   serves every child of a small batch at once (resident ones through their device
-//!   views, the others in place) would remove most of it.
+//!   batches and misses run at about 1 M keys/s a 2^10-key batch. A lookup's resident
+//!   children answer in one call ([`ProbeInPlace::get_each`]: one launch for DyHash
+//!   children); its children on the host are still probed one by one.
 //!
 //! ## Features
 #![doc = document_features::document_features!()]
