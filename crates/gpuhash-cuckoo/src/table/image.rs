@@ -436,7 +436,8 @@ impl<K: Key, V: Value> ProbeInPlace for CuckooTable<K, V> {
         64 + size_of::<V>() as u64
     };
 
-    /// One launch for all the maps ([`CuckooTable::find_each`]), where they share a
+    /// One launch of the find kernel for all the maps, each map's range served by blocks
+    /// of its own, where they share a
     /// bucket layout (the children of one table do); map by map otherwise.
     fn get_each(
         stream: &Stream,
