@@ -437,8 +437,8 @@ impl<K: Key, V: Value> ProbeInPlace for CuckooTable<K, V> {
     };
 
     /// One launch of the find kernel for all the maps, each map's range served by blocks
-    /// of its own, where they share a
-    /// bucket layout (the children of one table do); map by map otherwise.
+    /// of its own, where they share a bucket layout (the children of one table do); map by
+    /// map otherwise.
     fn get_each(
         stream: &Stream,
         maps: &[(&Self, std::ops::Range<usize>)],
