@@ -42,11 +42,9 @@ use gpuhash_core::{DeviceBuffer, Stream};
 
 use crate::deferred::Deferred;
 use crate::filter::{self, Survivors};
-use crate::launch;
-use crate::launch::FilterSet;
+use crate::launch::{self, FilterSet};
 use crate::partition::{Counted, Partition};
-use crate::passes::BatchPlan;
-use crate::passes::Pass;
+use crate::passes::{BatchPlan, Pass};
 use crate::policy::{Access, Reach, Spread, next_page_in, resident_first, segments};
 use crate::residency::{Moved, Residency};
 use crate::table::SwapTable;
