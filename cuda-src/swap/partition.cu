@@ -126,10 +126,3 @@ extern "C" __global__ void gh_swap_places(GhSwapPlacesParams p) {
         p.target[i] = (uint32_t)(p.offset + p.index[p.picked[i]]);
     }
 }
-
-extern "C" __global__ void gh_swap_copy(GhSwapCopyParams p) {
-    const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
-    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < p.bytes; i += stride) {
-        p.target[i] = p.source[i];
-    }
-}

@@ -75,7 +75,8 @@ impl<K: Pod> Deferred<K> {
         if at + range.len() > kept.keys.len() {
             return Err(unsized_list(child, at + range.len(), kept.keys.len()));
         }
-        launch::copy_into(stream, survivors.keys(), range.clone(), &mut kept.keys, at)?;
+        kept.keys
+            .copy_range_from(stream, at, survivors.keys(), range.clone())?;
         launch::places(
             stream,
             index,

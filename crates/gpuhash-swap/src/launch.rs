@@ -8,9 +8,8 @@ use gpuhash_core::launch::{Kernel, KernelImage, KernelParams, LaunchShape};
 use gpuhash_core::{DeviceAddress, DeviceBuffer, Result, Stream};
 
 use crate::layouts::{
-    GH_SWAP_FILTER_BLOCK_WORDS, GH_SWAP_THREADS, GhSwapCopyParams, GhSwapCountParams,
-    GhSwapFilterAddParams, GhSwapFilterCheckParams, GhSwapGatherParams, GhSwapPlacesParams,
-    GhSwapScatterParams,
+    GH_SWAP_FILTER_BLOCK_WORDS, GH_SWAP_THREADS, GhSwapCountParams, GhSwapFilterAddParams,
+    GhSwapFilterCheckParams, GhSwapGatherParams, GhSwapPlacesParams, GhSwapScatterParams,
 };
 
 // SAFETY: bindgen's repr(C) copies of the C structs the kernels take, holding raw device
@@ -20,8 +19,6 @@ unsafe impl KernelParams for GhSwapCountParams {}
 unsafe impl KernelParams for GhSwapScatterParams {}
 // SAFETY: as above.
 unsafe impl KernelParams for GhSwapGatherParams {}
-// SAFETY: as above.
-unsafe impl KernelParams for GhSwapCopyParams {}
 // SAFETY: as above.
 unsafe impl KernelParams for GhSwapPlacesParams {}
 // SAFETY: as above.
@@ -33,7 +30,6 @@ static IMAGE: KernelImage = gpuhash_core::kernel_image!("partition");
 static COUNT: Kernel<GhSwapCountParams> = Kernel::new(&IMAGE, "gh_swap_count");
 static SCATTER: Kernel<GhSwapScatterParams> = Kernel::new(&IMAGE, "gh_swap_scatter");
 static GATHER: Kernel<GhSwapGatherParams> = Kernel::new(&IMAGE, "gh_swap_gather");
-static COPY: Kernel<GhSwapCopyParams> = Kernel::new(&IMAGE, "gh_swap_copy");
 static PLACES: Kernel<GhSwapPlacesParams> = Kernel::new(&IMAGE, "gh_swap_places");
 static FILTER_IMAGE: KernelImage = gpuhash_core::kernel_image!("filter");
 static FILTER_ADD: Kernel<GhSwapFilterAddParams> = Kernel::new(&FILTER_IMAGE, "gh_swap_filter_add");
@@ -206,35 +202,8 @@ pub(crate) fn copy_range<T: Pod>(
     range: Range<usize>,
 ) -> Result<DeviceBuffer<T>> {
     let mut target = DeviceBuffer::unfilled(stream, range.len())?;
-    copy_into(stream, source, range, &mut target, 0)?;
+    target.copy_range_from(stream, 0, source, range)?;
     Ok(target)
-}
-
-/// Copies `source[range]` into `target` from element `at` on.
-pub(crate) fn copy_into<T: Pod>(
-    stream: &Stream,
-    source: &DeviceBuffer<T>,
-    range: Range<usize>,
-    target: &mut DeviceBuffer<T>,
-    at: usize,
-) -> Result<()> {
-    within("copy_into: source", &range, source.len())?;
-    within("copy_into: target", &(at..at + range.len()), target.len())?;
-    let bytes = range.len() * size_of::<T>();
-    if bytes == 0 {
-        return Ok(());
-    }
-    let source_at = source.address(stream);
-    let target_at = target.address_mut(stream);
-    let params = GhSwapCopyParams {
-        source: element::<T>(source_at.address, range.start) as *const u8,
-        target: element::<T>(target_at.address, at) as *mut u8,
-        bytes: bytes as u64,
-    };
-    // SAFETY: `range` lies within `source` and `at..at + range.len()` within `target`
-    // (both checked above); both stay allocated until the copy has run (frees are ordered
-    // on the stream).
-    unsafe { COPY.launch(stream, shape(stream, bytes), params) }
 }
 
 /// Writes `offset + index[picked[i]]` for each `i` in `range` into `target` from element

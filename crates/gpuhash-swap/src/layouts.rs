@@ -195,33 +195,6 @@ impl Default for GhSwapPlacesParams {
 }
 #[repr(C)]
 #[derive(Debug, Copy, Clone, PartialEq, Eq)]
-pub struct GhSwapCopyParams {
-    pub source: *const u8,
-    pub target: *mut u8,
-    pub bytes: u64,
-}
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    ["Size of GhSwapCopyParams"][::core::mem::size_of::<GhSwapCopyParams>() - 24usize];
-    ["Alignment of GhSwapCopyParams"][::core::mem::align_of::<GhSwapCopyParams>() - 8usize];
-    ["Offset of field: GhSwapCopyParams::source"]
-        [::core::mem::offset_of!(GhSwapCopyParams, source) - 0usize];
-    ["Offset of field: GhSwapCopyParams::target"]
-        [::core::mem::offset_of!(GhSwapCopyParams, target) - 8usize];
-    ["Offset of field: GhSwapCopyParams::bytes"]
-        [::core::mem::offset_of!(GhSwapCopyParams, bytes) - 16usize];
-};
-impl Default for GhSwapCopyParams {
-    fn default() -> Self {
-        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
-#[repr(C)]
-#[derive(Debug, Copy, Clone, PartialEq, Eq)]
 pub struct GhSwapFilterAddParams {
     pub keys: *const u32,
     pub count: u64,

@@ -68,13 +68,6 @@ typedef struct GhSwapPlacesParams {
     uint32_t* target;
 } GhSwapPlacesParams;
 
-// Copies bytes: a child's range of a partitioned batch into a buffer of its own.
-typedef struct GhSwapCopyParams {
-    const uint8_t* source;
-    uint8_t* target;
-    uint64_t bytes;
-} GhSwapCopyParams;
-
 // Miss filters: a blocked Bloom filter a child, kept in device memory while the child is on
 // the host, so that a lookup of a key the child does not hold never crosses the bus. A
 // block is GH_SWAP_FILTER_BLOCK_WORDS words (256 bits, one 32-byte sector); a key sets one
