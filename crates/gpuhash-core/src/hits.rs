@@ -155,7 +155,7 @@ fn launch_hits<V: Pod>(
         value_words: (size_of::<V>() / 4) as u32,
         ..GhHitsParams::default()
     };
-    let guards = outputs.map(|(values, index, out)| {
+    let _guards = outputs.map(|(values, index, out)| {
         params.capacity = index.len() as u64;
         let guards = (
             values.address(stream),
@@ -171,7 +171,5 @@ fn launch_hits<V: Pod>(
     // SAFETY: `found` (and `values`) hold `count` elements; the outputs hold `capacity`
     // entries and the kernel writes below it only; `total` holds one word; every address
     // guard is held until the launch is queued.
-    let launched = unsafe { HITS.launch(stream, shape, params) };
-    drop(guards);
-    launched
+    unsafe { HITS.launch(stream, shape, params) }
 }
