@@ -59,7 +59,8 @@ __device__ void remove(const GhCuckooRemoveParams &p) {
     stage_subtables(p.table, subs);
     const Tile t = Tile::mine();
     const K *keys = static_cast<const K *>(p.keys);
-    for (uint64_t i = tile_index(); i < p.count; i += tile_count()) {
+    const uint64_t count = p.count_at != nullptr ? min(*p.count_at, p.count) : p.count;
+    for (uint64_t i = tile_index(); i < count; i += tile_count()) {
         uint32_t removed = 0;  // on rank 0
         const K key = keys[i];
         if (p.skip != nullptr && p.skip[i] != 0) {

@@ -161,8 +161,10 @@ pub(crate) mod counter {
     pub(crate) const PENDING: usize = 2;
     /// Pairs of the place pass whose key an equal pair of the batch placed.
     pub(crate) const DUPLICATES: usize = 3;
+    /// The place pass's pairs handed out to blocks so far.
+    pub(crate) const CURSOR: usize = 4;
     /// Words of the counters buffer.
-    pub(crate) const WORDS: usize = 4;
+    pub(crate) const WORDS: usize = 5;
 }
 
 /// Lanes a block.
@@ -392,6 +394,9 @@ pub(crate) struct Remove<'a, K> {
     pub(crate) copies: u32,
     /// removed[i] = 1 where key i's slot was emptied, else 0.
     pub(crate) removed: Option<&'a mut DeviceBuffer<u8>>,
+    /// When given, word `.1` of counters `.0`, which an earlier kernel of the stream set:
+    /// the keys are then the first min(that counter, `count`), read on the device.
+    pub(crate) count_from: Option<(&'a DeviceBuffer<u64>, usize)>,
 }
 
 /// Queues the remove kernel.
@@ -408,12 +413,20 @@ pub(crate) fn remove<K: Key>(stream: &Stream, remove: Remove<'_, K>) -> Result<(
     let k = remove.keys.address(stream);
     let s = remove.skip.map(|b| b.address(stream));
     let r = remove.removed.map(|b| b.address_mut(stream));
+    let c = remove.count_from.map(|(counters, word)| {
+        check_counters(counters);
+        assert!(word < counter::WORDS);
+        (counters.address(stream), word)
+    });
     let params = GhCuckooRemoveParams {
         table: remove.table,
         keys: k.address as *const _,
         skip: const_ptr(s.as_ref()),
         removed_out: mut_ptr(r.as_ref()),
         count: count as u64,
+        count_at: c.as_ref().map_or(std::ptr::null(), |(counters, word)| {
+            counter_ptr(counters, *word).cast_const()
+        }),
         copies: remove.copies,
         pad: 0,
     };

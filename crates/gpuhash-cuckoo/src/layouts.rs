@@ -443,12 +443,13 @@ pub struct GhCuckooRemoveParams {
     pub skip: *const u8,
     pub removed_out: *mut u8,
     pub count: u64,
+    pub count_at: *const u64,
     pub copies: u32,
     pub pad: u32,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of GhCuckooRemoveParams"][::core::mem::size_of::<GhCuckooRemoveParams>() - 584usize];
+    ["Size of GhCuckooRemoveParams"][::core::mem::size_of::<GhCuckooRemoveParams>() - 592usize];
     ["Alignment of GhCuckooRemoveParams"][::core::mem::align_of::<GhCuckooRemoveParams>() - 8usize];
     ["Offset of field: GhCuckooRemoveParams::table"]
         [::core::mem::offset_of!(GhCuckooRemoveParams, table) - 0usize];
@@ -460,10 +461,12 @@ const _: () = {
         [::core::mem::offset_of!(GhCuckooRemoveParams, removed_out) - 560usize];
     ["Offset of field: GhCuckooRemoveParams::count"]
         [::core::mem::offset_of!(GhCuckooRemoveParams, count) - 568usize];
+    ["Offset of field: GhCuckooRemoveParams::count_at"]
+        [::core::mem::offset_of!(GhCuckooRemoveParams, count_at) - 576usize];
     ["Offset of field: GhCuckooRemoveParams::copies"]
-        [::core::mem::offset_of!(GhCuckooRemoveParams, copies) - 576usize];
+        [::core::mem::offset_of!(GhCuckooRemoveParams, copies) - 584usize];
     ["Offset of field: GhCuckooRemoveParams::pad"]
-        [::core::mem::offset_of!(GhCuckooRemoveParams, pad) - 580usize];
+        [::core::mem::offset_of!(GhCuckooRemoveParams, pad) - 588usize];
 };
 impl Default for GhCuckooRemoveParams {
     fn default() -> Self {

@@ -30,6 +30,7 @@ use gpuhash_core::table::{Key, Value};
 use gpuhash_core::{Device, DeviceAddress, DeviceBuffer, Error, Stream};
 use parking_lot::{Mutex, RwLock, RwLockReadGuard};
 
+use crate::launch::counter;
 use crate::layouts::{
     GH_CUCKOO_MAX_SUBTABLES, GH_CUCKOO_MAX_VALUE_WORDS, GhCuckooHome, GhCuckooTable,
 };
@@ -435,12 +436,23 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
     /// Reads the subtable counts and the side slot's flag into the mirror; waits for
     /// `stream`.
     fn refresh(&self, stream: &Stream) -> Result<()> {
+        self.refresh_reading(stream, None).map(drop)
+    }
+
+    /// [`refresh`](Self::refresh), reading a batch's `counters` (indexed by the names in
+    /// [`counter`]; zeros without them) in the same wait.
+    fn refresh_reading(
+        &self,
+        stream: &Stream,
+        counters: Option<&DeviceBuffer<u64>>,
+    ) -> Result<[u64; counter::WORDS]> {
         let subtables = self.options.subtables;
         let pool = stream.device().pinned_pool();
         let mut counts = pool.take::<u64>(subtables)?;
         let mut side = pool.take::<u32>(1)?;
+        let mut batch = pool.take::<u64>(counter::WORDS)?;
         {
-            // Both copies queued before either is read: one wait.
+            // Every copy queued before any is read: one wait.
             let shared = self.shared.read();
             shared
                 .counts
@@ -448,6 +460,9 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
             shared
                 .side
                 .copy_to_pinned_range_async(stream, 0..1, &mut side, 0)?;
+            if let Some(counters) = counters {
+                counters.copy_to_pinned_range_async(stream, 0..counter::WORDS, &mut batch, 0)?;
+            }
         }
         // Reading a pinned buffer waits for the copies into it.
         let side_present = side[0] != 0;
@@ -455,7 +470,11 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
         m.counts = counts[..subtables].to_vec();
         m.side_present = side_present;
         m.uncounted_removes = false;
-        Ok(())
+        let mut read = [0; counter::WORDS];
+        if counters.is_some() {
+            read.copy_from_slice(&batch[..counter::WORDS]);
+        }
+        Ok(read)
     }
 
     /// Overwrites the side slot's words (its lock word cleared).

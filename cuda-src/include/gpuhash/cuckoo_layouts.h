@@ -270,6 +270,10 @@ typedef struct GhCuckooRemoveParams {
     const uint8_t *skip;
     uint8_t *removed_out;
     uint64_t count;
+    /* When not null, the keys are the first min(*count_at, count) only: the
+     * eviction log's length, which the insert kernel just counted, read on the
+     * device so that the host need not wait for it. */
+    const uint64_t *count_at;
     uint32_t copies;
     uint32_t pad;
 } GhCuckooRemoveParams;

@@ -147,10 +147,9 @@ pub(crate) struct Place<'a, K, V> {
     /// The pairs left pending, for the insert kernel.
     pub(crate) pending_keys: &'a mut DeviceBuffer<K>,
     pub(crate) pending_values: &'a mut DeviceBuffer<V>,
-    /// Gains [`counter::PENDING`] and [`counter::DUPLICATES`].
+    /// Gains [`counter::PENDING`] and [`counter::DUPLICATES`]; [`counter::CURSOR`], zero
+    /// before, hands out the batch's chunks to blocks.
     pub(crate) counters: &'a mut DeviceBuffer<u64>,
-    /// One word, zeroed: the next chunk of the batch a block takes.
-    pub(crate) cursor: &'a mut DeviceBuffer<u64>,
     /// The pairs, from the first, that read their home quarter before their home half.
     pub(crate) quarter_until: u64,
 }
@@ -159,7 +158,7 @@ pub(crate) struct Place<'a, K, V> {
 ///
 /// # Safety
 /// Sound when `place.table` describes live arrays (held until the launch is queued) that
-/// no other batch writes meanwhile, and `cursor` is zeroed. Inputs, status and the
+/// no other batch writes meanwhile, and the cursor counter is zero. Inputs, status and the
 /// pending lists hold `count` entries (asserted), each input adding at most one pending
 /// pair.
 pub(crate) fn place<K: Key, V: bytemuck::Pod>(
@@ -175,7 +174,6 @@ pub(crate) fn place<K: Key, V: bytemuck::Pod>(
             && place.pending_values.len() >= count
     );
     check_counters(place.counters);
-    assert!(!place.cursor.is_empty());
     let k = place.keys.address(stream);
     let v = place.values.address(stream);
     let s = place.skip.map(|b| b.address(stream));
@@ -183,7 +181,6 @@ pub(crate) fn place<K: Key, V: bytemuck::Pod>(
     let pending_keys = place.pending_keys.address_mut(stream);
     let pending_values = place.pending_values.address_mut(stream);
     let counters = place.counters.address_mut(stream);
-    let c = place.cursor.address_mut(stream);
     let params = GhCuckooPlaceParams {
         table: place.table,
         home: place.home,
@@ -195,7 +192,7 @@ pub(crate) fn place<K: Key, V: bytemuck::Pod>(
         pending_values: pending_values.address as *mut u32,
         pending: counter_ptr(&counters, counter::PENDING),
         duplicates: counter_ptr(&counters, counter::DUPLICATES),
-        cursor: c.address as *mut u64,
+        cursor: counter_ptr(&counters, counter::CURSOR),
         count: count as u64,
         quarter_until: place.quarter_until,
     };

@@ -11,6 +11,7 @@ use gpuhash_core::table::{ErrorKind, Key, TableError as _, Value};
 use gpuhash_core::{DeviceBuffer, Stream};
 
 use super::CuckooTable;
+use super::SIDE_HEADER;
 use super::scratch::{Input, Scratch};
 use crate::launch::{self, counter, lane_shape};
 use crate::layouts::{
@@ -75,7 +76,10 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
         values: &DeviceBuffer<V>,
     ) -> Result<()> {
         let n = keys.len();
-        let len_before = self.mirror.lock().len();
+        let (len_before, side_before) = {
+            let m = self.mirror.lock();
+            (m.len(), m.side_present)
+        };
         // Everything the batch needs is allocated before anything changes.
         let mut scratch = match self.scratch.lock().take() {
             Some(cached) if cached.log.len() >= n => cached,
@@ -96,12 +100,12 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
             sorted = Some((sorted_keys, sorted_values));
         }
         let (keys, values) = sorted.as_ref().map_or((keys, values), |(k, v)| (k, v));
-        scratch.reset(stream)?;
         let mut found = None;
         let mut old_values = None;
         let mut existing = 0u64;
         if len_before > 0 {
             // Pass 1: which keys are held already, and their values (for undoing).
+            scratch.reset(stream)?;
             let mut f = DeviceBuffer::<u8>::zeroed(stream, n)?;
             let mut old = DeviceBuffer::<V>::zeroed(stream, n)?;
             self.find(
@@ -115,10 +119,13 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
             found = Some(f);
             old_values = Some(old);
         }
-        // Saved on the stream, between batches: its lock word is clear.
-        scratch
-            .side_before
-            .copy_from(stream, &self.shared.read().side)?;
+        if side_before {
+            // Saved on the stream, between batches: its lock word is clear. (An empty side
+            // slot is restored from the host.)
+            scratch
+                .side_before
+                .copy_from(stream, &self.shared.read().side)?;
+        }
         // Grow before changing anything, so that running out of memory here leaves the
         // table as it was.
         self.grow_for(stream, len_before + (n as u64 - existing))?;
@@ -145,6 +152,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
                     keys,
                     found.as_ref(),
                     old_values.as_ref(),
+                    side_before,
                     &mut scratch,
                 )?;
                 return Err(e);
@@ -154,7 +162,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
                 return Err(e);
             }
         }
-        self.refresh(stream)?;
+        // The counts are fresh: settle read them after the batch's last change to them.
         if sorted.is_some() {
             scratch.sorted = sorted;
         }
@@ -311,36 +319,40 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
         let mut retried = 0usize;
         let mut duplicates = None;
         for round in 0..MAX_ROUNDS {
-            let counters = scratch.counters(stream)?;
-            let duplicates = *duplicates.get_or_insert(counters[counter::DUPLICATES]);
-            let (logged, failed) = (counters[counter::LOGGED], counters[counter::FAILED]);
-            let failed = failed as usize;
             if dedup {
                 // A key of this batch that was swapped out may rest in two subtables now:
-                // every swapped-out key is checked (all new keys if the log overflowed).
-                let log_len = (logged as usize).min(scratch.log.len());
-                self.remove_launch(stream, &scratch.log, log_len, None, DUPLICATES, None)?;
-                if logged as usize > scratch.log.len()
-                    && let Some(input) = original
-                {
-                    self.remove_launch(
-                        stream,
-                        input.keys,
-                        input.count,
-                        input.skip,
-                        DUPLICATES,
-                        None,
-                    )?;
-                }
+                // every key the log holds is checked, as many as the insert kernel logged
+                // (read on the device: the host waits once a round, below).
+                self.remove_logged(stream, scratch)?;
                 if round > 0 {
                     let retried_keys = &scratch.failed_keys[1 - current];
                     self.remove_launch(stream, retried_keys, retried, None, DUPLICATES, None)?;
                 }
             }
+            // The counters, and the table's counts after the clean-up, in one wait.
+            let counters = self.refresh_reading(stream, Some(&scratch.counters))?;
+            let duplicates = *duplicates.get_or_insert(counters[counter::DUPLICATES]);
+            let (logged, failed) = (counters[counter::LOGGED], counters[counter::FAILED]);
+            let failed = failed as usize;
+            if dedup
+                && logged as usize > scratch.log.len()
+                && let Some(input) = original
+            {
+                // The log overflowed: every new key of the batch is checked.
+                self.remove_launch(
+                    stream,
+                    input.keys,
+                    input.count,
+                    input.skip,
+                    DUPLICATES,
+                    None,
+                )?;
+                self.refresh(stream)?;
+            }
             if failed == 0 {
                 return Ok(duplicates);
             }
-            if grow && !self.retry_in_place(stream, round, failed)? {
+            if grow && !self.retries_in_place(round, failed) {
                 let buckets = self.subtable_buckets();
                 let resize = if self.options.rehash_all {
                     Resize::UpAll
@@ -367,28 +379,43 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
     }
 
     /// Whether the homeless pairs of settle's round `round` (`failed` of them) are retried
-    /// as the table is ([`policy::retries_in_place`]). Reads the counts (waits for
-    /// `stream`).
-    fn retry_in_place(&self, stream: &Stream, round: usize, failed: usize) -> Result<bool> {
-        self.refresh(stream)?;
+    /// as the table is ([`policy::retries_in_place`]), by the counts settle just read.
+    fn retries_in_place(&self, round: usize, failed: usize) -> bool {
         let len = self.mirror.lock().len() + failed as u64;
-        Ok(policy::retries_in_place(
-            round,
-            len,
-            self.options.beta,
-            self.capacity() as u64,
-        ))
+        policy::retries_in_place(round, len, self.options.beta, self.capacity() as u64)
+    }
+
+    /// The remove kernel on the eviction log, which it reads the length of on the device,
+    /// removing every copy of each logged key but the first.
+    fn remove_logged(&self, stream: &Stream, scratch: &Scratch<K, V>) -> Result<()> {
+        let view = self.view();
+        let mut guards = Vec::new();
+        let table = self.describe(&view, stream, &mut guards);
+        launch::remove(
+            stream,
+            launch::Remove {
+                table,
+                keys: &scratch.log,
+                count: scratch.log.len(),
+                skip: None,
+                copies: GH_CUCKOO_REMOVE_DUPLICATES,
+                removed: None,
+                count_from: Some((&scratch.counters, counter::LOGGED)),
+            },
+        )
     }
 
     /// Undoes an insert batch that ran out of memory half way: removes the keys it added,
-    /// restores the values it replaced and the side slot, and puts back the old pairs that
-    /// were swapped out and left homeless.
+    /// restores the values it replaced and the side slot (saved in the scratch space when
+    /// `side_before`, else empty), and puts back the old pairs that were swapped out and
+    /// left homeless.
     fn undo_insert(
         &self,
         stream: &Stream,
         keys: &DeviceBuffer<K>,
         found: Option<&DeviceBuffer<u8>>,
         old_values: Option<&DeviceBuffer<V>>,
+        side_before: bool,
         scratch: &mut Scratch<K, V>,
     ) -> Result<()> {
         stream.synchronize()?;
@@ -445,10 +472,14 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
         if let (Some(found), Some(old)) = (found, old_values) {
             self.update(stream, keys, old, found, FOUND)?;
         }
-        self.shared
-            .write()
-            .side
-            .copy_from(stream, &scratch.side_before)?;
+        if side_before {
+            self.shared
+                .write()
+                .side
+                .copy_from(stream, &scratch.side_before)?;
+        } else {
+            self.write_side(stream, &mut vec![0; SIDE_HEADER + Self::WORDS])?;
+        }
         self.refresh(stream)
     }
 
@@ -486,7 +517,6 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
         input: &Input<'_, K, V>,
         scratch: &mut Scratch<K, V>,
     ) -> Result<()> {
-        let mut cursor = DeviceBuffer::<u64>::zeroed(stream, 1)?;
         let quarter_until = policy::home_quarter_pairs(&self.insert_shape(stream, input.count));
         // The addresses borrow the scratch space until the launch is queued.
         {
@@ -507,7 +537,6 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
                     pending_keys: &mut scratch.failed_keys[1],
                     pending_values: &mut scratch.failed_values[1],
                     counters: &mut scratch.counters,
-                    cursor: &mut cursor,
                     quarter_until,
                 },
             )?;

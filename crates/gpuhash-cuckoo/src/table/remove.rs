@@ -35,6 +35,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
                 skip,
                 copies,
                 removed,
+                count_from: None,
             },
         )
     }
