@@ -5,9 +5,11 @@
 //! for the writer's and every reader's, and work on one of those streams needs nothing
 //! (a stream runs in order). Waiting means recording one event on the other stream and
 //! making this one wait for it, at the first use that needs it. Taking an address on a
-//! stream already in order is then a lock and a compare, where recording and waiting
-//! for events at every use cost the host a microsecond or two an address, which a small
-//! batch's launches, each passing a dozen buffers, add up.
+//! stream already in order is then a lock and a compare, and copies and fills are one
+//! driver call each, where recording and waiting for events at every use (as cudarc does
+//! for its allocations unless told not to; `Device` tells it not to) cost the host a
+//! microsecond or two an address, which a small batch's launches, each passing a dozen
+//! buffers, add up.
 
 use std::marker::PhantomData;
 use std::sync::Arc;

@@ -83,6 +83,12 @@ impl Device {
             return Err(Error::NoDevice { ordinal, count });
         }
         let context = CudaContext::new(ordinal)?;
+        // SAFETY: every allocation the library makes on this context is a DeviceBuffer,
+        // which orders its uses across streams and its free itself (buffer.rs); cudarc's
+        // own events, recorded and waited for at every use, would only add driver calls.
+        // Code that makes cudarc allocations through `Stream::cuda_stream` orders them
+        // itself, as that method says.
+        unsafe { context.disable_event_tracking() };
         let properties = read_properties(&context)?;
         Ok(Self {
             inner: Arc::new(DeviceInner {

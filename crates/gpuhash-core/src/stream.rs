@@ -39,7 +39,9 @@ impl Stream {
         Ok(self.inner.wait(event)?)
     }
 
-    /// The cudarc stream, for code that calls cudarc directly.
+    /// The cudarc stream, for code that calls cudarc directly. The device's context keeps
+    /// no cudarc events: a cudarc allocation used on several streams must be ordered by
+    /// its user (gpuhash's own buffers order themselves).
     pub fn cuda_stream(&self) -> &Arc<CudaStream> {
         &self.inner
     }
