@@ -52,7 +52,7 @@ impl Uses {
         stream: &Arc<CudaStream>,
         other: &Arc<CudaStream>,
     ) -> std::result::Result<(), DriverError> {
-        if Arc::ptr_eq(stream, other) {
+        if Arc::ptr_eq(stream, other) || is_idle(other)? {
             return Ok(());
         }
         let event = match event {
@@ -85,6 +85,19 @@ impl Uses {
         self.writer = stream.clone();
         Ok(())
     }
+}
+
+/// Whether every piece of work queued on `stream` so far has finished: then work queued
+/// on another stream from now on needs no waiting for it. (After a table's host call
+/// waited for its stream, as most do, the next batch's stream finds it idle and skips an
+/// event record and wait a buffer.)
+fn is_idle(stream: &Arc<CudaStream>) -> std::result::Result<bool, DriverError> {
+    stream.context().bind_to_thread()?;
+    // SAFETY: the stream is live (held by the Arc) and of the context just made current;
+    // the query only reads its state.
+    let status = unsafe { cudarc::driver::sys::cuStreamQuery(stream.cu_stream()) };
+    // Not ready, or an error of earlier work, which the wait then reports: not idle.
+    Ok(status == cudarc::driver::sys::cudaError_enum::CUDA_SUCCESS)
 }
 
 /// A raw device address of a buffer, ordered after the buffer's earlier work on other

@@ -38,14 +38,21 @@ impl Order {
         Ok(())
     }
 
-    /// After a reading batch queued its work on `stream`.
+    /// After a reading batch queued its work on `stream`. An event known to be complete
+    /// is recorded again (a wait takes an event as last recorded when it is queued), which
+    /// spares creating and destroying one a batch.
     pub(super) fn after_read(&self, stream: &Stream) -> Result<()> {
-        let read = stream
-            .cuda_stream()
-            .record_event(None)
-            .map_err(Error::from)?;
         let mut events = self.events.lock();
-        events.reads.retain(|e| !e.is_complete());
+        let done = events.reads.iter().position(CudaEvent::is_complete);
+        let read = match done {
+            Some(at) => {
+                let event = events.reads.swap_remove(at);
+                events.reads.retain(|e| !e.is_complete());
+                event
+            }
+            None => stream.cuda_stream().context().new_event(None).map_err(Error::from)?,
+        };
+        read.record(stream.cuda_stream()).map_err(Error::from)?;
         events.reads.push(read);
         Ok(())
     }
@@ -62,13 +69,17 @@ impl Order {
         Ok(())
     }
 
-    /// After a writing batch queued its work on `stream`, whether or not it succeeded.
+    /// After a writing batch queued its work on `stream`, whether or not it succeeded. The
+    /// last writer's event is recorded again (waits already queued keep the work they
+    /// were queued for).
     pub(super) fn after_write(&self, stream: &Stream) -> Result<()> {
-        let write = stream
-            .cuda_stream()
-            .record_event(None)
-            .map_err(Error::from)?;
-        self.events.lock().last_write = Some(write);
-        Ok(())
+        let mut events = self.events.lock();
+        let write = match events.last_write.take() {
+            Some(event) => event,
+            None => stream.cuda_stream().context().new_event(None).map_err(Error::from)?,
+        };
+        let recorded = write.record(stream.cuda_stream()).map_err(Error::from);
+        events.last_write = Some(write);
+        Ok(recorded?)
     }
 }
