@@ -385,26 +385,6 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
         policy::retries_in_place(round, len, self.options.beta, self.capacity() as u64)
     }
 
-    /// The remove kernel on the eviction log, which it reads the length of on the device,
-    /// removing every copy of each logged key but the first.
-    fn remove_logged(&self, stream: &Stream, scratch: &Scratch<K, V>) -> Result<()> {
-        let view = self.view();
-        let mut guards = Vec::new();
-        let table = self.describe(&view, stream, &mut guards);
-        launch::remove(
-            stream,
-            launch::Remove {
-                table,
-                keys: &scratch.log,
-                count: scratch.log.len(),
-                skip: None,
-                copies: GH_CUCKOO_REMOVE_DUPLICATES,
-                removed: None,
-                count_from: Some((&scratch.counters, counter::LOGGED)),
-            },
-        )
-    }
-
     /// Undoes an insert batch that ran out of memory half way: removes the keys it added,
     /// restores the values it replaced and the side slot (saved in the scratch space when
     /// `side_before`, else empty), and puts back the old pairs that were swapped out and

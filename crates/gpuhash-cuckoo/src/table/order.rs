@@ -50,7 +50,11 @@ impl Order {
                 events.reads.retain(|e| !e.is_complete());
                 event
             }
-            None => stream.cuda_stream().context().new_event(None).map_err(Error::from)?,
+            None => stream
+                .cuda_stream()
+                .context()
+                .new_event(None)
+                .map_err(Error::from)?,
         };
         read.record(stream.cuda_stream()).map_err(Error::from)?;
         events.reads.push(read);
@@ -76,7 +80,11 @@ impl Order {
         let mut events = self.events.lock();
         let write = match events.last_write.take() {
             Some(event) => event,
-            None => stream.cuda_stream().context().new_event(None).map_err(Error::from)?,
+            None => stream
+                .cuda_stream()
+                .context()
+                .new_event(None)
+                .map_err(Error::from)?,
         };
         let recorded = write.record(stream.cuda_stream()).map_err(Error::from);
         events.last_write = Some(write);

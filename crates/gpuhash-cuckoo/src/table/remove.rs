@@ -3,7 +3,10 @@
 use gpuhash_core::table::{Key, Value};
 use gpuhash_core::{DeviceBuffer, Stream};
 
+use super::scratch::Scratch;
 use super::{CuckooTable, SIDE_HEADER};
+use crate::launch::counter;
+use crate::layouts::{GH_CUCKOO_REMOVE_DUPLICATES, GhCuckooTable};
 use crate::{Result, launch};
 
 impl<K: Key, V: Value> CuckooTable<K, V> {
@@ -23,21 +26,41 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
         if count == 0 {
             return Ok(());
         }
+        self.queue_remove(stream, |table| launch::Remove {
+            table,
+            keys,
+            count,
+            skip,
+            copies,
+            removed,
+            count_from: None,
+        })
+    }
+
+    /// The remove kernel on a batch's eviction log, as many keys as the insert kernel
+    /// logged (read on the device), removing every copy of each but the first.
+    pub(super) fn remove_logged(&self, stream: &Stream, scratch: &Scratch<K, V>) -> Result<()> {
+        self.queue_remove(stream, |table| launch::Remove {
+            table,
+            keys: &scratch.log,
+            count: scratch.log.len(),
+            skip: None,
+            copies: GH_CUCKOO_REMOVE_DUPLICATES,
+            removed: None,
+            count_from: Some((&scratch.counters, counter::LOGGED)),
+        })
+    }
+
+    /// Queues the remove kernel on the table as it is, the rest of the launch from `remove`.
+    fn queue_remove<'a>(
+        &self,
+        stream: &Stream,
+        remove: impl FnOnce(GhCuckooTable) -> launch::Remove<'a, K>,
+    ) -> Result<()> {
         let view = self.view();
         let mut guards = Vec::new();
         let table = self.describe(&view, stream, &mut guards);
-        launch::remove(
-            stream,
-            launch::Remove {
-                table,
-                keys,
-                count,
-                skip,
-                copies,
-                removed,
-                count_from: None,
-            },
-        )
+        launch::remove(stream, remove(table))
     }
 
     /// Under the gate's write lock: empties every subtable and the side slot, then shrinks
