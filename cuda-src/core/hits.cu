@@ -3,6 +3,7 @@
 #include <stdint.h>
 
 #include "gpuhash/core_layouts.h"
+#include "gpuhash/warp.cuh"
 
 // One atomic a warp: the warp's hits take consecutive places from the running total.
 extern "C" __global__ void gh_hits(GhHitsParams p) {
@@ -13,19 +14,14 @@ extern "C" __global__ void gh_hits(GhHitsParams p) {
          warp_base += stride) {
         const uint64_t i = warp_base + lane;
         const bool hit = i < p.count && p.found[i] != 0;
-        const uint32_t hits = __ballot_sync(0xffffffffu, hit);
+        const uint32_t hits = __ballot_sync(gh::kFullWarp, hit);
         if (hits == 0) {
             continue;
         }
-        unsigned long long first = 0;
-        if (lane == 0) {
-            first = atomicAdd(p.hits, (unsigned long long)__popc(hits));
-        }
-        first = __shfl_sync(0xffffffffu, first, 0);
+        const uint64_t at = gh::group_reserve(p.hits, hits);
         if (!hit || p.hit_index == nullptr) {
             continue;
         }
-        const uint64_t at = first + __popc(hits & ((1u << lane) - 1u));
         if (at >= p.capacity) {
             continue;  // the host sized the outputs for every query: never taken
         }

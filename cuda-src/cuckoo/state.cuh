@@ -4,6 +4,7 @@
 #pragma once
 
 #include "cuckoo/bucket.cuh"
+#include "gpuhash/warp.cuh"
 
 namespace gh_cuckoo {
 
@@ -105,13 +106,10 @@ __device__ __forceinline__ void warp_add(uint64_t *counter, uint64_t n) {
 // one atomic a warp (lanes in lane order); other lanes get ~0. Every lane of the
 // warp calls it.
 __device__ __forceinline__ uint64_t warp_reserve(uint64_t *counter, bool wants) {
-    const uint32_t lanes = __ballot_sync(0xffffffffu, wants);
+    const uint32_t lanes = __ballot_sync(gh::kFullWarp, wants);
     if (lanes == 0) return ~0ull;
-    const uint32_t lane = threadIdx.x & 31u, leader = __ffs(lanes) - 1;
-    unsigned long long base = 0;
-    if (lane == leader) base = atomicAdd(reinterpret_cast<unsigned long long *>(counter), (unsigned long long)__popc(lanes));
-    base = __shfl_sync(0xffffffffu, base, (int)leader);
-    return wants ? base + __popc(lanes & ((1u << lane) - 1u)) : ~0ull;
+    const uint64_t at = gh::group_reserve(reinterpret_cast<unsigned long long *>(counter), lanes);
+    return wants ? at : ~0ull;
 }
 
 }  // namespace gh_cuckoo

@@ -5,6 +5,7 @@
 // free slot.
 #include "hyperspace/slots.cuh"
 
+using gh::group_reserve;
 using gh::kFullWarp;
 using gh::lane_id;
 using namespace gh::hs;
@@ -224,7 +225,6 @@ extern "C" __global__ void gh_hs_reclaim(GhHsCountParams p) {
 // Every live tuple: one warp a bucket; on each key node the live lanes take places
 // with one atomic and each writes its own tuple (lane c's word of every chain).
 extern "C" __global__ void gh_hs_export(GhHsExportParams p) {
-    const uint32_t lanes_below = (1u << lane_id()) - 1u;
     const uint32_t chains = chain_count(p.space);
     for_each_warp_item(p.space.bucket_count, [&](uint64_t bucket) {
         walk_bucket(p.space, (uint32_t)bucket, [&](SuperNode super_node, uint32_t word) {
@@ -233,14 +233,9 @@ extern "C" __global__ void gh_hs_export(GhHsExportParams p) {
             if (lanes == 0) {
                 return true;
             }
-            unsigned long long base = 0;
-            if (lane_id() == 0) {
-                base = atomicAdd(p.cursor, (unsigned long long)__popc(lanes));
-            }
-            base = __shfl_sync(kFullWarp, base, 0);
+            const uint64_t at = group_reserve(p.cursor, lanes);
             // Acquire: the fields were written before the key was published.
             __threadfence();
-            const uint64_t at = base + __popc(lanes & lanes_below);
             if (live && at < p.out.capacity) {
                 p.out.keys[at] = word;
                 for (uint32_t c = 1; c < chains; ++c) {

@@ -11,6 +11,7 @@
 // time, each walking its bucket.
 #include "hyperspace/slots.cuh"
 
+using gh::group_reserve;
 using gh::kFullWarp;
 using gh::lane_id;
 using namespace gh::hs;
@@ -113,7 +114,6 @@ __device__ void serve_subtasks(const GhHsSearchParams &p, uint64_t s, bool activ
     // Chains a matching slot needs: the key (validity) and the named fields; a write
     // pass needs every chain.
     const uint32_t chains = write ? 0xffffffffu : (p.field_mask | 1u);
-    const uint32_t lanes_below = (1u << lane_id()) - 1u;
     const bool mine = active;
     const uint32_t query = active ? p.subtask_query[s] : 0u;
     const uint32_t bucket = active ? p.subtask_bucket[s] : 0u;
@@ -158,12 +158,7 @@ __device__ void serve_subtasks(const GhHsSearchParams &p, uint64_t s, bool activ
                     continue;
                 }
                 const uint32_t q = __shfl_sync(kFullWarp, query, j);
-                unsigned long long base = 0;
-                if (lane_id() == 0) {
-                    base = atomicAdd(p.cursors + q, (unsigned long long)__popc(matches));
-                }
-                base = __shfl_sync(kFullWarp, base, 0);
-                const uint64_t k = base + __popc(matches & lanes_below);
+                const uint64_t k = group_reserve(p.cursors + q, matches);
                 // The bound on out's capacity holds of itself when the rows were laid out
                 // from the counts; a caller's buffer sized by a guess relies on it.
                 if (ok && k < p.limits[q] && p.offsets[q] + k < p.out.capacity) {

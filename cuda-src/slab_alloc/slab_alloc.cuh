@@ -10,12 +10,9 @@
 
 #include "gpuhash/hash.cuh"
 #include "gpuhash/slab_alloc_layouts.h"
+#include "gpuhash/warp.cuh"
 
 namespace gh {
-
-constexpr uint32_t kFullWarp = 0xffffffffu;
-
-__device__ __forceinline__ uint32_t lane_id() { return threadIdx.x & 31u; }
 
 // Position of the n-th (from 0) set bit of mask, which must have more than n set bits.
 // Five popcount steps: PTX's fns is emulated on sm_90 by a loop over the bits, which
