@@ -678,6 +678,68 @@ fn pinned_sub_ranges_copy_chunks_on_both_sides() {
     assert_eq!(small.to_host(&stream).unwrap(), expected);
 }
 
+/// The keys of `set` for indices `first..first + n`, on the host.
+fn workload_keys(set: KeySet, first: u32, n: usize) -> Vec<u32> {
+    workload::host_pairs(set, first, n as u32).0
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn device_buffers_order_their_uses_across_streams() {
+    let _memory = shared_memory();
+    let (device, a) = gpu();
+    let (b, c) = (device.new_stream().unwrap(), device.new_stream().unwrap());
+    // Large enough that a kernel on one stream is still running when the host queues the
+    // next use on another.
+    let n = 1usize << 24;
+    let hits = workload_keys(KeySet::Hits, 0, n);
+    let misses = workload_keys(KeySet::Misses, 0, n);
+    for round in 0..3 {
+        // A write on one stream, a read on another with no host wait between.
+        let mut keys = DeviceBuffer::<u32>::unfilled(&a, n).unwrap();
+        workload::generate(&a, KeySet::Hits, 0, &mut keys, None).unwrap();
+        assert!(
+            keys.to_host(&b).unwrap() == hits,
+            "round {round}: read after write"
+        );
+        // Reads on two streams, then a write on a third: the reads keep what they read.
+        workload::generate(&c, KeySet::Misses, 0, &mut keys, None).unwrap();
+        let mut seen_b = PinnedBuffer::<u32>::zeroed(&device, n).unwrap();
+        let mut seen_a = PinnedBuffer::<u32>::zeroed(&device, n).unwrap();
+        keys.copy_to_pinned_async(&b, &mut seen_b).unwrap();
+        keys.copy_to_pinned_async(&a, &mut seen_a).unwrap();
+        keys.fill_zero(&c).unwrap();
+        assert!(
+            seen_b[..] == misses[..],
+            "round {round}: a read overtaken by a write"
+        );
+        assert!(
+            seen_a[..] == misses[..],
+            "round {round}: a read overtaken by a write"
+        );
+        assert!(
+            keys.to_host(&b).unwrap().iter().all(|&k| k == 0),
+            "round {round}"
+        );
+        // A buffer dropped while another stream still reads it: its memory, which the
+        // stream it was allocated on may hand out again at once, is freed only after
+        // the read.
+        let mut last = PinnedBuffer::<u32>::zeroed(&device, n).unwrap();
+        {
+            let mut doomed = DeviceBuffer::<u32>::unfilled(&a, n).unwrap();
+            workload::generate(&b, KeySet::Hits, 0, &mut doomed, None).unwrap();
+            doomed.copy_to_pinned_async(&b, &mut last).unwrap();
+        }
+        let mut reused = DeviceBuffer::<u32>::unfilled(&a, n).unwrap();
+        workload::generate(&a, KeySet::Misses, 0, &mut reused, None).unwrap();
+        assert!(
+            last[..] == hits[..],
+            "round {round}: a buffer freed under a read"
+        );
+        assert!(reused.to_host(&a).unwrap() == misses, "round {round}");
+    }
+}
+
 #[test]
 #[ignore = "needs a CUDA device"]
 fn pinned_copies_on_two_streams_are_ordered_on_one_buffer() {

@@ -694,7 +694,11 @@ fn running_out_of_memory_half_way_through_a_batch_undoes_it() {
             vec![buckets; 3],
             "the first batch went in without growing"
         );
-        let (more, more_values) = workload::host_pairs(KeySet::Hits, held, capacity / 1000 * 495);
+        let (mut more, mut more_values) =
+            workload::host_pairs(KeySet::Hits, held, capacity / 1000 * 495);
+        // The reserved key too, whose side slot the table did not hold: the undo empties it.
+        more.push(u32::MAX);
+        more_values.push(7);
         // Room for the batch: uploads, the first pass's flags and old values (13 bytes a pair)
         // and 24 MB to spare, not for doubling a subtable as well (65 MB). The batch's copy
         // sorted by partition takes the place of the first batch's, which it frees first (and
