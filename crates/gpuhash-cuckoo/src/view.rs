@@ -100,6 +100,10 @@ pub const HEADERS: Headers = Headers(&[
         include_str!("../../../cuda-src/include/gpuhash/hash.cuh"),
     ),
     (
+        "gpuhash/warp.cuh",
+        include_str!("../../../cuda-src/include/gpuhash/warp.cuh"),
+    ),
+    (
         "cuckoo/bucket.cuh",
         include_str!("../../../cuda-src/cuckoo/bucket.cuh"),
     ),

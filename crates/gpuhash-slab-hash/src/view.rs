@@ -17,7 +17,8 @@
 //!   `gh_slab_find_u64` find a key from a single thread (no warp-wide call), walking its
 //!   bucket's slabs as the map's own lookups do, so they answer what
 //!   [`Map::get`](gpuhash_core::table::Map::get) answers; with the headers it includes
-//!   (the layouts, `slab_alloc/slab_alloc.cuh`) and a `stdint.h` for NVRTC.
+//!   (the layouts, `gpuhash/hash.cuh`, `gpuhash/warp.cuh`, `slab_alloc/slab_alloc.cuh`) and a
+//!   `stdint.h` for NVRTC.
 //! - The **compile**: `HEADERS.compile_ptx(&device, source)`
 //!   ([`Headers::compile_ptx`]) compiles a kernel source against them with NVRTC.
 //!
@@ -100,6 +101,10 @@ pub const HEADERS: Headers = Headers(&[
     (
         "gpuhash/hash.cuh",
         include_str!("../../../cuda-src/include/gpuhash/hash.cuh"),
+    ),
+    (
+        "gpuhash/warp.cuh",
+        include_str!("../../../cuda-src/include/gpuhash/warp.cuh"),
     ),
     (
         "slab_alloc/slab_alloc.cuh",
