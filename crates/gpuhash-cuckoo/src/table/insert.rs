@@ -102,12 +102,12 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
         let (keys, values) = sorted.as_ref().map_or((keys, values), |(k, v)| (k, v));
         let mut found = None;
         let mut old_values = None;
-        let mut existing = 0u64;
         if len_before > 0 {
-            // Pass 1: which keys are held already, and their values (for undoing).
+            // Pass 1: which keys are held already, and their values (for undoing). Every
+            // flag is written; a value only where its key is found, and read only there.
             scratch.reset(stream)?;
-            let mut f = DeviceBuffer::<u8>::zeroed(stream, n)?;
-            let mut old = DeviceBuffer::<V>::zeroed(stream, n)?;
+            let mut f = DeviceBuffer::<u8>::unfilled(stream, n)?;
+            let mut old = DeviceBuffer::<V>::unfilled(stream, n)?;
             self.find(
                 stream,
                 keys,
@@ -115,10 +115,18 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
                 Some(&mut old),
                 Some(&mut scratch.counters),
             )?;
-            existing = scratch.counters(stream)?[counter::HITS];
             found = Some(f);
             old_values = Some(old);
         }
+        // How many keys the table holds already matters only if the batch might not fit
+        // below beta without them: only then does the host wait to read it.
+        let all_new = len_before + n as u64;
+        let existing = match &found {
+            Some(_) if self.must_grow_for(all_new) => {
+                Some(scratch.counters(stream)?[counter::HITS])
+            }
+            _ => None,
+        };
         if side_before {
             // Saved on the stream, between batches: its lock word is clear. (An empty side
             // slot is restored from the host.)
@@ -128,11 +136,11 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
         }
         // Grow before changing anything, so that running out of memory here leaves the
         // table as it was.
-        self.grow_for(stream, len_before + (n as u64 - existing))?;
+        self.grow_for(stream, all_new - existing.unwrap_or(0))?;
         scratch.reset(stream)?;
 
         if let Some(f) = &found
-            && existing > 0
+            && existing != Some(0)
         {
             self.update(stream, keys, values, f, FOUND)?;
         }

@@ -15,14 +15,24 @@ use crate::{CuckooError, Result};
 impl<K: Key, V: Value> CuckooTable<K, V> {
     /// Upsizes (before a batch changes anything) until `len` pairs fit below beta.
     pub(super) fn grow_for(&self, stream: &Stream, len: u64) -> Result<()> {
+        while let Some(resize) = self.growth_for(len) {
+            self.resize(stream, resize)?;
+        }
+        Ok(())
+    }
+
+    /// Whether [`grow_for`](Self::grow_for) would upsize for `len` pairs.
+    pub(super) fn must_grow_for(&self, len: u64) -> bool {
+        self.growth_for(len).is_some()
+    }
+
+    /// The upsize that `len` pairs call for now, ignoring the lower fill bound.
+    fn growth_for(&self, len: u64) -> Option<Resize> {
         let bounds = Bounds {
             alpha: 0.0,
             ..self.bounds()
         };
-        while let Some(resize) = policy::next_resize(&self.subtable_buckets(), len, &bounds) {
-            self.resize(stream, resize)?;
-        }
-        Ok(())
+        policy::next_resize(&self.subtable_buckets(), len, &bounds)
     }
 
     /// Resizes until the fill factor is within bounds. Running out of memory for a resize
