@@ -192,9 +192,10 @@
 //! 1. A large batch is sorted by partition into the sorted copy; every later step works on
 //!    it. If the table holds pairs: a lookup of every key (which are held already, and their
 //!    values, kept for undoing the batch). Nothing changes yet.
-//! 2. Upsizes until the held pairs plus the new keys fit below `beta`. Running out of
-//!    memory here, or for the batch's scratch space or sorted copy, leaves the table as it
-//!    was.
+//! 2. Upsizes until the held pairs plus the new keys fit below `beta` (the count of keys
+//!    held already is read back only when the batch would not fit were every key new).
+//!    Running out of memory here, or for the batch's scratch space or sorted copy, leaves
+//!    the table as it was.
 //! 3. Held keys get their new value under their bucket's lock (of equal keys in the batch,
 //!    one whole value wins, unspecified which: [`DuplicateKeys::AnyCopy`]). New keys go in
 //!    lock-free where a bucket has room; the rest by voter coordination. A new pair starts

@@ -66,18 +66,18 @@ impl<K: Key, V: Value> Map for CuckooTable<K, V> {
     ///   (the pair counts, then the side slot's flag);
     /// - with `DuplicateKeys::LastCopy`: once, where the reduction to last copies reads how
     ///   many it keeps;
-    /// - when the table holds pairs: once after the lookup of the batch's keys, to read how
-    ///   many it holds already (which sizes the upsizes made before anything changes);
-    /// - once after the lock-free pass, to read how many pairs it left pending and how
-    ///   many duplicates it met;
-    /// - once after the evicting pass, to read how many pairs are homeless, and once more
-    ///   for each round that retries homeless pairs after an upsize;
-    /// - twice at the end, to read the new pair counts and the side slot's flag;
+    /// - when the table holds pairs and the batch might not fit below beta were every key
+    ///   new: once after the lookup of the batch's keys, to read how many it holds already
+    ///   (which sizes the upsizes made before anything changes);
+    /// - once at the end of the passes (the lock-free pass, the evicting pass and the
+    ///   clean-up of evicted copies, which read their counts on the device), to read the
+    ///   batch's counters with the new pair counts and the side slot's flag; once more for
+    ///   each round that retries homeless pairs after an upsize, and once more when the log
+    ///   of evicted keys overflowed;
     /// - in every resize, for its kernels and its counts: upsizes before the batch (to make
     ///   room below beta), resizes after it (to bring the fill factor within bounds).
     ///
-    /// So a batch that needs no resize waits four times into an empty table and five into
-    /// one that holds pairs: the waits of the blocking insert this form replaces.
+    /// So a batch that needs no resize and places every pair waits once.
     ///
     /// [`Error::LengthMismatch`](gpuhash_core::Error::LengthMismatch) when the buffers
     /// differ in length, and nothing changes.
