@@ -235,16 +235,7 @@ impl<T: Pod> DeviceBuffer<T> {
                 source.len, self.len
             )));
         }
-        if !source.is_empty() {
-            self.order.get_mut().write(&stream.inner)?;
-            source.order.lock().read(&stream.inner)?;
-            let start = offset * size_of::<T>();
-            let mut view = self.bytes.slice_mut(start..start + source.size_bytes());
-            stream
-                .inner
-                .memcpy_dtod(&source.bytes.slice(..source.size_bytes()), &mut view)?;
-        }
-        Ok(())
+        self.copy_range_from(stream, offset, source, 0..source.len)
     }
 
     /// Queues a copy of `source[range]` into this buffer from value `at` on; the values
