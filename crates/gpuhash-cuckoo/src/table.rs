@@ -450,7 +450,9 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
         let pool = stream.device().pinned_pool();
         let mut counts = pool.take::<u64>(subtables)?;
         let mut side = pool.take::<u32>(1)?;
-        let mut batch = pool.take::<u64>(counter::WORDS)?;
+        let mut batch = counters
+            .map(|_| pool.take::<u64>(counter::WORDS))
+            .transpose()?;
         {
             // Every copy queued before any is read: one wait.
             let shared = self.shared.read();
@@ -460,8 +462,8 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
             shared
                 .side
                 .copy_to_pinned_range_async(stream, 0..1, &mut side, 0)?;
-            if let Some(counters) = counters {
-                counters.copy_to_pinned_range_async(stream, 0..counter::WORDS, &mut batch, 0)?;
+            if let (Some(counters), Some(batch)) = (counters, batch.as_mut()) {
+                counters.copy_to_pinned_range_async(stream, 0..counter::WORDS, batch, 0)?;
             }
         }
         // Reading a pinned buffer waits for the copies into it.
@@ -471,7 +473,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
         m.side_present = side_present;
         m.uncounted_removes = false;
         let mut read = [0; counter::WORDS];
-        if counters.is_some() {
+        if let Some(batch) = &batch {
             read.copy_from_slice(&batch[..counter::WORDS]);
         }
         Ok(read)
