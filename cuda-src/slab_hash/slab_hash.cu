@@ -131,9 +131,56 @@ __device__ void export_buckets(const GhSlabBucketsParams &p) {
     });
 }
 
+// The spots (entry indices) of a slab whose first word lies in quarter q.
+template <typename Shape>
+__device__ __forceinline__ uint32_t quarter_spots(uint32_t q) {
+    constexpr uint32_t kPerQuarter = gh::kQuarterWords / Shape::kEntryWords;
+    constexpr uint32_t kSpots = (1u << Shape::kEntries) - 1u;
+    return (((1u << kPerQuarter) - 1u) << (q * kPerQuarter)) & kSpots;
+}
+
+// Puts the entries of a head slab that holds its whole list, compacted to its front, where
+// inserts one after another would have: each in the first empty spot of its home quarter,
+// else the first empty spot of the slab (see gh::home_quarter). Runs alone, as a flush.
+template <typename Shape>
+__device__ void rehome(uint32_t *head) {
+    constexpr uint32_t kWords = Shape::kEntryWords;
+    const uint32_t lane = lane_id();
+    __syncwarp();
+    const uint32_t word = gh::read_slab(head);
+    const uint64_t here = gh::join_words<Shape::kKeyWords>(word);
+    const uint32_t live = __ballot_sync(kFullWarp, is_live<Shape>(here));
+    const uint32_t quarter = gh::home_quarter<Shape>(here);
+    uint32_t taken = 0;  // spots given out so far (the same on every lane)
+    uint32_t target = 0;  // on an entry's key lane: its new spot
+    for (uint32_t left = live; left != 0; left &= left - 1) {
+        const uint32_t from = __ffs(left) - 1;
+        const uint32_t in_home = quarter_spots<Shape>(__shfl_sync(kFullWarp, quarter, from)) & ~taken;
+        const uint32_t anywhere = ((1u << Shape::kEntries) - 1u) & ~taken;
+        const uint32_t spot = __ffs(in_home != 0 ? in_home : anywhere) - 1;
+        taken |= 1u << spot;
+        if (lane == from) {
+            target = spot;
+        }
+    }
+    // Every word of an entry moves with its key.
+    const uint32_t key_lane = lane - lane % kWords;
+    const uint32_t to = __shfl_sync(kFullWarp, target, key_lane);
+    const bool entry_word = lane < Shape::kEntries * kWords;
+    if (entry_word) {
+        head[lane] = GH_EMPTY_KEY;
+    }
+    __syncwarp();
+    if (entry_word && ((live >> key_lane) & 1)) {
+        head[to * kWords + lane % kWords] = word;
+    }
+    __syncwarp();
+}
+
 // Moves a bucket's live entries to the front of its list, in order, marks the rest empty
-// and returns the slabs left empty to the allocator. Runs alone: no other kernel may use
-// the table meanwhile.
+// and returns the slabs left empty to the allocator; a list left in its head slab alone
+// then has its entries homed again (rehome). Runs alone: no other kernel may use the table
+// meanwhile.
 template <typename Shape>
 __device__ void flush_buckets(const GhSlabBucketsParams &p) {
     constexpr uint32_t kEntries = Shape::kEntries;
@@ -141,7 +188,8 @@ __device__ void flush_buckets(const GhSlabBucketsParams &p) {
     const uint32_t lane = lane_id();
     const uint32_t lanes_below = (1u << lane) - 1u;
     for_each_bucket(p.table, [&](uint32_t bucket) {
-        uint32_t *write_slab = gh::head_slab(p.table, bucket);
+        uint32_t *const head = gh::head_slab(p.table, bucket);
+        uint32_t *write_slab = head;
         uint32_t *before_write = nullptr;  // the slab whose next is write_slab
         uint32_t written = 0;              // entries already in write_slab
         for (uint32_t *read = write_slab; read != nullptr;) {
@@ -184,6 +232,9 @@ __device__ void flush_buckets(const GhSlabBucketsParams &p) {
             write_slab[lane] = GH_EMPTY_KEY;
         }
         gh::release_after(p.table.alloc, last);
+        if (Shape::kHomed && last == head) {
+            rehome<Shape>(head);
+        }
     });
 }
 

@@ -136,8 +136,9 @@ pub(crate) struct OpsBuffers<'a, K, V> {
     pub status: Option<&'a mut DeviceBuffer<u8>>,
     /// Serve every element; else only those whose status is PENDING.
     pub answer_all: bool,
-    /// Bulk inserts read each slab's first half before the whole.
-    pub half_first: bool,
+    /// How bulk batches read slabs: one of the `GH_SLAB_READ_*` ways (chosen by the
+    /// table's plan for the batch).
+    pub reads: u32,
 }
 
 /// One pass of operations over the table.
@@ -197,7 +198,7 @@ fn ops_deferring<K: Pod, V: Pod>(
         count: count as u64,
         uniform_op: buffers.uniform_op,
         answer_all: u32::from(buffers.answer_all),
-        half_first: u32::from(buffers.half_first),
+        reads: buffers.reads,
         walk_slabs: walk_slabs.unwrap_or(0),
     };
     let kernels = kernels(shape)?;

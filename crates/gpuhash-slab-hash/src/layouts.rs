@@ -38,6 +38,10 @@ pub const GH_STATUS_DONE: u32 = 1;
 pub const GH_STATUS_PENDING: u32 = 2;
 pub const GH_STATUS_NO_SLAB: u32 = 3;
 pub const GH_STATUS_DEFERRED: u32 = 4;
+pub const GH_SLAB_READ_WHOLE: u32 = 0;
+pub const GH_SLAB_READ_HALF: u32 = 1;
+pub const GH_SLAB_READ_HOME: u32 = 2;
+pub const GH_SLAB_READ_THREADS: u32 = 3;
 pub const GH_SLAB_RUN_COUNTERS: u32 = 2;
 pub const GH_SLAB_CHUNK_BUCKETS: u32 = 32;
 #[repr(C)]
@@ -109,7 +113,7 @@ pub struct GhSlabOpsParams {
     pub count: u64,
     pub uniform_op: u32,
     pub answer_all: u32,
-    pub half_first: u32,
+    pub reads: u32,
     pub walk_slabs: u32,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
@@ -136,8 +140,8 @@ const _: () = {
         [::core::mem::offset_of!(GhSlabOpsParams, uniform_op) - 136usize];
     ["Offset of field: GhSlabOpsParams::answer_all"]
         [::core::mem::offset_of!(GhSlabOpsParams, answer_all) - 140usize];
-    ["Offset of field: GhSlabOpsParams::half_first"]
-        [::core::mem::offset_of!(GhSlabOpsParams, half_first) - 144usize];
+    ["Offset of field: GhSlabOpsParams::reads"]
+        [::core::mem::offset_of!(GhSlabOpsParams, reads) - 144usize];
     ["Offset of field: GhSlabOpsParams::walk_slabs"]
         [::core::mem::offset_of!(GhSlabOpsParams, walk_slabs) - 148usize];
 };

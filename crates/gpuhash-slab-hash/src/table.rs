@@ -19,7 +19,8 @@ use parking_lot::RwLock;
 use crate::launch::{self, OpsBuffers};
 use crate::layouts::{
     GH_EMPTY_KEY, GH_OP_INSERT, GH_OP_INSERT_OR_FIND, GH_OP_REMOVE, GH_OP_UPSERT_ADD,
-    GH_OP_UPSERT_MAX, GH_OP_UPSERT_MIN, GH_RESERVED_BUCKETS, GH_STATUS_PENDING, GhSlabTable,
+    GH_OP_UPSERT_MAX, GH_OP_UPSERT_MIN, GH_RESERVED_BUCKETS, GH_SLAB_READ_HALF, GH_SLAB_READ_HOME,
+    GH_SLAB_READ_THREADS, GH_SLAB_READ_WHOLE, GH_STATUS_PENDING, GhSlabTable,
 };
 use crate::op::OpCode;
 use crate::options::SlabHashOptions;
@@ -119,8 +120,8 @@ struct Answers<'a, V> {
 /// How the passes of one batch read the lists, chosen once for the batch.
 #[derive(Debug, Clone, Copy)]
 struct Plan {
-    /// Inserts read each slab's first half before the whole ([`SlabTable::plan`]).
-    half_first: bool,
+    /// How the bulk kernels read slabs, a `GH_SLAB_READ_*` way ([`SlabTable::plan`]).
+    reads: u32,
     /// A multimap's inserts: slabs of a list the tiled pass reads before it defers to the
     /// grouped appends (`runs.rs`); 0 for other batches.
     walk_slabs: u32,
@@ -343,15 +344,16 @@ impl SlabTable {
     }
 
     /// How the passes of `batch` read the lists, counting the batch into the entries
-    /// bound. Inserts read slabs by halves while the table, with every insert of the
-    /// batch, would hold at most [`HALF_FIRST_FILL`] entries a bucket for each spot in a
-    /// slab's first half (most inserts then find their list's first empty spot in that
-    /// half: a list fills from its first spot, and most of a list's entries came while it
-    /// held fewer), and its head slabs span at
-    /// least [`HALF_FIRST_L2_MULTIPLE`] times the L2 cache (smaller tables are read mostly
-    /// from L2, where a half read saves little and a second read costs). Measured:
-    /// slab_tile.cuh. A multimap's inserts walk as far as [`crate::policy::walk_slabs`]
-    /// says for that bound.
+    /// bound. While the table, with every insert of the batch, would hold at most
+    /// [`SHORT_LISTS_FILL`] entries a bucket for each spot in a slab's first half (lists
+    /// of about one slab): a map's or set's operations go thread by thread to their key's
+    /// home quarter (`GH_SLAB_READ_THREADS`; most end there), except inserts into a
+    /// table whose head slabs span at least [`MANY_HEADS_L2_MULTIPLE`] times the L2
+    /// cache, which tiles serve reading home quarters first (`GH_SLAB_READ_HOME`); a
+    /// multimap's inserts into such a table read slabs by halves (`GH_SLAB_READ_HALF`: a
+    /// multimap's list fills from its first spot). Otherwise tiles read whole slabs.
+    /// Measured: slab_tile.cuh. A multimap's inserts walk as far as
+    /// [`crate::policy::walk_slabs`] says for that bound.
     fn plan<K, V>(&self, batch: &Batch<'_, K, V>) -> Plan {
         let added = batch.max_inserts as u64;
         let before = self
@@ -364,20 +366,22 @@ impl SlabTable {
         let buckets = u64::from(self.bucket_count);
         let heads_bytes = buckets * u64::from(GH_SLAB_WORDS) * 4;
         let l2 = self.device.properties().l2_cache_bytes as u64;
-        let (num, den) = HALF_FIRST_FILL;
-        let half_first = added > 0
-            && u128::from(after) * u128::from(den)
-                <= u128::from(buckets * self.shape.in_first_half()) * u128::from(num)
-            && heads_bytes >= HALF_FIRST_L2_MULTIPLE * l2;
+        let (num, den) = SHORT_LISTS_FILL;
+        let short_lists = u128::from(after) * u128::from(den)
+            <= u128::from(buckets * self.shape.in_first_half()) * u128::from(num);
+        let tiled_inserts = added > 0 && heads_bytes >= MANY_HEADS_L2_MULTIPLE * l2;
+        let reads = match (short_lists, self.shape.kind, tiled_inserts) {
+            (false, _, _) | (true, Kind::MultiMap, false) => GH_SLAB_READ_WHOLE,
+            (true, Kind::MultiMap, true) => GH_SLAB_READ_HALF,
+            (true, _, true) => GH_SLAB_READ_HOME,
+            (true, _, false) => GH_SLAB_READ_THREADS,
+        };
         let walk_slabs = if self.groups_runs(batch) {
             self.walk_slabs(after)
         } else {
             0
         };
-        Plan {
-            half_first,
-            walk_slabs,
-        }
+        Plan { reads, walk_slabs }
     }
 
     fn keeps_last_copies<K, V>(&self, batch: &Batch<'_, K, V>) -> bool {
@@ -430,7 +434,7 @@ impl SlabTable {
                 results: answers.results,
                 status: answers.status,
                 answer_all: answers.answer_all,
-                half_first: answers.plan.half_first,
+                reads: answers.plan.reads,
             };
             match scratch {
                 Some(scratch) => {
@@ -444,14 +448,14 @@ impl SlabTable {
     }
 }
 
-/// Entries a bucket, over the spots of a slab's first half, up to which inserts read slabs
-/// by halves (5/4: a table of 2^26 u32 pairs at memory utilization 0.5, 8.07 entries a
-/// bucket over 8 spots, built 6 to 7% faster by halves on an H100, at 2^24 4%;
-/// docs/benchmarks/slab-hash.md).
-const HALF_FIRST_FILL: (u64, u64) = (5, 4);
+/// Entries a bucket, over the spots of a slab's first half, up to which lists count as
+/// short in [`SlabTable::plan`] (5/4: a table of 2^26 u32 pairs at memory utilization 0.5
+/// holds 8.07 entries a bucket over 8 spots; docs/benchmarks/slab-hash.md).
+const SHORT_LISTS_FILL: (u64, u64) = (5, 4);
 
-/// Head slabs must span this many times the L2 cache for inserts to read slabs by halves.
-const HALF_FIRST_L2_MULTIPLE: u64 = 4;
+/// Head slabs must span this many times the L2 cache for inserts to go to tiles reading
+/// a part of each slab first, rather than thread by thread.
+const MANY_HEADS_L2_MULTIPLE: u64 = 4;
 
 /// Whether a uniform batch of `op` may store new keys (and so needs room for them).
 fn may_insert(op: u32) -> bool {

@@ -63,6 +63,15 @@
  * grouped appends (GhSlabRunsParams), which write its final status. */
 #define GH_STATUS_DEFERRED 4u
 
+/* How a bulk batch reads slabs (GhSlabOpsParams.reads): tiles of lanes read whole slabs;
+ * tiles read a multimap slab's first half first; tiles read a map's or set's head slab at
+ * the key's home quarter first; each thread tries its key's head slab alone, by quarters,
+ * and tiles take what is left. */
+#define GH_SLAB_READ_WHOLE 0u
+#define GH_SLAB_READ_HALF 1u
+#define GH_SLAB_READ_HOME 2u
+#define GH_SLAB_READ_THREADS 3u
+
 typedef struct GhSlabTable {
     /* bucket_count + GH_RESERVED_BUCKETS head slabs; the last ones hold the reserved keys. */
     uint32_t *buckets;
@@ -102,9 +111,11 @@ typedef struct GhSlabOpsParams {
     uint32_t uniform_op;
     /* Serve every element, whatever status holds; else only PENDING ones. */
     uint32_t answer_all;
-    /* Bulk inserts read each slab's first half before the whole (set while lists are
-     * short enough that their first empty spot mostly lies there). */
-    uint32_t half_first;
+    /* How bulk batches read slabs: GH_SLAB_READ_WHOLE, or, while lists are short, for
+     * multimap inserts GH_SLAB_READ_HALF, for map and set inserts into tables of many
+     * head slabs GH_SLAB_READ_HOME, for map and set operations otherwise
+     * GH_SLAB_READ_THREADS (see cuda-src/slab_hash/slab_tile.cuh). */
+    uint32_t reads;
     /* Multimap bulk inserts: 0 walks and extends lists as map inserts do; n > 0 claims a
      * spot among the first n slabs of the pair's list and never extends it, or marks the
      * pair GH_STATUS_DEFERRED (status must be given) for the grouped appends. */
