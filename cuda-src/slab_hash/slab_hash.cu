@@ -131,14 +131,6 @@ __device__ void export_buckets(const GhSlabBucketsParams &p) {
     });
 }
 
-// The spots (entry indices) of a slab whose first word lies in quarter q.
-template <typename Shape>
-__device__ __forceinline__ uint32_t quarter_spots(uint32_t q) {
-    constexpr uint32_t kPerQuarter = gh::kQuarterWords / Shape::kEntryWords;
-    constexpr uint32_t kSpots = (1u << Shape::kEntries) - 1u;
-    return (((1u << kPerQuarter) - 1u) << (q * kPerQuarter)) & kSpots;
-}
-
 // Puts the entries of a head slab that holds its whole list, compacted to its front, where
 // inserts one after another would have: each in the first empty spot of its home quarter,
 // else the first empty spot of the slab (see gh::home_quarter). Runs alone, as a flush.
@@ -149,18 +141,19 @@ __device__ void rehome(uint32_t *head) {
     __syncwarp();
     const uint32_t word = gh::read_slab(head);
     const uint64_t here = gh::join_words<Shape::kKeyWords>(word);
+    const uint32_t key_lanes = __ballot_sync(kFullWarp, Shape::is_key_lane(lane));
     const uint32_t live = __ballot_sync(kFullWarp, is_live<Shape>(here));
     const uint32_t quarter = gh::home_quarter<Shape>(here);
-    uint32_t taken = 0;  // spots given out so far (the same on every lane)
-    uint32_t target = 0;  // on an entry's key lane: its new spot
+    uint32_t taken = 0;   // key lanes of the spots given out so far (the same on every lane)
+    uint32_t target = 0;  // on an entry's key lane: the key lane of its new spot
     for (uint32_t left = live; left != 0; left &= left - 1) {
         const uint32_t from = __ffs(left) - 1;
-        const uint32_t in_home = quarter_spots<Shape>(__shfl_sync(kFullWarp, quarter, from)) & ~taken;
-        const uint32_t anywhere = ((1u << Shape::kEntries) - 1u) & ~taken;
-        const uint32_t spot = __ffs(in_home != 0 ? in_home : anywhere) - 1;
-        taken |= 1u << spot;
+        const uint32_t open = key_lanes & ~taken;
+        const uint32_t in_home = open & gh::quarter_lanes(__shfl_sync(kFullWarp, quarter, from));
+        const uint32_t to = __ffs(in_home != 0 ? in_home : open) - 1;
+        taken |= 1u << to;
         if (lane == from) {
-            target = spot;
+            target = to;
         }
     }
     // Every word of an entry moves with its key.
@@ -172,7 +165,7 @@ __device__ void rehome(uint32_t *head) {
     }
     __syncwarp();
     if (entry_word && ((live >> key_lane) & 1)) {
-        head[to * kWords + lane % kWords] = word;
+        head[to + lane % kWords] = word;
     }
     __syncwarp();
 }

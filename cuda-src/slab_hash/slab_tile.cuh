@@ -372,9 +372,9 @@ __device__ void serve_tiles(const GhSlabTable &table, WarpAllocator &allocator, 
     }
 }
 
-// What one thread read of a quarter of a slab (from word `first`): where the key is, where
-// the first empty spot is (word offsets within the quarter, kQuarterWords for none),
-// whether a spot is busy, and the value beside the key.
+// What one thread read of quarter q of a head slab: the slab words where the key and the
+// first empty spot are (GH_SLAB_WORDS for none), whether a spot is busy, and the value
+// beside the key. The thread reads as the lane of a tile of 4 whose words are quarter q.
 struct QuarterScan {
     uint32_t match;
     uint32_t empty;
@@ -383,32 +383,17 @@ struct QuarterScan {
 };
 
 template <typename Shape>
-__device__ __forceinline__ QuarterScan scan_quarter(const uint32_t *quarter, uint32_t first, uint64_t stored) {
-    using Tile = SlabTile<Shape, GH_SLAB_WORDS / kQuarterWords>;  // a lane of it holds a quarter
-    uint32_t w[kQuarterWords];
-#pragma unroll
-    for (uint32_t j = 0; j < kQuarterWords / 4; ++j) {
-        const uint4 v = __ldcg(reinterpret_cast<const uint4 *>(quarter) + j);
-        w[4 * j] = v.x, w[4 * j + 1] = v.y, w[4 * j + 2] = v.z, w[4 * j + 3] = v.w;
-    }
-    QuarterScan s{kQuarterWords, kQuarterWords, false, 0};
-#pragma unroll
-    for (uint32_t at = 0; at < kQuarterWords; at += Shape::kEntryWords) {
-        if (first + at < Shape::kEntries * Shape::kEntryWords) {
-            const uint64_t here = Tile::template part<Shape::kKeyWords>(w, at);
-            if (here == stored && s.match == kQuarterWords) {
-                s.match = at;
-                s.value = Shape::kKind == GH_TABLE_SET
-                              ? 0
-                              : Tile::template part<Shape::kValueBufferWords>(w, at + Shape::kValueLane);
-            }
-            if (here == Shape::kEmpty && s.empty == kQuarterWords) {
-                s.empty = at;
-            }
-            s.busy |= here == Shape::kBusy;
-        }
-    }
-    return s;
+__device__ __forceinline__ QuarterScan scan_quarter(const uint32_t *head, uint32_t q, uint64_t stored) {
+    using Tile = SlabTile<Shape, GH_SLAB_WORDS / kQuarterWords>;
+    const Tile t{0, q};
+    const uint32_t lo = q * kQuarterWords, hi = lo + kQuarterWords;
+    uint32_t w[Tile::kWords];
+    t.read(head, lo, hi, w);
+    const uint32_t matches = t.spots_holding(w, stored, lo, hi);
+    const uint32_t empties = t.spots_holding(w, Shape::kEmpty, lo, hi);
+    const auto word = [&](uint32_t spots) { return spots == 0 ? GH_SLAB_WORDS : t.word_of(__ffs(spots) - 1); };
+    return QuarterScan{word(matches), word(empties), t.spots_holding(w, Shape::kBusy, lo, hi) != 0,
+                       Tile::value_of(w, __ffs(matches) - 1)};
 }
 
 // One thread's try at its map or set operation in its head slab alone, 32 bytes a read:
@@ -422,21 +407,21 @@ __device__ __forceinline__ QuarterScan scan_quarter(const uint32_t *quarter, uin
 template <typename Shape, bool kInsert, bool kEveryQuarter>
 __device__ bool settle_in_head(const GhSlabTable &table, const BulkElement &e, uint32_t &status, uint64_t &result) {
     constexpr uint32_t kHomeTries = 4;
-    const uint32_t home = home_quarter<Shape>(e.place.stored) * kQuarterWords;
+    const uint32_t home = home_quarter<Shape>(e.place.stored);
     uint32_t *head = head_slab(table, e.place.bucket);
-    const auto ends_at = [&](const QuarterScan &s, uint32_t *from) {
-        if (s.match != kQuarterWords) {
+    const auto ends_at = [&](const QuarterScan &s) {
+        if (s.match != GH_SLAB_WORDS) {
             if (kInsert && Shape::kKind == GH_TABLE_MAP) {
-                store_value<Shape::kValueWords>(from, s.match + Shape::kValueLane, e.value);
+                store_value<Shape::kValueWords>(head, s.match + Shape::kValueLane, e.value);
             }
             status = kInsert && Shape::kKind == GH_TABLE_SET ? GH_STATUS_ABSENT : GH_STATUS_DONE;
             result = kInsert ? 0 : s.value;
             return true;
         }
-        if (s.empty == kQuarterWords || (kInsert && must_wait<Shape>(s.busy))) {
+        if (s.empty == GH_SLAB_WORDS || (kInsert && must_wait<Shape>(s.busy))) {
             return false;
         }
-        if (kInsert && !claim_spot<Shape>(from, s.empty, e.place.stored, e.value)) {
+        if (kInsert && !claim_spot<Shape>(head, s.empty, e.place.stored, e.value)) {
             return false;
         }
         status = kInsert ? GH_STATUS_DONE : GH_STATUS_ABSENT;
@@ -449,16 +434,15 @@ __device__ bool settle_in_head(const GhSlabTable &table, const BulkElement &e, u
         // quarter a read, so that a thread holds 8 words, not the slab.
         bool retry = false;
         for (uint32_t i = 0; i < (kEveryQuarter ? 4 : 1) && !retry; ++i) {
-            const uint32_t other = i == 0 ? 0 : (i - 1 < home / kQuarterWords ? i - 1 : i);
-            const uint32_t at = i == 0 ? home : other * kQuarterWords;
-            const QuarterScan s = scan_quarter<Shape>(head + at, at, e.place.stored);
-            if (kInsert && s.match == kQuarterWords && must_wait<Shape>(s.busy)) {
+            const uint32_t q = i == 0 ? home : (i - 1 < home ? i - 1 : i);
+            const QuarterScan s = scan_quarter<Shape>(head, q, e.place.stored);
+            if (kInsert && s.match == GH_SLAB_WORDS && must_wait<Shape>(s.busy)) {
                 return false;  // the tiles wait for the busy spot
             }
-            if (ends_at(s, head + at)) {
+            if (ends_at(s)) {
                 return true;
             }
-            retry = s.empty != kQuarterWords;  // an insert's lost claim
+            retry = s.empty != GH_SLAB_WORDS;  // an insert's lost claim
         }
         if (!retry) {
             return false;  // a full head slab without the key

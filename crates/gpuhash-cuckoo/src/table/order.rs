@@ -50,11 +50,7 @@ impl Order {
                 events.reads.retain(|e| !e.is_complete());
                 event
             }
-            None => stream
-                .cuda_stream()
-                .context()
-                .new_event(None)
-                .map_err(Error::from)?,
+            None => new_event(stream)?,
         };
         read.record(stream.cuda_stream()).map_err(Error::from)?;
         events.reads.push(read);
@@ -80,14 +76,19 @@ impl Order {
         let mut events = self.events.lock();
         let write = match events.last_write.take() {
             Some(event) => event,
-            None => stream
-                .cuda_stream()
-                .context()
-                .new_event(None)
-                .map_err(Error::from)?,
+            None => new_event(stream)?,
         };
         let recorded = write.record(stream.cuda_stream()).map_err(Error::from);
         events.last_write = Some(write);
         Ok(recorded?)
     }
+}
+
+/// A fresh event of `stream`'s context, for a batch's order when no recorded one is free.
+fn new_event(stream: &Stream) -> Result<CudaEvent> {
+    Ok(stream
+        .cuda_stream()
+        .context()
+        .new_event(None)
+        .map_err(Error::from)?)
 }
