@@ -76,7 +76,7 @@ fn insert_ms<K: Key>(
     let table = CuckooTable::<K, u32>::new(device, options)?;
     let mut times = Vec::new();
     for run in 0..8 {
-        table.clear()?;
+        table.clear_on(stream)?;
         stream.synchronize()?;
         let timer = EventTimer::start(stream)?;
         table.insert_async(stream, &keys, &values)?;

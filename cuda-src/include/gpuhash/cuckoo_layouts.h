@@ -187,7 +187,8 @@ typedef struct GhCuckooPlaceParams {
  * by voter coordination: each tile of GH_CUCKOO_TILE lanes votes a leader among
  * its lanes with pending pairs, the leader locks the bucket with one atomic, the
  * tile places the pair (replacing the value of an equal key) or swaps it with a
- * random resident, which moves on to the next subtable of its own probe order.
+ * resident (one whose next bucket has room, where the tile sees one), which moves
+ * on to the next subtable of its own probe order.
  * A lane whose lock fails
  * lets the tile re-vote. A pair still homeless after max_evictions swaps goes to
  * the failed list; every key swapped out is logged (for the duplicate check). */
