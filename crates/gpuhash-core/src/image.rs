@@ -34,6 +34,8 @@
 use std::io::{Read, Write};
 use std::ops::Range;
 
+use bytemuck::Pod;
+
 pub use crate::pinned::PinnedImage;
 use crate::table::Map;
 use crate::{Device, DeviceBuffer, Error, PinnedPool, Result, Stream};
@@ -152,6 +154,22 @@ pub trait ProbeInPlace: Map + Image {
     ) -> std::result::Result<(), Self::Error> {
         get_each_by_map(stream, maps, keys, found, values)
     }
+
+    /// Looks up `keys[range]` in the map that `image` holds for each `(image, range)` of
+    /// `images`, reading each image in place (each from a mapped pool), queued on
+    /// `stream`; answers as [`ProbeInPlace::get_each`] gives them, an image appearing once.
+    /// For the children of a larger table left on the host: maps that can probe them all
+    /// in one launch override this; the default probes each image with
+    /// [`ProbeInPlace::get_in_place`] on a copy of its range.
+    fn get_in_place_each(
+        stream: &Stream,
+        images: &[(&PinnedImage, Range<usize>)],
+        keys: &DeviceBuffer<Self::Key>,
+        found: &mut DeviceBuffer<u8>,
+        values: Option<&mut DeviceBuffer<Self::Value>>,
+    ) -> std::result::Result<(), Self::Error> {
+        get_in_place_each_by_image::<Self>(stream, images, keys, found, values)
+    }
 }
 
 /// [`ProbeInPlace::get_each`] map by map: each map's keys copied out, looked up with
@@ -162,35 +180,83 @@ pub fn get_each_by_map<M: Map>(
     maps: &[(&M, Range<usize>)],
     keys: &DeviceBuffer<M::Key>,
     found: &mut DeviceBuffer<u8>,
-    mut values: Option<&mut DeviceBuffer<M::Value>>,
+    values: Option<&mut DeviceBuffer<M::Value>>,
 ) -> std::result::Result<(), M::Error> {
-    check_each(
+    each_on_copies(
+        stream,
         maps,
+        keys,
+        found,
+        values,
+        |map, keys, found, values| match values {
+            Some(values) => map.get_async(stream, keys, found, values),
+            None => map.contains_async(stream, keys, found),
+        },
+    )
+}
+
+/// [`ProbeInPlace::get_in_place_each`] image by image: each image's keys copied out,
+/// probed with [`ProbeInPlace::get_in_place`], the answers copied back to their places.
+pub fn get_in_place_each_by_image<M: ProbeInPlace>(
+    stream: &Stream,
+    images: &[(&PinnedImage, Range<usize>)],
+    keys: &DeviceBuffer<M::Key>,
+    found: &mut DeviceBuffer<u8>,
+    values: Option<&mut DeviceBuffer<M::Value>>,
+) -> std::result::Result<(), M::Error> {
+    each_on_copies(
+        stream,
+        images,
+        keys,
+        found,
+        values,
+        |image, keys, found, values| M::get_in_place(stream, image, keys, found, values),
+    )
+}
+
+/// For each `(part, range)` of `parts` (checked by [`check_each`]), `lookup` on a copy of
+/// the range's keys, its flags and values (when given) copied back to the range. The
+/// caller's values go out and back, so those the lookup leaves alone stay as they were.
+fn each_on_copies<P, K: Pod, V: Pod, E: From<Error>>(
+    stream: &Stream,
+    parts: &[(&P, Range<usize>)],
+    keys: &DeviceBuffer<K>,
+    found: &mut DeviceBuffer<u8>,
+    mut values: Option<&mut DeviceBuffer<V>>,
+    mut lookup: impl FnMut(
+        &P,
+        &DeviceBuffer<K>,
+        &mut DeviceBuffer<u8>,
+        Option<&mut DeviceBuffer<V>>,
+    ) -> std::result::Result<(), E>,
+) -> std::result::Result<(), E> {
+    check_each(
+        parts,
         keys.len(),
         found.len(),
         values.as_deref().map(DeviceBuffer::len),
     )?;
-    for (map, range) in maps {
+    for (part, range) in parts {
         let len = range.len();
-        let mut part = DeviceBuffer::unfilled(stream, len)?;
-        part.copy_range_from(stream, 0, keys, range.clone())?;
+        let mut part_keys = DeviceBuffer::unfilled(stream, len)?;
+        part_keys.copy_range_from(stream, 0, keys, range.clone())?;
         let mut part_found = DeviceBuffer::unfilled(stream, len)?;
         match values.as_deref_mut() {
             Some(values) => {
-                // The caller's values go out and back: the lookup changes only those found.
                 let mut part_values = DeviceBuffer::unfilled(stream, len)?;
                 part_values.copy_range_from(stream, 0, values, range.clone())?;
-                map.get_async(stream, &part, &mut part_found, &mut part_values)?;
+                lookup(part, &part_keys, &mut part_found, Some(&mut part_values))?;
                 values.copy_range_from(stream, range.start, &part_values, 0..len)?;
             }
-            None => map.contains_async(stream, &part, &mut part_found)?,
+            None => lookup(part, &part_keys, &mut part_found, None)?,
         }
         found.copy_range_from(stream, range.start, &part_found, 0..len)?;
     }
     Ok(())
 }
 
-/// The rules of [`ProbeInPlace::get_each`]: ranges within the buffers, each map once.
+/// The rules of [`ProbeInPlace::get_each`] (and [`ProbeInPlace::get_in_place_each`]):
+/// ranges within the buffers, each map (or image) once.
 pub fn check_each<M>(
     maps: &[(&M, Range<usize>)],
     keys: usize,

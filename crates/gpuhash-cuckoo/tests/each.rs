@@ -1,16 +1,17 @@
-//! `ProbeInPlace::get_each` on DyHash tables: the keys of a batch split among many tables,
-//! looked up in one launch, held against a `HashMap` model of each table: hits, removed
-//! keys, misses and adversarial keys, tables of several sizes, ranges in any order (one of
-//! them empty), places outside every range left as they were; tables of two layouts (which
-//! go map by map); and the errors that write nothing. Run on a GPU machine with
+//! `ProbeInPlace::get_each` on DyHash tables, and `ProbeInPlace::get_in_place_each` on their
+//! images in mapped pinned memory: the keys of a batch split among many tables, looked up
+//! in one launch, held against a `HashMap` model of each table: hits, removed keys, misses
+//! and adversarial keys, tables of several sizes, ranges in any order (one of them empty),
+//! places outside every range left as they were; tables of two layouts (which go map by
+//! map, or image by image); and the errors that write nothing. Run on a GPU machine with
 //! `--include-ignored` (see docs/gpu-testing.md).
 
 use std::collections::HashMap;
 use std::ops::Range;
 
-use gpuhash_core::DeviceBuffer;
-use gpuhash_core::image::ProbeInPlace;
+use gpuhash_core::image::{Image, PinnedImage, ProbeInPlace};
 use gpuhash_core::table::{ErrorKind, Key, Map, TableError, Value};
+use gpuhash_core::{DeviceBuffer, PinnedPool};
 use gpuhash_cuckoo::{BucketLayout, CuckooOptions, CuckooTable};
 use gpuhash_test_support::{SeededRng, adversarial_keys, device, shared_memory, stream, value_of};
 
@@ -51,10 +52,19 @@ fn probes<K: Key>(seed: u64, capacity: usize, first: bool) -> Vec<K> {
     keys
 }
 
-/// Looks up, in one `get_each`, each table's probes in its own range of one batch (the
-/// ranges in the reverse of the tables' order, a gap of untouched places between each,
-/// one range empty), with values or without, and checks every place against the models.
-fn each_matches_the_models<K: Key, V: Value>(layouts: &[BucketLayout]) {
+/// Where a batch's tables are looked up: on the device (`get_each`), or their images in
+/// mapped pinned memory, read in place (`get_in_place_each`).
+#[derive(Clone, Copy, Debug)]
+enum Where {
+    Device,
+    InPlace,
+}
+
+/// Looks up, in one `get_each` (or `get_in_place_each` of the tables' images), each table's
+/// probes in its own range of one batch (the ranges in the reverse of the tables' order, a
+/// gap of untouched places between each, one range empty), with values or without, and
+/// checks every place against the models.
+fn each_matches_the_models<K: Key, V: Value>(layouts: &[BucketLayout], at: Where) {
     let _memory = shared_memory();
     let capacities = [1usize << 10, 1 << 14, 1 << 12, 1 << 16, 1 << 11, 1 << 13];
     let tables: Vec<(CuckooTable<K, V>, HashMap<K, V>)> = capacities
@@ -75,17 +85,35 @@ fn each_matches_the_models<K: Key, V: Value>(layouts: &[BucketLayout]) {
     }
     let untouched: V = value_of(0xdead_beef);
     let s = stream();
+    let pool = PinnedPool::new_mapped(device(), None);
+    let images: Vec<PinnedImage> = match at {
+        Where::Device => Vec::new(),
+        Where::InPlace => tables
+            .iter()
+            .map(|(table, _)| table.to_pinned_image(&pool).unwrap())
+            .collect(),
+    };
     let keys = DeviceBuffer::from_host(s, &batch).unwrap();
     for with_values in [true, false] {
         let mut found = DeviceBuffer::from_host(s, &vec![UNTOUCHED_FLAG; batch.len()]).unwrap();
         let mut values = DeviceBuffer::from_host(s, &vec![untouched; batch.len()]).unwrap();
-        let maps: Vec<(&CuckooTable<K, V>, Range<usize>)> = tables
-            .iter()
-            .zip(&ranges)
-            .map(|((table, _), range)| (table, range.clone()))
-            .collect();
         let answers = with_values.then_some(&mut values);
-        CuckooTable::<K, V>::get_each(s, &maps, &keys, &mut found, answers).unwrap();
+        match at {
+            Where::Device => {
+                let maps: Vec<(&CuckooTable<K, V>, Range<usize>)> = tables
+                    .iter()
+                    .zip(&ranges)
+                    .map(|((table, _), range)| (table, range.clone()))
+                    .collect();
+                CuckooTable::<K, V>::get_each(s, &maps, &keys, &mut found, answers).unwrap();
+            }
+            Where::InPlace => {
+                let parts: Vec<(&PinnedImage, Range<usize>)> =
+                    images.iter().zip(ranges.iter().cloned()).collect();
+                CuckooTable::<K, V>::get_in_place_each(s, &parts, &keys, &mut found, answers)
+                    .unwrap();
+            }
+        }
         let found = found.to_host(s).unwrap();
         let values = values.to_host(s).unwrap();
         let mut expected_found = vec![UNTOUCHED_FLAG; batch.len()];
@@ -110,38 +138,51 @@ fn each_matches_the_models<K: Key, V: Value>(layouts: &[BucketLayout]) {
     }
 }
 
+/// Every width and layout, on the device and read in place.
 #[test]
 #[ignore = "needs a CUDA device"]
 fn each_matches_the_models_u32_u32_packed() {
-    each_matches_the_models::<u32, u32>(&[BucketLayout::Auto]);
+    for at in [Where::Device, Where::InPlace] {
+        each_matches_the_models::<u32, u32>(&[BucketLayout::Auto], at);
+    }
 }
 
 #[test]
 #[ignore = "needs a CUDA device"]
 fn each_matches_the_models_u32_u32_split() {
-    each_matches_the_models::<u32, u32>(&[BucketLayout::Split]);
+    for at in [Where::Device, Where::InPlace] {
+        each_matches_the_models::<u32, u32>(&[BucketLayout::Split], at);
+    }
 }
 
 #[test]
 #[ignore = "needs a CUDA device"]
 fn each_matches_the_models_u64_u64() {
-    each_matches_the_models::<u64, u64>(&[BucketLayout::Auto]);
+    for at in [Where::Device, Where::InPlace] {
+        each_matches_the_models::<u64, u64>(&[BucketLayout::Auto], at);
+    }
 }
 
 #[test]
 #[ignore = "needs a CUDA device"]
 fn each_matches_the_models_u32_u64() {
-    each_matches_the_models::<u32, u64>(&[BucketLayout::Auto]);
+    for at in [Where::Device, Where::InPlace] {
+        each_matches_the_models::<u32, u64>(&[BucketLayout::Auto], at);
+    }
 }
 
-/// Tables of two layouts look their keys up map by map, with the same answers.
+/// Tables of two layouts look their keys up map by map (image by image), with the same
+/// answers.
 #[test]
 #[ignore = "needs a CUDA device"]
 fn tables_of_two_layouts_match_the_models() {
-    each_matches_the_models::<u32, u32>(&[BucketLayout::Auto, BucketLayout::Split]);
+    for at in [Where::Device, Where::InPlace] {
+        each_matches_the_models::<u32, u32>(&[BucketLayout::Auto, BucketLayout::Split], at);
+    }
 }
 
-/// A map listed twice, and a range past the buffers, are errors that write nothing.
+/// A map (or image) listed twice, a range past the buffers, and an image that is not
+/// mapped are errors that write nothing.
 #[test]
 #[ignore = "needs a CUDA device"]
 fn bad_calls_are_errors_that_write_nothing() {
@@ -169,6 +210,36 @@ fn bad_calls_are_errors_that_write_nothing() {
     let mut short = DeviceBuffer::<u32>::zeroed(s, 3).unwrap();
     let maps = [(&table, 0..4)];
     let refused = CuckooTable::get_each(s, &maps, &keys, &mut found, Some(&mut short));
+    assert_eq!(refused.unwrap_err().kind(), ErrorKind::InvalidInput);
+    assert_eq!(found.to_host(s).unwrap(), vec![UNTOUCHED_FLAG; 4]);
+
+    // The same calls on the tables' images, and an image of a pool that is not mapped.
+    let mapped = PinnedPool::new_mapped(device(), None);
+    let image = table.to_pinned_image(&mapped).unwrap();
+    let other_image = other.to_pinned_image(&mapped).unwrap();
+    let unmapped = table
+        .to_pinned_image(&PinnedPool::new(device(), None))
+        .unwrap();
+    #[allow(
+        clippy::reversed_empty_ranges,
+        reason = "a reversed range is the bad input"
+    )]
+    let calls = [
+        vec![(&image, 0..2), (&image, 2..4)],
+        vec![(&image, 0..2), (&other_image, 2..5)],
+        vec![(&other_image, 3..2)],
+        vec![(&image, 0..2), (&unmapped, 2..4)],
+    ];
+    for images in calls {
+        let refused =
+            CuckooTable::<u32, u32>::get_in_place_each(s, &images, &keys, &mut found, None)
+                .unwrap_err();
+        assert_eq!(refused.kind(), ErrorKind::InvalidInput, "{refused}");
+        assert_eq!(found.to_host(s).unwrap(), vec![UNTOUCHED_FLAG; 4]);
+    }
+    let images = [(&image, 0..4)];
+    let refused =
+        CuckooTable::<u32, u32>::get_in_place_each(s, &images, &keys, &mut found, Some(&mut short));
     assert_eq!(refused.unwrap_err().kind(), ErrorKind::InvalidInput);
     assert_eq!(found.to_host(s).unwrap(), vec![UNTOUCHED_FLAG; 4]);
 }

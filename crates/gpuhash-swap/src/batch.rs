@@ -263,11 +263,13 @@ impl<T: ProbeInPlace> SwapTable<T> {
         };
         let visits = self.visits(residency, &partition, &survivors, &on_host, pass.reach);
         // A lookup's resident children answer in one call (`ProbeInPlace::get_each`: one
-        // launch for DyHash children), the others child by child.
-        let (together, one_by_one): (Vec<Visit>, Vec<Visit>) =
-            visits.into_iter().partition(|visit| {
-                visit.how == How::Run && !verb.changes() && residency.is_resident(visit.child)
-            });
+        // launch for DyHash children), and so do the children it probes in place on the
+        // host (`ProbeInPlace::get_in_place_each`); the others go child by child.
+        let (together, rest): (Vec<Visit>, Vec<Visit>) = visits.into_iter().partition(|visit| {
+            visit.how == How::Run && !verb.changes() && residency.is_resident(visit.child)
+        });
+        let (probed, one_by_one): (Vec<Visit>, Vec<Visit>) =
+            rest.into_iter().partition(|visit| visit.how == How::Probe);
         let mut work = Segment {
             stream,
             start: segment.start,
@@ -279,6 +281,7 @@ impl<T: ProbeInPlace> SwapTable<T> {
             deferred,
         };
         let answered = Self::look_up_together(residency, &together, &mut work)
+            .and_then(|()| Self::probe_together(residency, &probed, &mut work))
             .and_then(|()| self.visit_all(residency, &one_by_one, &mut work))
             .and_then(|()| {
                 let start = segment.start;
@@ -449,6 +452,54 @@ impl<T: ProbeInPlace> SwapTable<T> {
         })
     }
 
+    /// Probes in place the images of every visit of `visits` (lookups of children on the
+    /// host) in one call, their answers into their survivors' places in the segment's
+    /// answers. Only the flags of keys found are written there: the segment's flags start
+    /// zeroed, and each key has one visit.
+    fn probe_together(
+        residency: &mut Residency<T>,
+        visits: &[Visit],
+        work: &mut Segment<'_, '_, T::Key, T::Value>,
+    ) -> Result<(), T::Error> {
+        if visits.is_empty() {
+            return Ok(());
+        }
+        let (stream, survivors) = (work.stream, work.survivors);
+        let len = survivors.keys().len();
+        // Each image may be replaced while the kernels still read it: its memory goes back
+        // to the pool only once they have run (a pinned buffer waits for its readers).
+        let images: Vec<_> = visits
+            .iter()
+            .map(|visit| (residency.image(visit.child), visit.range.clone()))
+            .collect();
+        let parts: Vec<_> = images
+            .iter()
+            .map(|(image, range)| (image.as_ref(), range.clone()))
+            .collect();
+        let mut found = DeviceBuffer::zeroed(stream, len)?;
+        let mut values = match work.verb.gets_values() {
+            true => Some(DeviceBuffer::unfilled(stream, len)?),
+            false => None,
+        };
+        T::get_in_place_each(
+            stream,
+            &parts,
+            survivors.keys(),
+            &mut found,
+            values.as_mut(),
+        )?;
+        for _ in visits {
+            residency.count_probe_in_place();
+        }
+        let answers = &mut *work.answers;
+        let places = survivors.places();
+        launch::gather(stream, &found, places, Some(&found), &mut answers.found, 0)?;
+        if let Some(values) = &values {
+            launch::gather(stream, values, places, Some(&found), &mut answers.values, 0)?;
+        }
+        Ok(())
+    }
+
     /// Visits each child in turn, paging the next one in while the last one's kernels run.
     /// Whatever happens, a move under way is taken back before this returns, so the
     /// residency is whole: children before a failed visit hold their part of the segment
@@ -503,18 +554,7 @@ impl<T: ProbeInPlace> SwapTable<T> {
         let (child, range) = (visit.child, visit.range.clone());
         let stream = work.stream;
         match visit.how {
-            How::Probe => {
-                let image = residency.image(child);
-                look_up(work, range, |keys, found, values| {
-                    T::get_in_place(stream, &image, keys, found, values)
-                })?;
-                residency.count_probe_in_place();
-                // The image may be replaced while the kernels above still read it: its
-                // memory goes back to the pool only once they have run (a pinned buffer
-                // waits for its readers).
-                drop(image);
-                Ok(())
-            }
+            How::Probe => Self::probe_together(residency, std::slice::from_ref(visit), work),
             How::Defer => {
                 let index = &work.partition.index;
                 let kept = match work.deferred.as_deref_mut() {

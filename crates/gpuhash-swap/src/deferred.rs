@@ -4,8 +4,9 @@
 //! segment, on the few keys of the segment that the child's filter passes; a probe costs
 //! the host tens of microseconds whatever its keys, so a batch of misses over many segments
 //! spent its time there. Instead, each segment copies those keys, with their places in the
-//! batch, to the end of the child's list, and each child is probed once, at the batch's end
-//! ([`crate::policy::deferred_segment`] says when the lists fit the scratch). The batch's
+//! batch, to the end of the child's list, and the children are probed at the batch's end,
+//! all in one call ([`crate::policy::deferred_segment`] says when the lists and their
+//! answers fit the scratch). The batch's
 //! count through the filters sized each list: the segments' filters run the same test on
 //! the same keys, so the lists fill exactly.
 
@@ -21,40 +22,56 @@ use crate::launch;
 use crate::residency::Residency;
 use crate::table::SwapTable;
 
-/// Each deferred child's keys and their places in the batch, filled segment by segment.
+/// The deferred children's keys and their places in the batch, one list a child laid end
+/// to end, filled segment by segment.
 pub(crate) struct Deferred<K> {
-    children: Vec<Option<Kept<K>>>,
-}
-
-/// A deferred child, its kept keys and their places in the batch.
-type List<K> = (usize, DeviceBuffer<K>, DeviceBuffer<u32>);
-
-/// One child's kept keys: room for all of them, the first `len` filled.
-struct Kept<K> {
     keys: DeviceBuffer<K>,
     places: DeviceBuffer<u32>,
+    children: Vec<Option<Kept>>,
+}
+
+/// A deferred child's list: where it starts, its room and how much of it is filled.
+struct Kept {
+    start: usize,
+    room: usize,
     len: usize,
+}
+
+/// Every deferred list, full: the keys and their places in the batch, and each child's
+/// range of them.
+pub(crate) struct Lists<K> {
+    keys: DeviceBuffer<K>,
+    places: DeviceBuffer<u32>,
+    children: Vec<(usize, Range<usize>)>,
 }
 
 impl<K: Pod> Deferred<K> {
     /// Room for `counts[child]` keys of each child (none where 0), or `None` when no child
     /// is deferred.
     pub(crate) fn new(stream: &Stream, counts: &[u32]) -> Result<Option<Self>> {
-        if counts.iter().all(|&count| count == 0) {
+        let total: usize = counts.iter().map(|&count| count as usize).sum();
+        if total == 0 {
             return Ok(None);
         }
+        let mut start = 0;
         let children = counts
             .iter()
-            .map(|&count| match count {
-                0 => Ok(None),
-                count => Ok(Some(Kept {
-                    keys: DeviceBuffer::unfilled(stream, count as usize)?,
-                    places: DeviceBuffer::unfilled(stream, count as usize)?,
+            .map(|&count| {
+                let room = count as usize;
+                let kept = (room > 0).then_some(Kept {
+                    start,
+                    room,
                     len: 0,
-                })),
+                });
+                start += room;
+                kept
             })
-            .collect::<Result<_>>()?;
-        Ok(Some(Self { children }))
+            .collect();
+        Ok(Some(Self {
+            keys: DeviceBuffer::unfilled(stream, total)?,
+            places: DeviceBuffer::unfilled(stream, total)?,
+            children,
+        }))
     }
 
     /// Keeps the survivors of `range` (all `child`'s) of a segment that starts at `start`
@@ -71,11 +88,11 @@ impl<K: Pod> Deferred<K> {
         let Some(Some(kept)) = self.children.get_mut(child) else {
             return Err(unsized_list(child, range.len(), 0));
         };
-        let at = kept.len;
-        if at + range.len() > kept.keys.len() {
-            return Err(unsized_list(child, at + range.len(), kept.keys.len()));
+        if kept.len + range.len() > kept.room {
+            return Err(unsized_list(child, kept.len + range.len(), kept.room));
         }
-        kept.keys
+        let at = kept.start + kept.len;
+        self.keys
             .copy_range_from(stream, at, survivors.keys(), range.clone())?;
         launch::places(
             stream,
@@ -83,33 +100,41 @@ impl<K: Pod> Deferred<K> {
             survivors.places(),
             range.clone(),
             start,
-            &mut kept.places,
+            &mut self.places,
             at,
         )?;
         kept.len += range.len();
         Ok(())
     }
 
-    /// Each deferred child with its keys and their places in the batch, every list full.
-    pub(crate) fn into_lists(self) -> Result<Vec<List<K>>> {
-        self.children
+    /// The lists, every one full.
+    pub(crate) fn into_lists(self) -> Result<Lists<K>> {
+        let children = self
+            .children
             .into_iter()
             .enumerate()
             .filter_map(|(child, kept)| kept.map(|kept| (child, kept)))
-            .map(|(child, kept)| match kept.len == kept.keys.len() {
-                true => Ok((child, kept.keys, kept.places)),
-                false => Err(unsized_list(child, kept.len, kept.keys.len())),
+            .map(|(child, kept)| match kept.len == kept.room {
+                true => Ok((child, kept.start..kept.start + kept.room)),
+                false => Err(unsized_list(child, kept.len, kept.room)),
             })
-            .collect()
+            .collect::<Result<_>>()?;
+        Ok(Lists {
+            keys: self.keys,
+            places: self.places,
+            children,
+        })
     }
 }
 
 impl<T: ProbeInPlace> SwapTable<T> {
-    /// Probes each deferred child once on the keys its segments kept, its answers put at
+    /// Probes the deferred children on the keys their segments kept, the answers put at
     /// the keys' places in the batch's answers: flags and values where found (every flag
-    /// of a kept key was written 0 by its segment, or zeroed before the passes). A child
-    /// on the host is probed in place; one that a pass left on the device (none does now:
-    /// a lookup pages in only the children it does not defer) is looked up there.
+    /// of a kept key was written 0 by its segment, or zeroed before the passes). The
+    /// children on the host are probed in place, all in one call
+    /// ([`ProbeInPlace::get_in_place_each`]: one launch for DyHash), so a small batch
+    /// pays for one probe, not one a child; one that a pass left on the device (none does
+    /// now: a lookup pages in only the children it does not defer) is looked up there.
     pub(crate) fn probe_deferred(
         &self,
         residency: &mut Residency<T>,
@@ -117,31 +142,40 @@ impl<T: ProbeInPlace> SwapTable<T> {
         deferred: Deferred<T::Key>,
         verb: &mut Verb<'_, T::Value>,
     ) -> std::result::Result<(), T::Error> {
-        for (child, keys, places) in deferred.into_lists()? {
-            let mut found = DeviceBuffer::zeroed(stream, keys.len())?;
-            let mut values = match verb.gets_values() {
-                true => Some(DeviceBuffer::unfilled(stream, keys.len())?),
-                false => None,
-            };
-            match residency.is_resident(child) {
-                false => {
-                    let image = residency.image(child);
-                    T::get_in_place(stream, &image, &keys, &mut found, values.as_mut())?;
-                    residency.count_probe_in_place();
-                }
-                true => residency.on_resident(&self.device, (child, false), stream, |table| {
-                    match values.as_mut() {
-                        Some(values) => table.get_async(stream, &keys, &mut found, values),
-                        None => table.contains_async(stream, &keys, &mut found),
-                    }
-                })?,
-            }
-            if let (Verb::Get { values: target, .. }, Some(values)) = (&mut *verb, &values) {
-                launch::gather(stream, values, &places, Some(&found), target, 0)?;
-            }
-            if let Some(target) = verb.found() {
-                launch::gather(stream, &found, &places, Some(&found), target, 0)?;
-            }
+        let lists = deferred.into_lists()?;
+        let total = lists.keys.len();
+        let mut found = DeviceBuffer::zeroed(stream, total)?;
+        let mut values = match verb.gets_values() {
+            true => Some(DeviceBuffer::unfilled(stream, total)?),
+            false => None,
+        };
+        let (on_host, on_device): (Vec<_>, Vec<_>) = lists
+            .children
+            .into_iter()
+            .partition(|(child, _)| !residency.is_resident(*child));
+        let images: Vec<_> = on_host
+            .into_iter()
+            .map(|(child, range)| (residency.image(child), range))
+            .collect();
+        let in_place: Vec<_> = images
+            .iter()
+            .map(|(image, range)| (image.as_ref(), range.clone()))
+            .collect();
+        T::get_in_place_each(stream, &in_place, &lists.keys, &mut found, values.as_mut())?;
+        for _ in &in_place {
+            residency.count_probe_in_place();
+        }
+        for (child, range) in on_device {
+            residency.on_resident(&self.device, (child, false), stream, |table| {
+                let maps = [(table, range)];
+                T::get_each(stream, &maps, &lists.keys, &mut found, values.as_mut())
+            })?;
+        }
+        if let (Verb::Get { values: target, .. }, Some(values)) = (&mut *verb, &values) {
+            launch::gather(stream, values, &lists.places, Some(&found), target, 0)?;
+        }
+        if let Some(target) = verb.found() {
+            launch::gather(stream, &found, &lists.places, Some(&found), target, 0)?;
         }
         Ok(())
     }

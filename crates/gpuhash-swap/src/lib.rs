@@ -41,6 +41,7 @@
 //! [`Image::to_pinned_image`]: gpuhash_core::image::Image::to_pinned_image
 //! [`ProbeInPlace::get_in_place`]: gpuhash_core::image::ProbeInPlace::get_in_place
 //! [`ProbeInPlace::get_each`]: gpuhash_core::image::ProbeInPlace::get_each
+//! [`ProbeInPlace::get_in_place_each`]: gpuhash_core::image::ProbeInPlace::get_in_place_each
 //! [`UndoPlan`]: gpuhash_core::table::UndoPlan
 //!
 //! ## Options
@@ -112,10 +113,12 @@
 //!   the child paged in, when the model says moving the whole image takes less time than
 //!   the probes' reads (large batches). Children that cannot be probed in place always
 //!   page. A child whose keys in the segment the filter all ruled out is neither probed
-//!   nor paged. A lookup of several segments keeps the keys each child on the host that
-//!   it probes passes, segment by segment, and probes each such child once at its end,
-//!   where they fit half the scratch (`policy::deferred_segment`): a probe costs the host
-//!   tens of microseconds whatever its keys. The filter test is one pass over the segment for every child on the host
+//!   nor paged. The children a segment probes are probed in one call
+//!   ([`ProbeInPlace::get_in_place_each`]: one launch for DyHash children), since a probe
+//!   costs the host tens of microseconds whatever its keys. A lookup of several segments
+//!   keeps the keys each child on the host that it probes passes, segment by segment, and
+//!   probes them all in one call at its end, where they fit half the scratch
+//!   (`policy::deferred_segment`). The filter test is one pass over the segment for every child on the host
 //!   (in the partition's count kernel, and again in one compaction kernel), not a kernel a
 //!   child. Inserts and removes of a child on the host page it in: the image is never
 //!   written in place.

@@ -12,15 +12,17 @@
 
 use bytemuck::{Pod, Zeroable};
 use gpuhash_core::image::{
-    Image, ImageHeader, PinnedImage, ProbeInPlace, TableImage, get_each_by_map,
+    Image, ImageHeader, PinnedImage, ProbeInPlace, TableImage, check_each, get_each_by_map,
+    get_in_place_each_by_image,
 };
 use gpuhash_core::table::{Key, Value};
-use gpuhash_core::{Device, DeviceBuffer, Error, PinnedPool, Stream};
+use gpuhash_core::{Device, DeviceBuffer, Error, MappedAddress, PinnedPool, Stream};
 
 use super::subtable::dirty_words;
 use super::{
     CuckooTable, Mirror, SIDE_HEADER, Shared, Subtable, check_lengths, choice_seed, hash_prime,
 };
+use crate::launch::{FindPart, FindShared};
 use crate::layouts::{
     GH_CUCKOO_BUCKET_BYTES, GH_CUCKOO_MAX_SUBTABLES, GhCuckooHome, GhCuckooSubtable, GhCuckooTable,
 };
@@ -466,6 +468,80 @@ impl<K: Key, V: Value> ProbeInPlace for CuckooTable<K, V> {
         if let Some(values) = &values {
             check_lengths("get_in_place: keys and values", keys.len(), values.len())?;
         }
+        let (_mapped, in_place) = Self::in_place(stream, image)?;
+        launch::find(
+            stream,
+            launch::Find {
+                table: in_place.table,
+                home: in_place.home,
+                keys,
+                found: Some(found),
+                values,
+                hits: None,
+            },
+        )
+    }
+
+    /// One launch of the find kernel for all the images, each image's range served by
+    /// blocks of its own, where they share a bucket layout (the children of one table do);
+    /// image by image otherwise.
+    fn get_in_place_each(
+        stream: &Stream,
+        images: &[(&PinnedImage, std::ops::Range<usize>)],
+        keys: &DeviceBuffer<K>,
+        found: &mut DeviceBuffer<u8>,
+        values: Option<&mut DeviceBuffer<V>>,
+    ) -> Result<()> {
+        let values_len = values.as_deref().map(DeviceBuffer::len);
+        check_each(images, keys.len(), found.len(), values_len)?;
+        let mut mapped = Vec::with_capacity(images.len());
+        let mut parts = Vec::with_capacity(images.len());
+        for (image, range) in images {
+            let (address, in_place) = Self::in_place(stream, image)?;
+            mapped.push(address);
+            parts.push((in_place, range.clone()));
+        }
+        let Some((first, _)) = parts.first() else {
+            return Ok(());
+        };
+        let layout = first.layout;
+        if parts.iter().any(|(part, _)| part.layout != layout) {
+            return get_in_place_each_by_image::<Self>(stream, images, keys, found, values);
+        }
+        let parts: Vec<FindPart> = parts
+            .into_iter()
+            .filter(|(_, range)| !range.is_empty())
+            .map(|(part, range)| FindPart {
+                table: part.table,
+                home: part.home,
+                range,
+            })
+            .collect();
+        let shared = FindShared {
+            keys,
+            found,
+            values,
+        };
+        launch::find_many(stream, layout.code(), &parts, shared)
+    }
+}
+
+/// What the find kernel reads of a table imaged in mapped pinned memory: the table as its
+/// kernels see it, with the mapped addresses of the image's sections in place of device
+/// arrays, where keys start, and the bucket layout.
+struct InPlace {
+    table: GhCuckooTable,
+    home: GhCuckooHome,
+    layout: BucketLayout,
+}
+
+impl<K: Key, V: Value> CuckooTable<K, V> {
+    /// The kernels' view of the table `image` holds, read in place; the address guard must
+    /// outlive the launch that reads it.
+    fn in_place<'a>(
+        stream: &'a Stream,
+        image: &'a PinnedImage,
+    ) -> Result<(MappedAddress<'a>, InPlace)> {
         let Checked {
             state,
             options,
@@ -473,7 +549,7 @@ impl<K: Key, V: Value> ProbeInPlace for CuckooTable<K, V> {
             ..
         } = Self::check_image(image)?;
         let d = options.subtables;
-        let (_mapped, addresses) = image.mapped_sections(stream)?;
+        let (mapped, addresses) = image.mapped_sections(stream)?;
         let mut table = GhCuckooTable {
             subtables: d as u32,
             value_words: Self::WORDS as u32,
@@ -506,17 +582,14 @@ impl<K: Key, V: Value> ProbeInPlace for CuckooTable<K, V> {
             settled_hi: state.settled_hi,
             seed: choice_seed(state.seed),
         };
-        launch::find(
-            stream,
-            launch::Find {
+        Ok((
+            mapped,
+            InPlace {
                 table,
                 home,
-                keys,
-                found: Some(found),
-                values,
-                hits: None,
+                layout,
             },
-        )
+        ))
     }
 }
 

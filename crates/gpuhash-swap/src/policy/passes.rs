@@ -60,8 +60,8 @@ pub fn passes(keys: &[u32], paged: &[bool], deferred: &[bool], resident: usize) 
 /// The segment a lookup of several segments runs in when it defers its probes in place to
 /// its end, or `None` when it does not: with `probed[child]` keys that the filters pass for
 /// each child probed in place (0 for the others), each key and its place in the batch
-/// (`key_bytes + 4`) are kept from its segment to the batch's end, where each child's are
-/// probed at once, one child at a time (a flag and a value each, `1 + value_bytes`). That
+/// (`key_bytes + 4`) are kept from its segment to the batch's end, where they are all
+/// probed in one call (a flag and a value each, `1 + value_bytes`). That
 /// room comes out of the scratch of `segment` elements of `element_bytes` each, which
 /// keeps at least half for the segments: the segment shrinks by the kept keys' room. A
 /// lookup with no child probed defers nothing.
@@ -73,13 +73,12 @@ pub fn deferred_segment(
     value_bytes: usize,
 ) -> Option<usize> {
     let kept: u64 = probed.iter().map(|&keys| u64::from(keys)).sum();
-    let largest = probed.iter().copied().max().map_or(0, u64::from);
     if kept == 0 {
         return None;
     }
     let scratch = (segment as u64).saturating_mul(element_bytes);
     let held = kept.saturating_mul(key_bytes as u64 + 4);
-    let answers = largest.saturating_mul(1 + value_bytes as u64);
+    let answers = kept.saturating_mul(1 + value_bytes as u64);
     if held.saturating_add(answers) > scratch / 2 {
         return None;
     }
@@ -133,11 +132,17 @@ mod tests {
     fn deferred_keys_take_at_most_half_the_scratch_from_the_segment() {
         // 1000 elements of 42 bytes: 42000 bytes, half of it 21000.
         assert_eq!(deferred_segment(&[0, 0], 1000, 42, 4, 4), None);
-        // 100 keys kept (800 bytes) and 60 answers (300 bytes): the segment loses 800.
+        // 100 keys kept (800 bytes) and their 100 answers (500 bytes): the segment loses 800.
         assert_eq!(
             deferred_segment(&[40, 0, 60], 1000, 42, 4, 4),
             Some((42000 - 800) / 42)
         );
+        // 1600 keys kept (12800) and their answers (8000) fit the half; 1700 do not.
+        assert_eq!(
+            deferred_segment(&[800, 800], 1000, 42, 4, 4),
+            Some((42000 - 12800) / 42)
+        );
+        assert_eq!(deferred_segment(&[850, 850], 1000, 42, 4, 4), None);
         // 2000 keys kept (16000) and 2000 answers (10000): past half, not deferred.
         assert_eq!(deferred_segment(&[2000], 1000, 42, 4, 4), None);
         assert_eq!(deferred_segment(&[u32::MAX; 4], 1000, 42, 4, 4), None);
