@@ -117,6 +117,9 @@ impl<V: bytemuck::Pod> Answers<V> {
     }
 }
 
+/// Found flags, and values where found when a lookup gets them.
+pub(crate) type ProbeAnswers<V> = (DeviceBuffer<u8>, Option<DeviceBuffer<V>>);
+
 /// A segment partitioned by child, and the keys the filters passed.
 type Split<K, V> = (Partition<K, V>, Survivors<K>);
 
@@ -465,32 +468,12 @@ impl<T: ProbeInPlace> SwapTable<T> {
             return Ok(());
         }
         let (stream, survivors) = (work.stream, work.survivors);
-        let len = survivors.keys().len();
-        // Each image may be replaced while the kernels still read it: its memory goes back
-        // to the pool only once they have run (a pinned buffer waits for its readers).
-        let images: Vec<_> = visits
+        let parts = visits
             .iter()
-            .map(|visit| (residency.image(visit.child), visit.range.clone()))
-            .collect();
-        let parts: Vec<_> = images
-            .iter()
-            .map(|(image, range)| (image.as_ref(), range.clone()))
-            .collect();
-        let mut found = DeviceBuffer::zeroed(stream, len)?;
-        let mut values = match work.verb.gets_values() {
-            true => Some(DeviceBuffer::unfilled(stream, len)?),
-            false => None,
-        };
-        T::get_in_place_each(
-            stream,
-            &parts,
-            survivors.keys(),
-            &mut found,
-            values.as_mut(),
-        )?;
-        for _ in visits {
-            residency.count_probe_in_place();
-        }
+            .map(|visit| (visit.child, visit.range.clone()));
+        let gets_values = work.verb.gets_values();
+        let (found, values) =
+            Self::probe_in_place(residency, stream, parts, survivors.keys(), gets_values)?;
         let answers = &mut *work.answers;
         let places = survivors.places();
         launch::gather(stream, &found, places, Some(&found), &mut answers.found, 0)?;
@@ -498,6 +481,37 @@ impl<T: ProbeInPlace> SwapTable<T> {
             launch::gather(stream, values, places, Some(&found), &mut answers.values, 0)?;
         }
         Ok(())
+    }
+
+    /// Probes in place, in one call ([`ProbeInPlace::get_in_place_each`]), the image of
+    /// each child of `parts` (children on the host) on its range of `keys`: flags over all
+    /// of `keys` (zero outside the ranges), and values where found (when `gets_values`).
+    pub(crate) fn probe_in_place(
+        residency: &mut Residency<T>,
+        stream: &Stream,
+        parts: impl Iterator<Item = (usize, Range<usize>)>,
+        keys: &DeviceBuffer<T::Key>,
+        gets_values: bool,
+    ) -> Result<ProbeAnswers<T::Value>, T::Error> {
+        // Each image may be replaced while the kernels still read it: its memory goes back
+        // to the pool only once they have run (a pinned buffer waits for its readers).
+        let images: Vec<_> = parts
+            .map(|(child, range)| (residency.image(child), range))
+            .collect();
+        let in_place: Vec<_> = images
+            .iter()
+            .map(|(image, range)| (image.as_ref(), range.clone()))
+            .collect();
+        let mut found = DeviceBuffer::zeroed(stream, keys.len())?;
+        let mut values = match gets_values {
+            true => Some(DeviceBuffer::unfilled(stream, keys.len())?),
+            false => None,
+        };
+        T::get_in_place_each(stream, &in_place, keys, &mut found, values.as_mut())?;
+        for _ in &in_place {
+            residency.count_probe_in_place();
+        }
+        Ok((found, values))
     }
 
     /// Visits each child in turn, paging the next one in while the last one's kernels run.

@@ -132,8 +132,8 @@ impl<T: ProbeInPlace> SwapTable<T> {
     /// the keys' places in the batch's answers: flags and values where found (every flag
     /// of a kept key was written 0 by its segment, or zeroed before the passes). The
     /// children on the host are probed in place, all in one call
-    /// ([`ProbeInPlace::get_in_place_each`]: one launch for DyHash), so a small batch
-    /// pays for one probe, not one a child; one that a pass left on the device (none does
+    /// ([`ProbeInPlace::get_in_place_each`]: one launch for DyHash), so the batch pays
+    /// for one probe, not one a child; one that a pass left on the device (none does
     /// now: a lookup pages in only the children it does not defer) is looked up there.
     pub(crate) fn probe_deferred(
         &self,
@@ -143,28 +143,18 @@ impl<T: ProbeInPlace> SwapTable<T> {
         verb: &mut Verb<'_, T::Value>,
     ) -> std::result::Result<(), T::Error> {
         let lists = deferred.into_lists()?;
-        let total = lists.keys.len();
-        let mut found = DeviceBuffer::zeroed(stream, total)?;
-        let mut values = match verb.gets_values() {
-            true => Some(DeviceBuffer::unfilled(stream, total)?),
-            false => None,
-        };
         let (on_host, on_device): (Vec<_>, Vec<_>) = lists
             .children
             .into_iter()
             .partition(|(child, _)| !residency.is_resident(*child));
-        let images: Vec<_> = on_host
-            .into_iter()
-            .map(|(child, range)| (residency.image(child), range))
-            .collect();
-        let in_place: Vec<_> = images
-            .iter()
-            .map(|(image, range)| (image.as_ref(), range.clone()))
-            .collect();
-        T::get_in_place_each(stream, &in_place, &lists.keys, &mut found, values.as_mut())?;
-        for _ in &in_place {
-            residency.count_probe_in_place();
-        }
+        let gets_values = verb.gets_values();
+        let (mut found, mut values) = Self::probe_in_place(
+            residency,
+            stream,
+            on_host.into_iter(),
+            &lists.keys,
+            gets_values,
+        )?;
         for (child, range) in on_device {
             residency.on_resident(&self.device, (child, false), stream, |table| {
                 let maps = [(table, range)];
