@@ -50,6 +50,30 @@ __device__ uint32_t remove_copies(const Tile &t, const GhCuckooSubtable *subs, u
     return removed;
 }
 
+// The last block of the launch to finish writes the table's counts and the side
+// slot's flag into `report` (GH_CUCKOO_REPORT_*): every block's count changes are in
+// by then, so the host reads a batch's counters and the table's counts in one copy
+// after its last launch instead of three.
+__device__ __forceinline__ void report_when_done(const GhCuckooTable &table, uint64_t *report) {
+    __shared__ bool last;
+    // This block's count changes (flushed just before) come ahead of its done mark.
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        auto *done = reinterpret_cast<unsigned long long *>(report + GH_CUCKOO_REPORT_DONE);
+        last = atomicAdd(done, 1ull) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    const auto *counts = reinterpret_cast<const unsigned long long *>(table.counts);
+    if (threadIdx.x < table.subtables) report[threadIdx.x] = __ldcg(counts + threadIdx.x);
+    if (threadIdx.x == 0) {
+        report[GH_CUCKOO_REPORT_SIDE] = __ldcg(table.side + GH_CUCKOO_SIDE_PRESENT) != 0 ? 1 : 0;
+        report[GH_CUCKOO_REPORT_DONE] = 0;
+    }
+}
+
 template <typename L>
 __device__ void remove(const GhCuckooRemoveParams &p) {
     using K = typename L::Key;
@@ -77,6 +101,7 @@ __device__ void remove(const GhCuckooRemoveParams &p) {
         if (p.removed_out != nullptr && t.rank == 0) p.removed_out[i] = removed != 0 ? 1 : 0;
     }
     counts.flush(p.table.counts, p.table.subtables);
+    if (p.report != nullptr) report_when_done(p.table, p.report);
 }
 
 }  // namespace gh_cuckoo

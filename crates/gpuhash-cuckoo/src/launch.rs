@@ -163,8 +163,11 @@ pub(crate) mod counter {
     pub(crate) const DUPLICATES: usize = 3;
     /// The place pass's pairs handed out to blocks so far.
     pub(crate) const CURSOR: usize = 4;
+    /// The first word of the report a batch's last remove launch writes
+    /// (`GH_CUCKOO_REPORT_*` words from here: the table's counts and side flag).
+    pub(crate) const REPORT: usize = 5;
     /// Words of the counters buffer.
-    pub(crate) const WORDS: usize = 5;
+    pub(crate) const WORDS: usize = REPORT + crate::layouts::GH_CUCKOO_REPORT_WORDS as usize;
 }
 
 /// Lanes a block.
@@ -396,7 +399,10 @@ pub(crate) struct Remove<'a, K> {
     pub(crate) removed: Option<&'a mut DeviceBuffer<u8>>,
     /// When given, word `.1` of counters `.0`, which an earlier kernel of the stream set:
     /// the keys are then the first min(that counter, `count`), read on the device.
-    pub(crate) count_from: Option<(&'a DeviceBuffer<u64>, usize)>,
+    pub(crate) count_from: Option<(&'a mut DeviceBuffer<u64>, usize)>,
+    /// Whether the launch's last block writes the table's counts and side flag into the
+    /// report words ([`counter::REPORT`]) of the counters of `count_from`.
+    pub(crate) report: bool,
 }
 
 /// Queues the remove kernel.
@@ -413,11 +419,16 @@ pub(crate) fn remove<K: Key>(stream: &Stream, remove: Remove<'_, K>) -> Result<(
     let k = remove.keys.address(stream);
     let s = remove.skip.map(|b| b.address(stream));
     let r = remove.removed.map(|b| b.address_mut(stream));
+    assert!(!remove.report || remove.count_from.is_some());
     let c = remove.count_from.map(|(counters, word)| {
         check_counters(counters);
         assert!(word < counter::WORDS);
-        (counters.address(stream), word)
+        (counters.address_mut(stream), word)
     });
+    let report = match (&c, remove.report) {
+        (Some((counters, _)), true) => counter_ptr(counters, counter::REPORT),
+        _ => std::ptr::null_mut(),
+    };
     let params = GhCuckooRemoveParams {
         table: remove.table,
         keys: k.address as *const _,
@@ -427,6 +438,7 @@ pub(crate) fn remove<K: Key>(stream: &Stream, remove: Remove<'_, K>) -> Result<(
         count_at: c.as_ref().map_or(std::ptr::null(), |(counters, word)| {
             counter_ptr(counters, *word).cast_const()
         }),
+        report,
         copies: remove.copies,
         pad: 0,
     };

@@ -33,6 +33,9 @@ pub const GH_CUCKOO_SORT_THREADS: u32 = 256;
 pub const GH_CUCKOO_REMOVE_FIRST: u32 = 0;
 pub const GH_CUCKOO_REMOVE_ALL: u32 = 1;
 pub const GH_CUCKOO_REMOVE_DUPLICATES: u32 = 2;
+pub const GH_CUCKOO_REPORT_SIDE: u32 = 8;
+pub const GH_CUCKOO_REPORT_DONE: u32 = 9;
+pub const GH_CUCKOO_REPORT_WORDS: u32 = 10;
 #[repr(C)]
 #[derive(Debug, Copy, Clone, PartialEq, Eq)]
 pub struct GhCuckooSubtable {
@@ -444,12 +447,13 @@ pub struct GhCuckooRemoveParams {
     pub removed_out: *mut u8,
     pub count: u64,
     pub count_at: *const u64,
+    pub report: *mut u64,
     pub copies: u32,
     pub pad: u32,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of GhCuckooRemoveParams"][::core::mem::size_of::<GhCuckooRemoveParams>() - 592usize];
+    ["Size of GhCuckooRemoveParams"][::core::mem::size_of::<GhCuckooRemoveParams>() - 600usize];
     ["Alignment of GhCuckooRemoveParams"][::core::mem::align_of::<GhCuckooRemoveParams>() - 8usize];
     ["Offset of field: GhCuckooRemoveParams::table"]
         [::core::mem::offset_of!(GhCuckooRemoveParams, table) - 0usize];
@@ -463,10 +467,12 @@ const _: () = {
         [::core::mem::offset_of!(GhCuckooRemoveParams, count) - 568usize];
     ["Offset of field: GhCuckooRemoveParams::count_at"]
         [::core::mem::offset_of!(GhCuckooRemoveParams, count_at) - 576usize];
+    ["Offset of field: GhCuckooRemoveParams::report"]
+        [::core::mem::offset_of!(GhCuckooRemoveParams, report) - 584usize];
     ["Offset of field: GhCuckooRemoveParams::copies"]
-        [::core::mem::offset_of!(GhCuckooRemoveParams, copies) - 584usize];
+        [::core::mem::offset_of!(GhCuckooRemoveParams, copies) - 592usize];
     ["Offset of field: GhCuckooRemoveParams::pad"]
-        [::core::mem::offset_of!(GhCuckooRemoveParams, pad) - 588usize];
+        [::core::mem::offset_of!(GhCuckooRemoveParams, pad) - 596usize];
 };
 impl Default for GhCuckooRemoveParams {
     fn default() -> Self {

@@ -259,6 +259,15 @@ typedef struct GhCuckooPartitionParams {
                                         * insert batch, a key of the batch that was swapped
                                         * out may have come to rest in a second place */
 
+/* The report a remove launch writes when GhCuckooRemoveParams.report is not null,
+ * for the host to read with the batch's counters in one copy: once every block has
+ * run, the table's counts (words 0 to GH_CUCKOO_MAX_SUBTABLES - 1, one a subtable)
+ * and the side slot's present flag; the word after them counts the blocks done
+ * (zero before the launch, and again after it). */
+#define GH_CUCKOO_REPORT_SIDE GH_CUCKOO_MAX_SUBTABLES
+#define GH_CUCKOO_REPORT_DONE (GH_CUCKOO_MAX_SUBTABLES + 1u)
+#define GH_CUCKOO_REPORT_WORDS (GH_CUCKOO_MAX_SUBTABLES + 2u)
+
 /* Removes copies of keys[i] for i < count (skip as for insert), as `copies` says;
  * the reserved key's side slot empties except for GH_CUCKOO_REMOVE_DUPLICATES.
  * removed_out[i] (may be null) becomes 1 when this launch emptied a slot of
@@ -275,6 +284,9 @@ typedef struct GhCuckooRemoveParams {
      * eviction log's length, which the insert kernel just counted, read on the
      * device so that the host need not wait for it. */
     const uint64_t *count_at;
+    /* When not null, GH_CUCKOO_REPORT_WORDS words where the launch's last block
+     * writes the report above. */
+    uint64_t *report;
     uint32_t copies;
     uint32_t pad;
 } GhCuckooRemoveParams;

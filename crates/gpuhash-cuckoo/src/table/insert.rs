@@ -330,15 +330,19 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
             if dedup {
                 // A key of this batch that was swapped out may rest in two subtables now:
                 // every key the log holds is checked, as many as the insert kernel logged
-                // (read on the device: the host waits once a round, below).
-                self.remove_logged(stream, scratch)?;
+                // (read on the device: the host waits once a round, below). That launch
+                // comes last: it reports the table's counts after the clean-up.
                 if round > 0 {
                     let retried_keys = &scratch.failed_keys[1 - current];
                     self.remove_launch(stream, retried_keys, retried, None, DUPLICATES, None)?;
                 }
+                self.remove_logged(stream, scratch)?;
             }
             // The counters, and the table's counts after the clean-up, in one wait.
-            let counters = self.refresh_reading(stream, Some(&scratch.counters))?;
+            let counters = match dedup {
+                true => self.refresh_from_report(stream, &scratch.counters)?,
+                false => self.refresh_reading(stream, Some(&scratch.counters))?,
+            };
             let duplicates = *duplicates.get_or_insert(counters[counter::DUPLICATES]);
             let (logged, failed) = (counters[counter::LOGGED], counters[counter::FAILED]);
             let failed = failed as usize;

@@ -34,12 +34,15 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
             copies,
             removed,
             count_from: None,
+            report: false,
         })
     }
 
     /// The remove kernel on a batch's eviction log, as many keys as the insert kernel
-    /// logged (read on the device), removing every copy of each but the first.
-    pub(super) fn remove_logged(&self, stream: &Stream, scratch: &Scratch<K, V>) -> Result<()> {
+    /// logged (read on the device), removing every copy of each but the first; its last
+    /// block reports the table's counts and side flag in the batch's counters
+    /// ([`counter::REPORT`]), for [`CuckooTable::refresh_from_report`].
+    pub(super) fn remove_logged(&self, stream: &Stream, scratch: &mut Scratch<K, V>) -> Result<()> {
         self.queue_remove(stream, |table| launch::Remove {
             table,
             keys: &scratch.log,
@@ -47,7 +50,8 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
             skip: None,
             copies: GH_CUCKOO_REMOVE_DUPLICATES,
             removed: None,
-            count_from: Some((&scratch.counters, counter::LOGGED)),
+            count_from: Some((&mut scratch.counters, counter::LOGGED)),
+            report: true,
         })
     }
 
