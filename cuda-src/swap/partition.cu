@@ -18,11 +18,13 @@ constexpr uint32_t kScatterPerThread = 8;
 extern "C" __global__ void gh_swap_count(GhSwapCountParams p) {
     __shared__ uint32_t block_counts[kSharedChildren];
     __shared__ uint32_t block_passed[kSharedChildren];
+    __shared__ uint32_t block_ruled_out[kSharedChildren];
     const bool in_block = p.children <= kSharedChildren;
     if (in_block) {
         for (uint32_t c = threadIdx.x; c < p.children; c += blockDim.x) {
             block_counts[c] = 0;
             block_passed[c] = 0;
+            block_ruled_out[c] = 0;
         }
     }
     __syncthreads();
@@ -34,9 +36,16 @@ extern "C" __global__ void gh_swap_count(GhSwapCountParams p) {
             p.child_of[i] = GH_SWAP_NO_CHILD;
             continue;
         }
-        p.child_of[i] = child;
         const uint32_t* filter = p.filters == nullptr ? nullptr : (const uint32_t*)p.filters[child];
         const bool passed = filter != nullptr && gh_swap_filter_may_hold(filter, key, p.blocks);
+        // A key its filter rules out is a miss already: the segment need not move it,
+        // which leaves room for a longer segment.
+        if (filter != nullptr && !passed) {
+            p.child_of[i] = GH_SWAP_NO_CHILD;
+            if (p.ruled_out != nullptr) atomicAdd(in_block ? &block_ruled_out[child] : &p.ruled_out[child], 1u);
+            continue;
+        }
+        p.child_of[i] = child;
         atomicAdd(in_block ? &block_counts[child] : &p.counts[child], 1u);
         if (passed) atomicAdd(in_block ? &block_passed[child] : &p.passed[child], 1u);
     }
@@ -45,6 +54,7 @@ extern "C" __global__ void gh_swap_count(GhSwapCountParams p) {
     for (uint32_t c = threadIdx.x; c < p.children; c += blockDim.x) {
         if (block_counts[c] != 0) atomicAdd(&p.counts[c], block_counts[c]);
         if (block_passed[c] != 0) atomicAdd(&p.passed[c], block_passed[c]);
+        if (block_ruled_out[c] != 0 && p.ruled_out != nullptr) atomicAdd(&p.ruled_out[c], block_ruled_out[c]);
     }
 }
 

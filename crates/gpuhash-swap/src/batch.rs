@@ -31,6 +31,12 @@
 //! survivors from segment to segment and are probed once each at the batch's end
 //! ([`crate::deferred`]).
 //!
+//! A pass's segments read as many keys as the scratch holds at its share of the keys it
+//! moves: the keys of its children, less a lookup's that the filters rule out (the count
+//! kernel leaves those out, and the flags the batch zeroes first answer them). A segment
+//! that would move more than that share is counted again at half the length, never shorter
+//! than the segment the scratch holds when every key moves ([`SegmentRoom`]).
+//!
 //! An insert or a removal logs what each visit's keys held before it ran, and a batch that
 //! fails takes back every logged visit before it returns ([`crate::undo`]).
 
@@ -45,7 +51,9 @@ use crate::filter::{self, Survivors};
 use crate::launch::{self, FilterSet};
 use crate::partition::{Counted, Partition};
 use crate::passes::{BatchPlan, Pass};
-use crate::policy::{Access, Reach, Spread, next_page_in, resident_first, segments};
+use crate::policy::{
+    Access, Reach, SegmentRoom, Spread, next_page_in, resident_first, scratch_per_element,
+};
 use crate::residency::{Moved, Residency};
 use crate::table::SwapTable;
 use crate::undo::{Before, Change, UndoLog};
@@ -191,28 +199,44 @@ impl<T: ProbeInPlace> SwapTable<T> {
         let BatchPlan {
             passes,
             segment,
+            reads,
             deferred,
         } = self.passes(&mut residency, stream, keys, verb.changes())?;
+        let room = SegmentRoom {
+            segment,
+            element_bytes: scratch_per_element(size_of::<T::Key>(), size_of::<T::Value>()),
+        };
         let mut deferred = Deferred::new(stream, &deferred)?;
         // Passes that skip children each write only the keys they found, on flags zeroed
-        // first.
+        // first; so are a lookup's, whose keys the filters rule out no segment moves.
         let skips = passes.iter().any(|reach| reach.contains(&Reach::Skip));
-        if skips && let Some(found) = verb.found() {
+        if (skips || !verb.changes())
+            && let Some(found) = verb.found()
+        {
             found.fill_zero(stream)?;
         }
         let changes = verb.changes();
         let mut outcome = Ok(());
-        for reach in &passes {
+        for (reach, &read) in passes.iter().zip(&reads) {
             outcome = Pass::new(stream, reach, !skips)
                 .map_err(T::Error::from)
                 .and_then(|pass| {
-                    for range in segments(keys.len(), segment) {
+                    let mut start = 0;
+                    while start < keys.len() {
                         // The logs of the segments before leave the device; this one's
                         // stays there while it runs (and, for the last, until the batch
                         // ends).
                         log.move_to_host(stream)?;
-                        let counted =
-                            Self::count(&mut residency, stream, keys, changes, range, &pass)?;
+                        let counted = Self::count_fitting(
+                            &mut residency,
+                            stream,
+                            keys,
+                            changes,
+                            (start, read),
+                            &room,
+                            &pass,
+                        )?;
+                        start = counted.counted.segment().end;
                         let batch = Batch {
                             keys,
                             log: &mut log,
@@ -306,6 +330,24 @@ impl<T: ProbeInPlace> SwapTable<T> {
         answered
     }
 
+    /// Counts the segment of `keys` that starts at `start` and reads `read` keys, or fewer
+    /// where it would move more than the scratch holds ([`SegmentRoom::next`]).
+    fn count_fitting(
+        residency: &mut Residency<T>,
+        stream: &Stream,
+        keys: &DeviceBuffer<T::Key>,
+        changes: bool,
+        (start, read): (usize, usize),
+        room: &SegmentRoom,
+        pass: &Pass<'_>,
+    ) -> Result<CountedSegment, T::Error> {
+        room.next((start, keys.len()), read, |range| {
+            let counted = Self::count(residency, stream, keys, changes, range, pass)?;
+            let moved = counted.counted.moved();
+            Ok((counted, moved))
+        })
+    }
+
     /// Counts the segment `range` of `keys` by child for a pass, and waits for the stream
     /// (the one wait a segment has): which children a lookup (a verb that `changes`
     /// nothing) reaches through its filter are those on the host now (the set is fixed
@@ -378,8 +420,8 @@ impl<T: ProbeInPlace> SwapTable<T> {
     ) -> Vec<Visit> {
         let cost_model = self.cost_model();
         let order = resident_first(partition.children(), |child| residency.is_resident(child));
-        let mut filtered = 0;
-        let visits = order
+        residency.count_filtered(partition.ruled_out);
+        order
             .into_iter()
             .filter_map(|(child, range)| {
                 if reach[child] == Reach::Skip {
@@ -393,7 +435,6 @@ impl<T: ProbeInPlace> SwapTable<T> {
                     });
                 }
                 let passed = survivors.ranges[child].clone();
-                filtered += range.len() - passed.len();
                 // Every key ruled out: the child is neither paged in nor probed.
                 if passed.is_empty() {
                     return None;
@@ -421,9 +462,7 @@ impl<T: ProbeInPlace> SwapTable<T> {
                     how,
                 })
             })
-            .collect();
-        residency.count_filtered(filtered);
-        visits
+            .collect()
     }
 
     /// Looks up the keys of every visit of `visits` (lookups of resident children) in one

@@ -45,12 +45,17 @@ fn element<T>(base: u64, at: usize) -> u64 {
     base + (at * size_of::<T>()) as u64
 }
 
-/// Chooses the child of `keys[range]` (of `counts.len() / 2` children, by the spread of
-/// `seed`: [`crate::policy::Spread`]) into `child_of` and adds each child's keys to
-/// `counts[child]`, and those its filter in `filters` passes (where it has one there) to
-/// `counts[children + child]`: `counts` is zeroed by the caller, two words a child. With
-/// `in_pass` (a byte a child), the keys of the children it marks 0 are left out: their
-/// child is `GH_SWAP_NO_CHILD`, and nothing counts them.
+/// Words of a count a child: its keys, those its filter passed, those its filter ruled out.
+pub(crate) const COUNT_WORDS: usize = 3;
+
+/// Chooses the child of `keys[range]` (of `counts.len() / COUNT_WORDS` children, by the
+/// spread of `seed`: [`crate::policy::Spread`]) into `child_of` and adds each child's keys
+/// to `counts[child]`, and those its filter in `filters` passes (where it has one there) to
+/// `counts[children + child]`: `counts` is zeroed by the caller, [`COUNT_WORDS`] words a
+/// child. A key its filter rules out is left out (its child is `GH_SWAP_NO_CHILD`, and the
+/// segment does not move it), counted in `counts[2 * children + child]` alone. With
+/// `in_pass` (a byte a child), the keys of the children it marks 0 are left out too,
+/// and nothing counts them.
 #[allow(
     clippy::too_many_arguments,
     reason = "a count's keys, its scope (seed, filters, pass) and its two outputs"
@@ -69,7 +74,7 @@ pub(crate) fn count<K: Pod>(
     if items == 0 {
         return Ok(());
     }
-    let children = counts.len() / 2;
+    let children = counts.len() / COUNT_WORDS;
     assert!(filters.is_none_or(|set| set.addresses.len() == children));
     assert!(in_pass.is_none_or(|marks| marks.len() == children));
     let table_at = filters.map(|set| set.addresses.address(stream));
@@ -89,15 +94,16 @@ pub(crate) fn count<K: Pod>(
         blocks: filters.map_or(0, |set| set.blocks),
         reserved: 0,
         passed: element::<u32>(counts_at.address, children) as *mut u32,
+        ruled_out: element::<u32>(counts_at.address, 2 * children) as *mut u32,
         in_pass: in_pass_at
             .as_ref()
             .map_or(std::ptr::null(), |m| m.address as *const u8),
         seed,
     };
     // SAFETY: `range` lies within `keys` (checked by the caller's segmenting), `child_of`
-    // holds `items` words and `counts` two words a child, so every index the kernel uses
+    // holds `items` words and `counts` three words a child, so every index the kernel uses
     // (below `items`, and child ids below `children`, plus `children` for the passed
-    // counts) is in bounds; the filter set, when given, holds one address a child, each
+    // counts and twice that for those ruled out) is in bounds; the filter set, when given, holds one address a child, each
     // 0 or a live filter of `blocks` blocks, kept borrowed by its guards; `in_pass`, when
     // given, holds a byte a child (asserted); the buffers stay borrowed until the launch
     // is queued and their frees are ordered after it.

@@ -28,10 +28,11 @@ pub struct GhSwapCountParams {
     pub passed: *mut u32,
     pub in_pass: *const u8,
     pub seed: u64,
+    pub ruled_out: *mut u32,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of GhSwapCountParams"][::core::mem::size_of::<GhSwapCountParams>() - 80usize];
+    ["Size of GhSwapCountParams"][::core::mem::size_of::<GhSwapCountParams>() - 88usize];
     ["Alignment of GhSwapCountParams"][::core::mem::align_of::<GhSwapCountParams>() - 8usize];
     ["Offset of field: GhSwapCountParams::keys"]
         [::core::mem::offset_of!(GhSwapCountParams, keys) - 0usize];
@@ -57,6 +58,8 @@ const _: () = {
         [::core::mem::offset_of!(GhSwapCountParams, in_pass) - 64usize];
     ["Offset of field: GhSwapCountParams::seed"]
         [::core::mem::offset_of!(GhSwapCountParams, seed) - 72usize];
+    ["Offset of field: GhSwapCountParams::ruled_out"]
+        [::core::mem::offset_of!(GhSwapCountParams, ruled_out) - 80usize];
 };
 impl Default for GhSwapCountParams {
     fn default() -> Self {

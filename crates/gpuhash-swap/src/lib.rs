@@ -77,7 +77,13 @@
 //!   lookup those the cost model pages for the whole batch, for an insert or a removal
 //!   every one with keys) then take passes of their own over the segments, as many at once
 //!   as the slots hold, after a first pass for the other children, so that each is paged
-//!   in once a batch rather than once a segment ([`policy::passes`]).
+//!   in once a batch rather than once a segment ([`policy::passes`]). A pass moves only
+//!   its own children's keys, and a lookup never moves a key a filter rules out, so a
+//!   pass's segments read as many keys as its share of the batch lets the scratch hold
+//!   (a pass that moves a quarter of the keys reads segments about 2.4 times as long),
+//!   and one that would move more than its share is counted again at half the length
+//!   ([`policy::SegmentRoom`]): fewer segments, each with its fixed cost of kernels and
+//!   one wait.
 //! - **Overlap.** While a child's kernels run on the caller's stream, the next child the
 //!   segment needs on the device is paged in on another stream, by a thread of its own
 //!   (`batch.rs`): first, when no slot is free, the least recently used child that no
@@ -105,8 +111,9 @@
 //! - **Lookups of children on the host.** A get or contains does not page a child on the
 //!   host in for its keys. First its **miss filter** (a split block Bloom filter in device
 //!   memory, `cuda-src/swap/filter.cu`, built from the child's keys when a changed child
-//!   pages out) checks them on the device: keys it rules out are misses and nothing
-//!   crosses the bus for them ([`SwapStats::filtered`] counts them). The keys it passes
+//!   pages out) checks them on the device: keys it rules out are misses, answered by
+//!   flags zeroed before the batch; nothing crosses the bus for them and the partition
+//!   does not move them ([`SwapStats::filtered`] counts them). The keys it passes
 //!   go, as the [`CostModel`] chooses for that child and batch segment, either to the
 //!   child's image **probed in place** ([`ProbeInPlace::get_in_place`]: DyHash's own find
 //!   kernel reading the mapped image over the bus; [`SwapStats::probes_in_place`]), or to

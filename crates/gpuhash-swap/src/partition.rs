@@ -12,7 +12,7 @@ use std::ops::Range;
 use bytemuck::Pod;
 use gpuhash_core::{DeviceBuffer, Result, Stream};
 
-use crate::launch::{self, FilterSet, ScatterTarget};
+use crate::launch::{self, COUNT_WORDS, FilterSet, ScatterTarget};
 use crate::policy::{Spread, child_ranges};
 
 /// A segment `keys[segment]` partitioned among `children` children.
@@ -26,8 +26,11 @@ pub struct Partition<K, V> {
     /// Each child's first place, in device memory.
     pub(crate) starts: DeviceBuffer<u32>,
     /// Each child's keys that its filter in the partition's filter set passed (0 for
-    /// children not checked).
+    /// children not checked): every key of the child the partition holds.
     pub(crate) passed: Vec<usize>,
+    /// Keys of the segment that the filters ruled out, which the partition left out
+    /// (their answers are misses).
+    pub(crate) ruled_out: u64,
 }
 
 impl<K: Pod, V: Pod> Partition<K, V> {
@@ -112,7 +115,7 @@ impl Counted {
         in_pass: Option<&DeviceBuffer<u8>>,
     ) -> Result<Self> {
         let mut child_of = DeviceBuffer::unfilled(stream, segment.len())?;
-        let mut counts = DeviceBuffer::zeroed(stream, 2 * spread.parts as usize)?;
+        let mut counts = DeviceBuffer::zeroed(stream, COUNT_WORDS * spread.parts as usize)?;
         launch::count(
             stream,
             keys,
@@ -135,6 +138,12 @@ impl Counted {
         &self.segment
     }
 
+    /// Keys the scatter will move: those of every child counted.
+    pub(crate) fn moved(&self) -> u64 {
+        let children = self.counts.len() / COUNT_WORDS;
+        self.counts[..children].iter().map(|&c| u64::from(c)).sum()
+    }
+
     /// Moves the counted segment of `keys` (and `values`) into its children's ranges, on
     /// `stream`, with no wait.
     pub(crate) fn scatter<K: Pod, V: Pod>(
@@ -143,11 +152,13 @@ impl Counted {
         keys: &DeviceBuffer<K>,
         values: Option<&DeviceBuffer<V>>,
     ) -> Result<Partition<K, V>> {
-        let children = self.counts.len() / 2;
-        let (counts, passed) = self.counts.split_at(children);
+        let children = self.counts.len() / COUNT_WORDS;
+        let (counts, rest) = self.counts.split_at(children);
+        let (passed, ruled_out) = rest.split_at(children);
         let ranges = child_ranges(counts);
         let len = ranges.last().map_or(0, |range| range.end);
         let passed = passed.iter().map(|&p| p as usize).collect();
+        let ruled_out = ruled_out.iter().map(|&r| u64::from(r)).sum();
         let starts: Vec<u32> = ranges.iter().map(|r| r.start as u32).collect();
         let starts = DeviceBuffer::from_host(stream, &starts)?;
         let mut cursors = launch::copy_range(stream, &starts, 0..children)?;
@@ -160,6 +171,7 @@ impl Counted {
             ranges,
             starts,
             passed,
+            ruled_out,
         };
         let target = ScatterTarget {
             keys: &mut partition.keys,

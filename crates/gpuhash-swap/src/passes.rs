@@ -14,9 +14,11 @@
 use gpuhash_core::image::ProbeInPlace;
 use gpuhash_core::{DeviceBuffer, Stream};
 
-use crate::launch;
+use crate::launch::{self, COUNT_WORDS};
 use crate::layouts::GH_SWAP_SEED;
-use crate::policy::{self, Access, Reach, deferred_segment, scratch_per_element, segments};
+use crate::policy::{
+    self, Access, Reach, SegmentRoom, deferred_segment, scratch_per_element, segments,
+};
 use crate::residency::Residency;
 use crate::table::SwapTable;
 
@@ -58,7 +60,11 @@ impl<'a> Pass<'a> {
 /// whose probes in place wait for the batch's end (0 for the others).
 pub(crate) struct BatchPlan {
     pub(crate) passes: Vec<Vec<Reach>>,
+    /// The segment the scratch holds when every key read is moved.
     pub(crate) segment: usize,
+    /// The keys each pass's segments read: longer than `segment` for a pass that moves
+    /// only some of the batch's keys ([`SegmentRoom::stretched`]).
+    pub(crate) reads: Vec<usize>,
     pub(crate) deferred: Vec<u32>,
 }
 
@@ -81,6 +87,7 @@ impl<T: ProbeInPlace> SwapTable<T> {
         let one_pass = |segment| BatchPlan {
             passes: vec![vec![Reach::AsCounted; children]],
             segment,
+            reads: vec![segment],
             deferred: vec![0; children],
         };
         let on_host: Vec<bool> = (0..children)
@@ -94,7 +101,9 @@ impl<T: ProbeInPlace> SwapTable<T> {
         // A lookup reaches a child on the host through its filter; a change, with every key.
         let filtered: Vec<bool> = on_host.iter().map(|&host| host && !changes).collect();
         let counts = Self::survey(residency, stream, keys, segment, &filtered)?;
-        let (all, passed) = counts.split_at(children);
+        // A lookup's keys that the filters rule out are not counted in `all`: no pass
+        // moves them.
+        let (all, passed) = (&counts[..children], &counts[children..2 * children]);
         let model = self.cost_model();
         let paged: Vec<bool> = (0..children)
             .map(|child| {
@@ -126,16 +135,32 @@ impl<T: ProbeInPlace> SwapTable<T> {
             None => (segment, vec![0; children]),
         };
         let marks: Vec<bool> = deferred.iter().map(|&keys| keys > 0).collect();
-        Ok(BatchPlan {
-            passes: policy::passes(all, &paged, &marks, self.plan.resident),
+        let passes = policy::passes(all, &paged, &marks, self.plan.resident);
+        let room = SegmentRoom {
             segment,
+            element_bytes,
+        };
+        let reads = passes
+            .iter()
+            .map(|reach| {
+                let moved = (0..children)
+                    .filter(|&child| reach[child] != Reach::Skip)
+                    .map(|child| u64::from(all[child]))
+                    .sum();
+                room.stretched(moved, keys.len() as u64)
+            })
+            .collect();
+        Ok(BatchPlan {
+            passes,
+            segment,
+            reads,
             deferred,
         })
     }
 
-    /// Each child's keys in the whole batch, then those its filter passes (0 for the
-    /// children not `filtered`), counted segment by segment into one set of counts: one
-    /// wait.
+    /// Each child's keys in the whole batch but those its filter rules out, then those its
+    /// filter passes (0 for the children not `filtered`), then those it rules out, counted
+    /// segment by segment into one set of counts ([`launch::count`]): one wait.
     fn survey(
         residency: &mut Residency<T>,
         stream: &Stream,
@@ -145,7 +170,7 @@ impl<T: ProbeInPlace> SwapTable<T> {
     ) -> Result<Vec<u32>, T::Error> {
         let children = residency.count();
         let mut child_of = DeviceBuffer::unfilled(stream, segment.min(keys.len()))?;
-        let mut counts = DeviceBuffer::<u32>::zeroed(stream, 2 * children)?;
+        let mut counts = DeviceBuffer::<u32>::zeroed(stream, COUNT_WORDS * children)?;
         let filters = residency.filters().set(stream, filtered)?;
         let counted = segments(keys.len(), segment).try_for_each(|range| {
             launch::count(

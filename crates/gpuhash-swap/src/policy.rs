@@ -12,7 +12,7 @@ use crate::layouts::GH_SWAP_SEED;
 
 mod passes;
 mod undo;
-pub use passes::{Reach, deferred_segment, passes};
+pub use passes::{Reach, SegmentRoom, deferred_segment, passes};
 pub use undo::undo_steps;
 
 /// The child of `key` among `children`: [`Spread::children`]'s part.

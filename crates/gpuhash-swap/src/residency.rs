@@ -324,8 +324,8 @@ impl<T: ProbeInPlace> Residency<T> {
     }
 
     /// Counts `keys` lookups answered by the filters.
-    pub(crate) fn count_filtered(&mut self, keys: usize) {
-        self.stats.filtered += keys as u64;
+    pub(crate) fn count_filtered(&mut self, keys: u64) {
+        self.stats.filtered += keys;
     }
 
     /// Runs `work` on child `index`, paged in (and the least recently used paged out) as

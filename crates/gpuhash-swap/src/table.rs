@@ -103,9 +103,16 @@ impl<T: ProbeInPlace> SwapTable<T> {
         self.plan.resident
     }
 
-    /// Batch elements partitioned at once; longer batches run in segments of this many.
+    /// Batch elements partitioned at once; longer batches run in segments of this many
+    /// (a pass that partitions only some children's keys reads longer segments, as many
+    /// keys as its share of them lets the scratch hold: [`crate::policy::SegmentRoom`]).
     pub fn segment_len(&self) -> usize {
         self.plan.segment
+    }
+
+    /// The children on the device now, in no particular order.
+    pub fn resident_children(&self) -> Vec<usize> {
+        self.residency.lock().resident()
     }
 
     /// The rates that choose between paging a child in and probing it in place.

@@ -26,6 +26,9 @@ typedef struct GhSwapCountParams {
     const uint8_t* in_pass;    // nonzero for each child of the pass, or null for all: the
                                // keys of the others get no child (all ones) and no count
     uint64_t seed;             // the choice's seed: GH_SWAP_SEED for the table's children
+    uint32_t* ruled_out;       // in: zeros; out: keys a consulted filter ruled out, a
+                               // child (may be null). Those keys get no child and no count
+                               // either: a segment moves none of them.
 } GhSwapCountParams;
 
 // Moves each key (and value) into its child's range, recording where it came from; keys

@@ -1,5 +1,7 @@
 //! The passes a batch of several segments takes over them.
 
+use std::ops::Range;
+
 use super::page_groups;
 
 /// How one pass of a batch reaches a child.
@@ -85,6 +87,69 @@ pub fn deferred_segment(
     Some(((scratch - held) / element_bytes.max(1)) as usize)
 }
 
+/// Device bytes a segment keeps for each key it reads, moved or not: the key's child.
+pub const READ_BYTES: u64 = 4;
+
+/// The scratch of `segment` elements of `element_bytes` each (every key read and moved),
+/// and the keys of a segment that reads `len` keys and moves `moved` of them: the child of
+/// each key read, and a whole element for each key moved.
+pub struct SegmentRoom {
+    /// Elements the scratch holds when every key read is moved: the segment as planned.
+    pub segment: usize,
+    /// Bytes of an element moved.
+    pub element_bytes: u64,
+}
+
+impl SegmentRoom {
+    fn scratch(&self) -> u64 {
+        (self.segment as u64).saturating_mul(self.element_bytes)
+    }
+
+    /// Whether a segment that reads `len` keys and moves `moved` of them fits the scratch;
+    /// one no longer than the planned segment always does.
+    pub fn fits(&self, len: usize, moved: u64) -> bool {
+        let needs = (len as u64)
+            .saturating_mul(READ_BYTES)
+            .saturating_add(moved.saturating_mul(self.element_bytes));
+        len <= self.segment || needs <= self.scratch()
+    }
+
+    /// Keys a segment of a pass reads, when the pass moves `moved` of the batch's `keys`
+    /// (a pass leaves the keys of the children it skips where they are): as many as the
+    /// scratch holds if the segment moves its share of them and a quarter more, never fewer
+    /// than the planned segment, nor more than the 32-bit places of a segment count. A
+    /// segment that moves more than that is cut shorter once counted ([`SegmentRoom::fits`]).
+    pub fn stretched(&self, moved: u64, keys: u64) -> usize {
+        if keys == 0 {
+            return self.segment;
+        }
+        let share = moved.min(keys) as f64 / keys as f64;
+        let per_key = READ_BYTES as f64 + 1.25 * share * self.element_bytes as f64;
+        let len = (self.scratch() as f64 / per_key) as u64;
+        len.min(u64::from(u32::MAX)).max(self.segment as u64) as usize
+    }
+
+    /// The next segment of a pass over `0..len` that reads `read` keys a segment, from
+    /// `start`: `count` counts a range and answers what it counted with the keys that range
+    /// moves; a range that would move more than the scratch holds is counted again at half
+    /// the length, and so on, never shorter than the planned segment (which always fits).
+    pub fn next<C, E>(
+        &self,
+        (start, len): (usize, usize),
+        read: usize,
+        mut count: impl FnMut(Range<usize>) -> Result<(C, u64), E>,
+    ) -> Result<C, E> {
+        let mut take = read.min(len.saturating_sub(start));
+        loop {
+            let (counted, moved) = count(start..start + take)?;
+            if self.fits(take, moved) {
+                return Ok(counted);
+            }
+            take = (take / 2).max(self.segment);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use quickcheck::quickcheck;
@@ -146,6 +211,77 @@ mod tests {
         // 2000 keys kept (16000) and 2000 answers (10000): past half, not deferred.
         assert_eq!(deferred_segment(&[2000], 1000, 42, 4, 4), None);
         assert_eq!(deferred_segment(&[u32::MAX; 4], 1000, 42, 4, 4), None);
+    }
+
+    #[test]
+    fn a_pass_that_moves_a_quarter_of_its_keys_reads_longer_segments() {
+        let room = SegmentRoom {
+            segment: 1000,
+            element_bytes: 42,
+        };
+        // Every key moved: the planned segment.
+        assert_eq!(room.stretched(5000, 5000), 1000);
+        // A quarter moved: 42000 bytes over 4 + 1.25 * 0.25 * 42 bytes a key read.
+        assert_eq!(room.stretched(1250, 5000), (42000.0 / 17.125) as usize);
+        // None moved: the children of the keys read alone.
+        assert_eq!(room.stretched(0, 5000), 42000 / 4);
+        assert_eq!(room.stretched(0, 0), 1000);
+        // 2452 keys read, 1000 moved: 9808 + 42000 bytes, past the scratch.
+        assert!(!room.fits(2452, 1000));
+        assert!(room.fits(2452, 700));
+        // No longer than planned: fits whatever it moves.
+        assert!(room.fits(1000, 1000));
+    }
+
+    quickcheck! {
+        fn segments_that_move_too_much_are_cut_until_they_fit(
+            moves: Vec<bool>, segment: u8, read: u16
+        ) -> bool {
+            // Keys that move (true) and keys that stay, element 8 bytes: a segment that
+            // reads n keys and moves m fits when 4n + 8m <= 8 * segment, or n <= segment.
+            let room = SegmentRoom {
+                segment: usize::from(segment % 16) + 1,
+                element_bytes: 8,
+            };
+            let read = room.segment.max(usize::from(read % 64));
+            let moved = |range: Range<usize>| moves[range].iter().filter(|&&m| m).count() as u64;
+            let mut start = 0;
+            let mut covered = 0;
+            while start < moves.len() {
+                let counted: Result<_, ()> = room.next((start, moves.len()), read, |range| {
+                    let m = moved(range.clone());
+                    Ok((range, m))
+                });
+                let range = counted.unwrap();
+                let fits = room.fits(range.len(), moved(range.clone()));
+                // As long as it may be: all it may read, the planned segment, or half of
+                // a length that would not have fit.
+                let most = read.min(moves.len() - start);
+                let halved = [2 * range.len(), 2 * range.len() + 1]
+                    .into_iter()
+                    .any(|l| l <= most && !room.fits(l, moved(start..start + l)));
+                let as_long = range.len() == most || range.len() <= room.segment || halved;
+                if range.start != start || range.is_empty() || !fits || !as_long {
+                    return false;
+                }
+                covered += range.len();
+                start = range.end;
+            }
+            covered == moves.len()
+        }
+
+        fn a_stretched_segment_that_moves_its_share_fits(
+            segment: u16, element_bytes: u8, moved: u32, keys: u32
+        ) -> bool {
+            let room = SegmentRoom {
+                segment: usize::from(segment),
+                element_bytes: u64::from(element_bytes % 64) + READ_BYTES,
+            };
+            let (moved, keys) = (u64::from(moved.min(keys)), u64::from(keys));
+            let len = room.stretched(moved, keys);
+            let share = (len as u64 * moved).checked_div(keys).unwrap_or(0);
+            len >= room.segment && room.fits(len, share)
+        }
     }
 
     quickcheck! {

@@ -22,6 +22,14 @@ pub enum Form {
 thread_local! {
     /// The armed form, and how many of its calls on this thread pass before one fails.
     static FAULT: Cell<Option<(Form, usize)>> = const { Cell::new(None) };
+    /// Calls of each form on this thread since [`calls_since`] last read them.
+    static CALLS: Cell<[usize; 2]> = const { Cell::new([0; 2]) };
+}
+
+/// Calls of `form` on any [`Faulty`] child on this thread since the last reading (of
+/// either form), which starts the count again.
+pub fn calls_since(form: Form) -> usize {
+    CALLS.with(|calls| calls.take()[form as usize])
 }
 
 /// Arms a fault on this thread: the call of `form` on any [`Faulty`] child after `passing`
@@ -37,6 +45,11 @@ pub fn struck() -> bool {
 
 /// Whether this call of `form` is the one that fails (and disarms the fault if so).
 fn strikes(form: Form) -> bool {
+    CALLS.with(|calls| {
+        let mut counts = calls.get();
+        counts[form as usize] += 1;
+        calls.set(counts);
+    });
     FAULT.with(|fault| match fault.get() {
         Some((armed, 0)) if armed == form => {
             fault.set(None);

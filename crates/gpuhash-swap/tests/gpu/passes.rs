@@ -6,13 +6,15 @@
 use std::collections::{HashMap, HashSet};
 
 use gpuhash_core::table::{Key, Map, Value};
-use gpuhash_swap::policy::{child_of, scratch_per_element, segments};
+use gpuhash_swap::policy::{child_of, scratch_per_element};
 use gpuhash_swap::{SwapMap, SwapStats};
 use gpuhash_test_support::{SeededRng, adversarial_keys, device, shared_memory};
 
 use crate::common::{CHILDREN, RESIDENT, assert_holds, paging_options_with_scratch, shuffled};
-use crate::faulty::{Form, fail_after, struck};
-use crate::undo::{Keys, SEGMENT, segmented, stored, undos, values_from, with_repeats};
+use crate::faulty::{Form, calls_since, fail_after, struck};
+use crate::undo::{
+    Keys, SEGMENT, child_calls_by_pass, segmented, stored, undos, values_from, with_repeats,
+};
 
 /// A table of 8 DyHash children, 2 resident, whose batches run in segments of
 /// [`SEGMENT`] elements.
@@ -157,20 +159,6 @@ fn changes_of_many_segments_page_each_child_once_u64_u64() {
     changes_of_many_segments_page_each_child_once::<u64, u64>(63);
 }
 
-/// The calls of the children's forms a batch makes: one a child a segment that has keys of
-/// it, whatever the passes' order.
-fn child_calls<K: Key>(batch: &[K]) -> usize {
-    segments(batch.len(), SEGMENT)
-        .map(|segment| {
-            let mut has = [false; CHILDREN];
-            for key in &batch[segment] {
-                has[child_of(key.widen(), CHILDREN as u32) as usize] = true;
-            }
-            has.iter().filter(|&&has| has).count()
-        })
-        .sum()
-}
-
 /// Inserts and removals of many segments that fail in their last pass (its last call, one
 /// inside it, and the last call of the pass before) leave the table as it was, paging each
 /// child in at most once for the batch and once more for the undo; the same batches then
@@ -188,10 +176,12 @@ fn failures_in_later_passes_take_back_every_pass<K: Key, V: Value>(seed: u64) {
     let mut keys = stored.clone();
     keys.extend_from_slice(&absent[..4000]);
     let batch = with_repeats(&mut rng, keys);
-    let calls = child_calls(&batch);
-    let per_child = batch.len().div_ceil(SEGMENT);
-    // The last pass pages 2 children, a call each a segment.
-    let points = [calls - 1, calls - per_child, calls - 2 * per_child - 1];
+    let by_pass = child_calls_by_pass(&table, &batch);
+    let calls: usize = by_pass.iter().sum();
+    let last = by_pass[by_pass.len() - 1];
+    assert!(by_pass.len() > 2 && last > 2, "passes of {by_pass:?} calls");
+    // The last pass's last call, one inside it, and the last call of the pass before.
+    let points = [calls - 1, calls - last / 2, calls - last - 1];
     let values: Vec<V> = values_from(&batch, 1);
     for form in [Form::Insert, Form::Remove] {
         for passing in points {
@@ -244,4 +234,68 @@ fn failures_in_later_passes_take_back_every_pass_u32_u64() {
 #[ignore = "needs a CUDA device"]
 fn failures_in_later_passes_take_back_every_pass_u64_u64() {
     failures_in_later_passes_take_back_every_pass::<u64, u64>(65);
+}
+
+/// Batches whose keys come grouped by child (each pass's keys in long runs, so that a
+/// segment as long as the pass's share of the keys allows would move far more than that
+/// share) are cut shorter where they would overflow the scratch: the children's forms are
+/// called as the documented segmentation says ([`child_calls_by_pass`]) for grouped and
+/// shuffled batches, inserts and removals alike, and the table ends as a `HashMap` says.
+fn grouped_batches_are_cut_to_fit<K: Key, V: Value>(seed: u64) {
+    let _memory = shared_memory();
+    let table = segmented::<K, V>();
+    let mut rng = SeededRng::new(seed);
+    let Keys {
+        stored,
+        absent,
+        probes,
+        mut model,
+    } = stored::<K, V>(&table, &mut rng);
+    let mut keys: Vec<K> = stored.iter().step_by(2).copied().collect();
+    keys.extend_from_slice(&absent[..4000]);
+    let mixed = shuffled(&mut rng, keys.clone());
+    let mut grouped = keys;
+    grouped.sort_by_key(|key| child_of(key.widen(), CHILDREN as u32));
+    for (round, (name, batch)) in [("grouped", grouped), ("shuffled", mixed)]
+        .into_iter()
+        .enumerate()
+    {
+        let values: Vec<V> = values_from(&batch, (round as u64 + 1) << 20);
+        let expected: usize = child_calls_by_pass(&table, &batch).iter().sum();
+        calls_since(Form::Insert);
+        table.insert(&batch, &values).unwrap();
+        assert_eq!(calls_since(Form::Insert), expected, "{name} insert");
+        model.extend(batch.iter().copied().zip(values));
+        assert_holds(&table, &model, &probes, &format!("after the {name} insert"));
+
+        let gone: Vec<K> = batch.iter().step_by(3).copied().collect();
+        let expected: usize = child_calls_by_pass(&table, &gone).iter().sum();
+        let removed = table.remove(&gone).unwrap();
+        assert_eq!(calls_since(Form::Remove), expected, "{name} removal");
+        for (key, removed) in gone.iter().zip(removed) {
+            assert_eq!(
+                removed,
+                model.remove(key).is_some(),
+                "{name}: remove {key:?}"
+            );
+        }
+        assert_holds(
+            &table,
+            &model,
+            &probes,
+            &format!("after the {name} removal"),
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn grouped_batches_are_cut_to_fit_u32_u64() {
+    grouped_batches_are_cut_to_fit::<u32, u64>(66);
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn grouped_batches_are_cut_to_fit_u32_u32_packed() {
+    grouped_batches_are_cut_to_fit::<u32, u32>(67);
 }

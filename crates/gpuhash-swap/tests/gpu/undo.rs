@@ -8,8 +8,11 @@ use std::collections::{HashMap, HashSet};
 
 use gpuhash_core::table::{ErrorKind, Key, Map, Table, TableError, Value};
 use gpuhash_cuckoo::CuckooTable;
+use std::ops::Range;
+
+use gpuhash_core::image::ProbeInPlace;
 use gpuhash_swap::SwapTable;
-use gpuhash_swap::policy::scratch_per_element;
+use gpuhash_swap::policy::{SegmentRoom, child_of, scratch_per_element};
 use gpuhash_test_support::{
     SeededRng, adversarial_keys, all_memory, device, fill_device_except, shared_memory, stream,
     value_in_round,
@@ -100,16 +103,74 @@ pub fn values_from<K: Key, V: Value>(batch: &[K], round: u64) -> Vec<V> {
         .collect()
 }
 
-/// How many calls of a child's form pass before the one that fails. Every segment of these
-/// batches has keys of all 8 children, so a batch makes a call a child a segment, pass by
-/// pass (the resident children's first, then the others' two at a time): failures at the
-/// 9th and 20th calls (in the first pass or the second), at the last one (the last pass),
-/// besides one in the first.
-fn failure_points(batch: usize) -> [usize; 4] {
-    let visits = batch.div_ceil(SEGMENT) * CHILDREN;
+/// The calls of the children's forms that an insert or a removal of `batch` makes on
+/// `table`, pass by pass, as the crate documents them: the resident children with keys take
+/// the first pass, those on the host with keys follow in groups of the resident limit, in
+/// child order; each pass reads segments as long as its share of the keys lets the scratch
+/// hold, cut shorter where one would move more ([`SegmentRoom`]), and calls each of its
+/// children once a segment that has keys of it.
+pub fn child_calls_by_pass<T: ProbeInPlace>(table: &SwapTable<T>, batch: &[T::Key]) -> Vec<usize> {
+    let children = table.children();
+    let child: Vec<usize> = batch
+        .iter()
+        .map(|key| child_of(key.widen(), children as u32) as usize)
+        .collect();
+    let mut keys = vec![0u64; children];
+    for &c in &child {
+        keys[c] += 1;
+    }
+    let resident = table.resident_children();
+    let first: Vec<usize> = resident.iter().copied().filter(|&c| keys[c] > 0).collect();
+    let on_host: Vec<usize> = (0..children)
+        .filter(|c| !resident.contains(c) && keys[*c] > 0)
+        .collect();
+    let mut passes = Vec::new();
+    if !first.is_empty() || on_host.is_empty() {
+        passes.push(first);
+    }
+    passes.extend(
+        on_host
+            .chunks(table.resident_limit())
+            .map(<[usize]>::to_vec),
+    );
+    let room = SegmentRoom {
+        segment: table.segment_len(),
+        element_bytes: scratch_per_element(size_of::<T::Key>(), size_of::<T::Value>()),
+    };
+    passes
+        .iter()
+        .map(|pass| {
+            let moved_in = |range: Range<usize>| {
+                child[range].iter().filter(|c| pass.contains(c)).count() as u64
+            };
+            let read = room.stretched(pass.iter().map(|&c| keys[c]).sum(), batch.len() as u64);
+            let (mut start, mut calls) = (0, 0);
+            while start < batch.len() {
+                let next: Result<Range<usize>, ()> =
+                    room.next((start, batch.len()), read, |range| {
+                        let moved = moved_in(range.clone());
+                        Ok((range, moved))
+                    });
+                let range = next.expect("a host count cannot fail");
+                calls += pass
+                    .iter()
+                    .filter(|c| child[range.clone()].contains(c))
+                    .count();
+                start = range.end;
+            }
+            calls
+        })
+        .collect()
+}
+
+/// How many calls of a child's form pass before the one that fails, for a batch whose
+/// calls [`child_calls_by_pass`] gives: failures at the 9th and 20th calls (in the first
+/// pass or the second), at the last one (the last pass), besides one in the first.
+fn failure_points(calls: &[usize]) -> [usize; 4] {
+    let visits: usize = calls.iter().sum();
     assert!(
-        visits >= 4 * CHILDREN,
-        "a batch of {batch} has too few segments"
+        visits >= 3 * CHILDREN,
+        "a batch of {visits} child calls has too few segments"
     );
     [CHILDREN, 2 * CHILDREN + 3, visits - 1, 2]
 }
@@ -143,7 +204,7 @@ fn failed_inserts_leave_the_table_as_it_was<K: Key, V: Value>(seed: u64) {
     fresh.extend_from_slice(&absent[..4000]);
     let batch = with_repeats(&mut rng, fresh.clone());
     let values: Vec<V> = values_from(&batch, 1);
-    for passing in failure_points(batch.len()) {
+    for passing in failure_points(&child_calls_by_pass(&table, &batch)) {
         let before = table.stats();
         fail_after(Form::Insert, passing);
         let error = table.insert(&batch, &values).unwrap_err();
@@ -198,7 +259,7 @@ fn failed_removals_leave_the_table_as_it_was<K: Key, V: Value>(seed: u64) {
         .collect();
     gone.extend_from_slice(&absent[..2000]);
     let batch = with_repeats(&mut rng, gone.clone());
-    for passing in failure_points(batch.len()) {
+    for passing in failure_points(&child_calls_by_pass(&table, &batch)) {
         let before = table.stats();
         fail_after(Form::Remove, passing);
         let error = table.remove(&batch).unwrap_err();
@@ -250,7 +311,7 @@ fn random_failures_match_a_hash_map<K: Key, V: Value>(seed: u64) {
             .filter(|_| rng.next_u64().is_multiple_of(3))
             .collect();
         let batch = with_repeats(&mut rng, some);
-        let visits = batch.len().div_ceil(SEGMENT) * CHILDREN;
+        let visits: usize = child_calls_by_pass(&table, &batch).iter().sum();
         // Every fourth round passes: its fault lies past the last child call.
         let passing = match round % 4 {
             0 => visits,
