@@ -54,7 +54,8 @@ use crate::passes::{BatchPlan, Pass};
 use crate::policy::{
     Access, Reach, SegmentRoom, Spread, next_page_in, resident_first, scratch_per_element,
 };
-use crate::residency::{Moved, Residency};
+use crate::prefetch::{Prefetch, joined};
+use crate::residency::Residency;
 use crate::table::SwapTable;
 use crate::undo::{Before, Change, UndoLog};
 
@@ -216,40 +217,61 @@ impl<T: ProbeInPlace> SwapTable<T> {
             found.fill_zero(stream)?;
         }
         let changes = verb.changes();
-        let mut outcome = Ok(());
-        for (reach, &read) in passes.iter().zip(&reads) {
-            outcome = Pass::new(stream, reach, !skips)
-                .map_err(T::Error::from)
-                .and_then(|pass| {
-                    let mut start = 0;
-                    while start < keys.len() {
-                        // The logs of the segments before leave the device; this one's
-                        // stays there while it runs (and, for the last, until the batch
-                        // ends).
-                        log.move_to_host(stream)?;
-                        let counted = Self::count_fitting(
-                            &mut residency,
-                            stream,
-                            keys,
-                            changes,
-                            (start, read),
-                            &room,
-                            &pass,
-                        )?;
-                        start = counted.counted.segment().end;
-                        let batch = Batch {
-                            keys,
-                            log: &mut log,
-                            deferred: deferred.as_mut(),
-                        };
-                        self.run_segment(&mut residency, stream, &mut verb, counted, batch, &pass)?;
-                    }
-                    Ok(())
-                });
-            if outcome.is_err() {
-                break;
+        let mut outcome = std::thread::scope(|scope| {
+            let mut prefetch = Prefetch::new();
+            let mut outcome = Ok(());
+            for (at, (reach, &read)) in passes.iter().zip(&reads).enumerate() {
+                let next = passes.get(at + 1).map_or_else(Vec::new, |next| paged(next));
+                let busy: Vec<usize> = reached(reach).chain(next.iter().copied()).collect();
+                outcome = prefetch
+                    .land(&mut residency)
+                    .and_then(|()| Pass::new(stream, reach, !skips).map_err(T::Error::from))
+                    .and_then(|pass| {
+                        let mut start = 0;
+                        while start < keys.len() {
+                            // The logs of the segments before leave the device; this one's
+                            // stays there while it runs (and, for the last, until the
+                            // batch ends).
+                            log.move_to_host(stream)?;
+                            let counted = Self::count_fitting(
+                                &mut residency,
+                                stream,
+                                keys,
+                                changes,
+                                (start, read),
+                                &room,
+                                &pass,
+                            )?;
+                            start = counted.counted.segment().end;
+                            // A segment's visits page in the children it reaches that are
+                            // not resident, never beside a move under way.
+                            if reached(reach).any(|c| !residency.is_resident(c)) {
+                                prefetch.land(&mut residency)?;
+                            }
+                            let batch = Batch {
+                                keys,
+                                log: &mut log,
+                                deferred: deferred.as_mut(),
+                            };
+                            self.run_segment(
+                                &mut residency,
+                                stream,
+                                &mut verb,
+                                counted,
+                                batch,
+                                &pass,
+                            )?;
+                            prefetch.next(scope, &mut residency, &self.device, &next, &busy)?;
+                        }
+                        Ok(())
+                    });
+                if outcome.is_err() {
+                    break;
+                }
             }
-        }
+            let landed = prefetch.land(&mut residency);
+            outcome.and(landed)
+        });
         if outcome.is_ok()
             && let Some(deferred) = deferred
         {
@@ -638,13 +660,16 @@ impl<T: ProbeInPlace> SwapTable<T> {
     }
 }
 
-/// A move's outcome, once its thread is done. The move owns what it touches and takes no
-/// lock this thread holds: it ends once its own copies and kernels have run and the
-/// victim's work has (a wait bounded by [`crate::SwapOptions::page_out_wait`]).
-fn joined<T: ProbeInPlace>(moving: std::thread::ScopedJoinHandle<'_, Moved<T>>) -> Moved<T> {
-    moving
-        .join()
-        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+/// The children a pass reaches.
+fn reached(reach: &[Reach]) -> impl Iterator<Item = usize> + '_ {
+    (0..reach.len()).filter(|&child| reach[child] != Reach::Skip)
+}
+
+/// The children a pass pages in for all its segments.
+fn paged(reach: &[Reach]) -> Vec<usize> {
+    (0..reach.len())
+        .filter(|&child| reach[child] == Reach::Page)
+        .collect()
 }
 
 /// Runs the segment's verb on child `child`'s range of the partition, its answers into

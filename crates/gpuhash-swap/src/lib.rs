@@ -75,9 +75,10 @@
 //!   on the host counts its keys by child first (one count kernel a segment, through the
 //!   filters for a lookup, one wait); the children on the host that the batch pages (for a
 //!   lookup those the cost model pages for the whole batch, for an insert or a removal
-//!   every one with keys) then take passes of their own over the segments, as many at once
-//!   as the slots hold, after a first pass for the other children, so that each is paged
-//!   in once a batch rather than once a segment ([`policy::passes`]). A pass moves only
+//!   every one with keys) then take passes of their own over the segments, half as many at
+//!   once as the slots hold (below, "Overlap"), after a first pass for the other
+//!   children, so that each is paged in once a batch rather than once a segment
+//!   ([`policy::passes`]). A pass moves only
 //!   its own children's keys, and a lookup never moves a key a filter rules out, so a
 //!   pass's segments read as many keys as its share of the batch lets the scratch hold
 //!   (a pass that moves a quarter of the keys reads segments about 2.4 times as long),
@@ -91,7 +92,11 @@
 //!   next child's image is copied in. One slot of look-ahead, as the paper's two child
 //!   slots: the budget is never exceeded, and with a budget of one child there is no
 //!   look-ahead. A page-out waits only for the events recorded after the work queued on
-//!   its victim, so the kernels of other children run on meanwhile.
+//!   its victim, so the kernels of other children run on meanwhile. Across passes
+//!   likewise: paging passes take groups of half the slots ([`policy::page_group`]), and
+//!   while one group's segments run, the next group's children page in, one at a time,
+//!   into the other half (`prefetch.rs`), so that paging a batch's children costs the bus
+//!   its time beside the kernels, not after them.
 //! - **Residency.** At most [`SwapTable::resident_limit`] children are on the device: the
 //!   device budget less the scratch and the filters, over the device memory of a child
 //!   made at the child capacity (measured once, when the table is made). Bringing a child
@@ -255,6 +260,7 @@ mod options;
 pub mod partition;
 mod passes;
 pub mod policy;
+mod prefetch;
 mod residency;
 mod table;
 mod undo;

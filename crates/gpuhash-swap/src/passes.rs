@@ -135,7 +135,8 @@ impl<T: ProbeInPlace> SwapTable<T> {
             None => (segment, vec![0; children]),
         };
         let marks: Vec<bool> = deferred.iter().map(|&keys| keys > 0).collect();
-        let passes = policy::passes(all, &paged, &marks, self.plan.resident);
+        let group = policy::page_group(self.plan.resident);
+        let passes = policy::passes(all, &paged, &marks, group);
         let room = SegmentRoom {
             segment,
             element_bytes,

@@ -156,14 +156,18 @@ pub fn plan(
     Ok(Plan { resident, segment })
 }
 
-/// The children a batch pages in for all its segments (`paged`), in groups that the
-/// `resident` slots hold at once: each group takes a pass over the batch's segments, paged
-/// in once and resident throughout ([`passes`]).
-pub fn page_groups(paged: &[usize], resident: usize) -> Vec<Vec<usize>> {
-    paged
-        .chunks(resident.max(1))
-        .map(<[usize]>::to_vec)
-        .collect()
+/// The children a batch pages in for all its segments (`paged`), in groups of `group`
+/// (at least one): each group takes a pass over the batch's segments, paged in once and
+/// resident throughout ([`passes`]).
+pub fn page_groups(paged: &[usize], group: usize) -> Vec<Vec<usize>> {
+    paged.chunks(group.max(1)).map(<[usize]>::to_vec).collect()
+}
+
+/// Children a paging pass takes at once under `resident` slots: half of them (at least
+/// one), so that the next group pages in, into the other half, while this one's segments
+/// run (`crate::prefetch`); with one slot, the one.
+pub fn page_group(resident: usize) -> usize {
+    (resident / 2).max(1)
 }
 
 /// The ranges `0..len` cut into pieces of at most `segment`.
@@ -438,6 +442,15 @@ mod tests {
             })
         );
         assert_eq!(plan(u64::MAX, scratch(64), 50, 8, 8).unwrap().resident, 8);
+    }
+
+    #[test]
+    fn paging_passes_take_half_the_slots() {
+        assert_eq!(page_group(0), 1);
+        assert_eq!(page_group(1), 1);
+        assert_eq!(page_group(2), 1);
+        assert_eq!(page_group(5), 2);
+        assert_eq!(page_group(8), 4);
     }
 
     #[test]

@@ -29,12 +29,12 @@ pub enum Reach {
 /// those a lookup probes in place at its end (never a paged one). With none paged, one
 /// pass reaches every child as counted (the deferred ones deferred). Otherwise the
 /// children not paged take a first pass (left out when none of them has keys), and the
-/// paged ones follow in groups
-/// of `resident`, the children the device holds at once, in the order given: each group
-/// takes a pass of its own over every segment, paged in once and resident throughout
-/// ([`page_groups`]). Every child is reached in exactly one pass, so that a key's visits
-/// all fall in one pass, in segment order.
-pub fn passes(keys: &[u32], paged: &[bool], deferred: &[bool], resident: usize) -> Vec<Vec<Reach>> {
+/// paged ones follow in groups of `group` (at most the children the device holds at once:
+/// half of them, [`super::page_group`]), in the order given: each group takes a pass of its
+/// own over every segment, paged in once and resident throughout ([`page_groups`]). Every
+/// child is reached in exactly one pass, so that a key's visits all fall in one pass, in
+/// segment order.
+pub fn passes(keys: &[u32], paged: &[bool], deferred: &[bool], group: usize) -> Vec<Vec<Reach>> {
     let children = keys.len();
     let paged_children: Vec<usize> = (0..children).filter(|&child| paged[child]).collect();
     let mut passes = Vec::new();
@@ -49,9 +49,9 @@ pub fn passes(keys: &[u32], paged: &[bool], deferred: &[bool], resident: usize) 
             .collect();
         passes.push(first);
     }
-    for group in page_groups(&paged_children, resident) {
+    for children_of_group in page_groups(&paged_children, group) {
         let mut reach = vec![Reach::Skip; children];
-        for child in group {
+        for child in children_of_group {
             reach[child] = Reach::Page;
         }
         passes.push(reach);

@@ -12,7 +12,7 @@ use std::ops::Range;
 
 use gpuhash_core::image::ProbeInPlace;
 use gpuhash_swap::SwapTable;
-use gpuhash_swap::policy::{SegmentRoom, child_of, scratch_per_element};
+use gpuhash_swap::policy::{SegmentRoom, child_of, page_group, scratch_per_element};
 use gpuhash_test_support::{
     SeededRng, adversarial_keys, all_memory, device, fill_device_except, shared_memory, stream,
     value_in_round,
@@ -105,8 +105,8 @@ pub fn values_from<K: Key, V: Value>(batch: &[K], round: u64) -> Vec<V> {
 
 /// The calls of the children's forms that an insert or a removal of `batch` makes on
 /// `table`, pass by pass, as the crate documents them: the resident children with keys take
-/// the first pass, those on the host with keys follow in groups of the resident limit, in
-/// child order; each pass reads segments as long as its share of the keys lets the scratch
+/// the first pass, those on the host with keys follow in groups of half the resident limit
+/// ([`page_group`]), in child order; each pass reads segments as long as its share of the keys lets the scratch
 /// hold, cut shorter where one would move more ([`SegmentRoom`]), and calls each of its
 /// children once a segment that has keys of it.
 pub fn child_calls_by_pass<T: ProbeInPlace>(table: &SwapTable<T>, batch: &[T::Key]) -> Vec<usize> {
@@ -128,11 +128,8 @@ pub fn child_calls_by_pass<T: ProbeInPlace>(table: &SwapTable<T>, batch: &[T::Ke
     if !first.is_empty() || on_host.is_empty() {
         passes.push(first);
     }
-    passes.extend(
-        on_host
-            .chunks(table.resident_limit())
-            .map(<[usize]>::to_vec),
-    );
+    let group = page_group(table.resident_limit());
+    passes.extend(on_host.chunks(group).map(<[usize]>::to_vec));
     let room = SegmentRoom {
         segment: table.segment_len(),
         element_bytes: scratch_per_element(size_of::<T::Key>(), size_of::<T::Value>()),
@@ -164,15 +161,15 @@ pub fn child_calls_by_pass<T: ProbeInPlace>(table: &SwapTable<T>, batch: &[T::Ke
 }
 
 /// How many calls of a child's form pass before the one that fails, for a batch whose
-/// calls [`child_calls_by_pass`] gives: failures at the 9th and 20th calls (in the first
-/// pass or the second), at the last one (the last pass), besides one in the first.
+/// calls [`child_calls_by_pass`] gives pass by pass: failures at the 3rd call (in the
+/// first pass), at the first call of the second pass and of the pass half way, and at the
+/// last one (the last pass).
 fn failure_points(calls: &[usize]) -> [usize; 4] {
-    let visits: usize = calls.iter().sum();
-    assert!(
-        visits >= 3 * CHILDREN,
-        "a batch of {visits} child calls has too few segments"
-    );
-    [CHILDREN, 2 * CHILDREN + 3, visits - 1, 2]
+    assert!(calls.len() >= 4, "a batch of passes of {calls:?} calls");
+    let before = |pass: usize| calls[..pass].iter().sum::<usize>();
+    assert!(calls[0] > 2, "a first pass of {} calls", calls[0]);
+    let visits = before(calls.len());
+    [2, before(1), before(calls.len() / 2), visits - 1]
 }
 
 /// Counts of undone batches and failed undos since `before`.
@@ -391,21 +388,46 @@ fn random_failures_match_a_hash_map_u64_u64() {
     random_failures_match_a_hash_map::<u64, u64>(47);
 }
 
+/// `len` of `candidates`, half of them of the last child on the host (in child order, the
+/// order the passes page them in), the others of any other child.
+fn skewed_to_the_last_paged(
+    table: &SwapTable<CuckooTable<u64, u64>>,
+    candidates: &[u64],
+    len: usize,
+) -> Vec<u64> {
+    let children = table.children() as u32;
+    let resident = table.resident_children();
+    let last = (0..children as usize)
+        .rev()
+        .find(|c| !resident.contains(c))
+        .expect("a child on the host");
+    let (theirs, others): (Vec<u64>, Vec<u64>) = candidates
+        .iter()
+        .partition(|&&key| child_of(key, children) as usize == last);
+    assert!(theirs.len() >= len / 2 && others.len() >= len / 2);
+    theirs[..len / 2]
+        .iter()
+        .chain(&others[..len / 2])
+        .copied()
+        .collect()
+}
+
 /// Inserts of 256K fresh pairs into children made for 1024 pairs, which grow segment by
 /// segment, with all but a little device memory taken (rooms of 2 to 32 MiB): a batch
 /// fails wherever memory runs out (the upload, a partition, a page-in or page-out, a
 /// child's growth), with `OutOfDeviceMemory`, and leaves the table exactly as it was
 /// unless its undo failed too (counted by the table: each key then holds its old value or
-/// its new one). Some batches are taken back, and at the largest room they pass. With
-/// passes, a batch needs little more room than its first pass, so the rooms step by 128
-/// KiB from 2 to 6 MiB, around where batches begin to pass (3 to 5 MiB, as the children's
-/// evictions and growth go): there they fail in a later pass.
+/// its new one). Some batches are taken back, and at the largest room they pass. Half the
+/// fresh keys are of the child on the host that pages in last, so that its pass, after
+/// the others have changed their children, grows the most and needs the most room; the
+/// rooms step by 128 KiB from 2 to 6 MiB, around where batches begin to pass: there they
+/// fail in that last pass.
 #[test]
 #[ignore = "needs a CUDA device"]
 fn children_growing_until_device_memory_runs_out_are_taken_back() {
     let _memory = all_memory();
-    let keys: Vec<u64> = SeededRng::new(48).distinct_keys((1 << 12) + (1 << 18));
-    let (stored, fresh) = keys.split_at(1 << 12);
+    let pool: Vec<u64> = SeededRng::new(48).distinct_keys((1 << 12) + (1 << 21));
+    let (stored, candidates) = pool.split_at(1 << 12);
     let (mut failed, mut undone, mut passed) = (0, 0, 0);
     let rooms_kib = (16..=48)
         .map(|eighths| eighths * 128usize)
@@ -413,6 +435,8 @@ fn children_growing_until_device_memory_runs_out_are_taken_back() {
     for room_kib in rooms_kib {
         let table = paging_with::<u64, u64>(1 << 13, always_page());
         table.insert(stored, stored).unwrap();
+        let fresh = &skewed_to_the_last_paged(&table, candidates, 1 << 18);
+        let keys: Vec<u64> = stored.iter().chain(fresh).copied().collect();
         let model: HashMap<u64, u64> = stored.iter().map(|&k| (k, k)).collect();
         let values: Vec<u64> = fresh.iter().map(|&k| !k).collect();
         let before = table.stats();
