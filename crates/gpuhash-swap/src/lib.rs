@@ -240,11 +240,18 @@
 //!   other machines the W5 benchmark (`gpuhash-bench swap`) measures them on one child
 //!   (its `rates` piece) and prints the model they make, for
 //!   [`SwapTable::set_cost_model`].
-//! - A batch's fixed cost: a partition with one wait, then a visit a child, each a few
-//!   kernels, copies and allocations (about 0.7 ms for 16 children on an H100), so small
-//!   batches and misses run at about 1 M keys/s a 2^10-key batch. A lookup's resident
-//!   children answer in one call ([`ProbeInPlace::get_each`]: one launch for DyHash
-//!   children); its children on the host are still probed one by one.
+//! - A batch's fixed cost: a partition with one wait, then its visits, each a few
+//!   kernels, copies and allocations (about 0.2 ms for 16 children on an H100, the
+//!   resident children answering in one launch and those probed in place in another), so
+//!   batches of 2^10 keys run at 3 to 5 M keys/s, hits and misses alike.
+//! - Keys a miss filter passes by mistake (3.4% of those sent to a child on the host, at
+//!   the default 8 bits a key) are probed over the bus: on the W5 table, half the time of
+//!   a batch of misses of 2^26 keys. A static filter built at page-out (an xor filter: 8
+//!   times fewer mistakes at about 10 bits a key) would need rounds of peeling kernels a
+//!   page-out and about three times the room outside the budget that the Bloom filter's
+//!   build takes (above).
+//! - Paging passes prefetch one child at a time, and a batch's first pass (its resident
+//!   children) prefetches nothing: every slot is busy.
 //!
 //! ## Features
 #![doc = document_features::document_features!()]
