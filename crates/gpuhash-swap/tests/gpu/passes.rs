@@ -13,7 +13,8 @@ use gpuhash_test_support::{SeededRng, adversarial_keys, device, shared_memory};
 use crate::common::{CHILDREN, RESIDENT, assert_holds, paging_options_with_scratch, shuffled};
 use crate::faulty::{Form, calls_since, fail_after, struck};
 use crate::undo::{
-    Keys, SEGMENT, child_calls_by_pass, segmented, stored, undos, values_from, with_repeats,
+    Keys, Prepared, SEGMENT, child_calls_by_pass, half_held_and_new, segmented_and_stored, undos,
+    values_from, with_repeats,
 };
 
 /// A table of 8 DyHash children, 2 resident, whose batches run in segments of
@@ -164,15 +165,18 @@ fn changes_of_many_segments_page_each_child_once_u64_u64() {
 /// child in at most once for the batch and once more for the undo; the same batches then
 /// pass.
 fn failures_in_later_passes_take_back_every_pass<K: Key, V: Value>(seed: u64) {
-    let _memory = shared_memory();
-    let table = segmented::<K, V>();
-    let mut rng = SeededRng::new(seed);
+    let Prepared {
+        memory: _memory,
+        table,
+        mut rng,
+        keys,
+    } = segmented_and_stored::<K, V>(seed);
     let Keys {
         stored,
         absent,
         probes,
         mut model,
-    } = stored::<K, V>(&table, &mut rng);
+    } = keys;
     let mut keys = stored.clone();
     keys.extend_from_slice(&absent[..4000]);
     let batch = with_repeats(&mut rng, keys);
@@ -242,19 +246,18 @@ fn failures_in_later_passes_take_back_every_pass_u64_u64() {
 /// called as the documented segmentation says ([`child_calls_by_pass`]) for grouped and
 /// shuffled batches, inserts and removals alike, and the table ends as a `HashMap` says.
 fn grouped_batches_are_cut_to_fit<K: Key, V: Value>(seed: u64) {
-    let _memory = shared_memory();
-    let table = segmented::<K, V>();
-    let mut rng = SeededRng::new(seed);
+    let Prepared {
+        memory: _memory,
+        table,
+        mut rng,
+        keys,
+    } = segmented_and_stored::<K, V>(seed);
+    let batch = half_held_and_new(&keys);
     let Keys {
-        stored,
-        absent,
-        probes,
-        mut model,
-    } = stored::<K, V>(&table, &mut rng);
-    let mut keys: Vec<K> = stored.iter().step_by(2).copied().collect();
-    keys.extend_from_slice(&absent[..4000]);
-    let mixed = shuffled(&mut rng, keys.clone());
-    let mut grouped = keys;
+        probes, mut model, ..
+    } = keys;
+    let mixed = shuffled(&mut rng, batch.clone());
+    let mut grouped = batch;
     grouped.sort_by_key(|key| child_of(key.widen(), CHILDREN as u32));
     for (round, (name, batch)) in [("grouped", grouped), ("shuffled", mixed)]
         .into_iter()

@@ -14,8 +14,8 @@ use gpuhash_core::image::ProbeInPlace;
 use gpuhash_swap::SwapTable;
 use gpuhash_swap::policy::{SegmentRoom, child_of, page_group, scratch_per_element};
 use gpuhash_test_support::{
-    SeededRng, adversarial_keys, all_memory, device, fill_device_except, shared_memory, stream,
-    value_in_round,
+    MemoryGuard, SeededRng, adversarial_keys, all_memory, device, fill_device_except,
+    shared_memory, stream, value_in_round,
 };
 
 use crate::common::{
@@ -39,6 +39,36 @@ pub fn segmented<K: Key, V: Value>() -> SwapTable<Faulty<K, V>> {
     assert_eq!(table.segment_len(), SEGMENT);
     assert_eq!(table.resident_limit(), RESIDENT as usize);
     table
+}
+
+/// A [`segmented`] table holding the keys of a test ([`stored`], drawn from a seed), the
+/// generator that drew them, and the hold on the device memory shared with other tests.
+pub struct Prepared<K: Key, V: Value> {
+    pub memory: MemoryGuard,
+    pub table: SwapTable<Faulty<K, V>>,
+    pub rng: SeededRng,
+    pub keys: Keys<K, V>,
+}
+
+/// The [`Prepared`] table of a test drawing its keys from `seed`.
+pub fn segmented_and_stored<K: Key, V: Value>(seed: u64) -> Prepared<K, V> {
+    let memory = shared_memory();
+    let table = segmented::<K, V>();
+    let mut rng = SeededRng::new(seed);
+    let keys = stored::<K, V>(&table, &mut rng);
+    Prepared {
+        memory,
+        table,
+        rng,
+        keys,
+    }
+}
+
+/// Half the stored keys of a test and 4000 it does not hold.
+pub fn half_held_and_new<K: Key, V: Value>(keys: &Keys<K, V>) -> Vec<K> {
+    let mut batch: Vec<K> = keys.stored.iter().step_by(2).copied().collect();
+    batch.extend_from_slice(&keys.absent[..4000]);
+    batch
 }
 
 /// Keys for a test: 4000 random keys and the adversarial ones stored (values of round 0)
@@ -188,17 +218,16 @@ pub fn undos<T: gpuhash_core::image::ProbeInPlace>(
 /// failing at each failure point, leave the table as it was; the same batch without
 /// repeats then goes in.
 fn failed_inserts_leave_the_table_as_it_was<K: Key, V: Value>(seed: u64) {
-    let _memory = shared_memory();
-    let table = segmented::<K, V>();
-    let mut rng = SeededRng::new(seed);
+    let Prepared {
+        memory: _memory,
+        table,
+        mut rng,
+        keys,
+    } = segmented_and_stored::<K, V>(seed);
+    let fresh = half_held_and_new(&keys);
     let Keys {
-        stored,
-        absent,
-        probes,
-        mut model,
-    } = stored::<K, V>(&table, &mut rng);
-    let mut fresh: Vec<K> = stored.iter().step_by(2).copied().collect();
-    fresh.extend_from_slice(&absent[..4000]);
+        probes, mut model, ..
+    } = keys;
     let batch = with_repeats(&mut rng, fresh.clone());
     let values: Vec<V> = values_from(&batch, 1);
     for passing in failure_points(&child_calls_by_pass(&table, &batch)) {
@@ -239,15 +268,18 @@ fn failed_inserts_in_later_segments_leave_the_table_as_it_was_u64_u64() {
 /// repeats of both, failing at each failure point, leave the table as it was; the same
 /// batch without repeats then removes what the model says.
 fn failed_removals_leave_the_table_as_it_was<K: Key, V: Value>(seed: u64) {
-    let _memory = shared_memory();
-    let table = segmented::<K, V>();
-    let mut rng = SeededRng::new(seed);
+    let Prepared {
+        memory: _memory,
+        table,
+        mut rng,
+        keys,
+    } = segmented_and_stored::<K, V>(seed);
     let Keys {
         stored,
         absent,
         probes,
         mut model,
-    } = stored::<K, V>(&table, &mut rng);
+    } = keys;
     let mut gone: Vec<K> = stored
         .iter()
         .enumerate()
@@ -290,15 +322,18 @@ fn failed_removals_in_later_segments_leave_the_table_as_it_was_u64_u64() {
 /// the batch's last: a batch that fails leaves the table as the model held it; one that
 /// passes changes it as the model says (a repeated key holding one of its copies' values).
 fn random_failures_match_a_hash_map<K: Key, V: Value>(seed: u64) {
-    let _memory = shared_memory();
-    let table = segmented::<K, V>();
-    let mut rng = SeededRng::new(seed);
+    let Prepared {
+        memory: _memory,
+        table,
+        mut rng,
+        keys,
+    } = segmented_and_stored::<K, V>(seed);
     let Keys {
         stored,
         absent,
         probes,
         mut model,
-    } = stored::<K, V>(&table, &mut rng);
+    } = keys;
     let pool: Vec<K> = stored.iter().chain(&absent).copied().collect();
     let (mut failed_late, mut passed) = (0, 0);
     for round in 1..=16u64 {
