@@ -33,7 +33,7 @@ extern "C" __global__ void gh_swap_count(GhSwapCountParams p) {
         const uint64_t key = gh_swap_key(p.keys, i, p.key_words);
         const uint32_t child = gh_swap_child(key, p.children, p.seed);
         if (p.in_pass != nullptr && p.in_pass[child] == 0) {
-            p.child_of[i] = GH_SWAP_NO_CHILD;
+            if (p.child_of != nullptr) p.child_of[i] = GH_SWAP_NO_CHILD;
             continue;
         }
         const uint32_t* filter = p.filters == nullptr ? nullptr : (const uint32_t*)p.filters[child];
@@ -41,11 +41,11 @@ extern "C" __global__ void gh_swap_count(GhSwapCountParams p) {
         // A key its filter rules out is a miss already: the segment need not move it,
         // which leaves room for a longer segment.
         if (filter != nullptr && !passed) {
-            p.child_of[i] = GH_SWAP_NO_CHILD;
+            if (p.child_of != nullptr) p.child_of[i] = GH_SWAP_NO_CHILD;
             if (p.ruled_out != nullptr) atomicAdd(in_block ? &block_ruled_out[child] : &p.ruled_out[child], 1u);
             continue;
         }
-        p.child_of[i] = child;
+        if (p.child_of != nullptr) p.child_of[i] = child;
         atomicAdd(in_block ? &block_counts[child] : &p.counts[child], 1u);
         if (passed) atomicAdd(in_block ? &block_passed[child] : &p.passed[child], 1u);
     }
@@ -133,6 +133,7 @@ extern "C" __global__ void gh_swap_places(GhSwapPlacesParams p) {
     const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
     for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < p.count; i += stride) {
         // 32-bit places: a batch of more elements than a u32 counts is never partitioned.
-        p.target[i] = (uint32_t)(p.offset + p.index[p.picked[i]]);
+        const uint64_t picked = p.picked == nullptr ? i : p.picked[i];
+        p.target[i] = (uint32_t)(p.offset + (p.index == nullptr ? picked : p.index[picked]));
     }
 }

@@ -16,8 +16,8 @@
 //! every page-in happens at its visit.
 //!
 //! A batch of several segments with children on the host first counts its keys by child
-//! (through the filters for a lookup: one count kernel a segment, one wait). Each segment
-//! visits its children once, so with more children on the host than slots, every segment
+//! (through the filters for a lookup: one count kernel over the batch, one wait). Each
+//! segment visits its children once, so with more children on the host than slots, every segment
 //! would page again each child the batch pages. Instead, those children (a lookup's that
 //! the cost model pages for the whole batch's survivors, an insert's or a removal's every
 //! one with keys) are left out of a first pass over every segment (the resident children,

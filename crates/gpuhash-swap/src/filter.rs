@@ -20,7 +20,7 @@ use bytemuck::Pod;
 use cudarc::driver::CudaEvent;
 use gpuhash_core::{Device, DeviceBuffer, Result, Stream};
 
-use crate::launch::{self, CheckTarget, FilterSet};
+use crate::launch::{self, FilterSet};
 use crate::partition::Partition;
 
 /// Every child's filter.
@@ -144,42 +144,33 @@ impl Filters {
     }
 }
 
-/// Compacts the keys of `partition` that the filters of `set` pass to the front of their
-/// children's ranges: one kernel for the whole segment, queued on `stream`, with no wait
-/// (the partition counted the keys each filter passes, with the same test).
+/// The keys of `partition` that the filters of `set` passed: with the filters consulted
+/// (`set` given), the partition's count left out every key they ruled out, so the
+/// survivors are the whole ranges of the children whose filters it consulted, as
+/// partitioned. Nothing checks them again: the survivors are a copy of the partition's
+/// keys, each at its own place (places `0, 1, ...`), queued on `stream`, with no wait.
 pub(crate) fn check<K: Pod, V: Pod>(
     stream: &Stream,
     partition: &Partition<K, V>,
     set: Option<&FilterSet<'_>>,
 ) -> Result<Survivors<K>> {
-    let children = partition.ranges.len();
-    let Some(set) = set else {
-        return Ok(Survivors {
-            keys: DeviceBuffer::unfilled(stream, 0)?,
-            places: DeviceBuffer::unfilled(stream, 0)?,
-            ranges: vec![0..0; children],
-        });
+    let ranges = partition
+        .ranges
+        .iter()
+        .zip(&partition.passed)
+        .map(|(range, &passed)| range.start..range.start + passed)
+        .collect();
+    let len = match set {
+        Some(_) => partition.keys().len(),
+        None => 0,
     };
-    let len = partition.keys().len();
-    let mut survivors = Survivors {
-        keys: DeviceBuffer::unfilled(stream, len)?,
-        places: DeviceBuffer::unfilled(stream, len)?,
-        ranges: partition
-            .ranges
-            .iter()
-            .zip(&partition.passed)
-            .map(|(range, &passed)| range.start..range.start + passed)
-            .collect(),
-    };
-    let mut cursors = DeviceBuffer::<u32>::zeroed(stream, children)?;
-    let target = CheckTarget {
-        starts: &partition.starts,
-        survivors: &mut cursors,
-        keys: &mut survivors.keys,
-        places: &mut survivors.places,
-    };
-    launch::filter_check(stream, partition.keys(), set, target)?;
-    Ok(survivors)
+    let mut places = DeviceBuffer::unfilled(stream, len)?;
+    launch::iota(stream, &mut places)?;
+    Ok(Survivors {
+        keys: launch::copy_range(stream, partition.keys(), 0..len)?,
+        places,
+        ranges,
+    })
 }
 
 impl<K: Pod> Survivors<K> {

@@ -9,7 +9,7 @@ use gpuhash_core::{DeviceAddress, DeviceBuffer, Result, Stream};
 
 use crate::layouts::{
     GH_SWAP_FILTER_BLOCK_WORDS, GH_SWAP_THREADS, GhSwapCountParams, GhSwapFilterAddParams,
-    GhSwapFilterCheckParams, GhSwapGatherParams, GhSwapPlacesParams, GhSwapScatterParams,
+    GhSwapGatherParams, GhSwapPlacesParams, GhSwapScatterParams,
 };
 
 // SAFETY: bindgen's repr(C) copies of the C structs the kernels take, holding raw device
@@ -23,8 +23,6 @@ unsafe impl KernelParams for GhSwapGatherParams {}
 unsafe impl KernelParams for GhSwapPlacesParams {}
 // SAFETY: as above.
 unsafe impl KernelParams for GhSwapFilterAddParams {}
-// SAFETY: as above.
-unsafe impl KernelParams for GhSwapFilterCheckParams {}
 
 static IMAGE: KernelImage = gpuhash_core::kernel_image!("partition");
 static COUNT: Kernel<GhSwapCountParams> = Kernel::new(&IMAGE, "gh_swap_count");
@@ -33,8 +31,6 @@ static GATHER: Kernel<GhSwapGatherParams> = Kernel::new(&IMAGE, "gh_swap_gather"
 static PLACES: Kernel<GhSwapPlacesParams> = Kernel::new(&IMAGE, "gh_swap_places");
 static FILTER_IMAGE: KernelImage = gpuhash_core::kernel_image!("filter");
 static FILTER_ADD: Kernel<GhSwapFilterAddParams> = Kernel::new(&FILTER_IMAGE, "gh_swap_filter_add");
-static FILTER_CHECK: Kernel<GhSwapFilterCheckParams> =
-    Kernel::new(&FILTER_IMAGE, "gh_swap_filter_check");
 
 fn shape(stream: &Stream, items: usize) -> LaunchShape {
     LaunchShape::grid_stride(stream.device(), items as u64, GH_SWAP_THREADS)
@@ -49,7 +45,8 @@ fn element<T>(base: u64, at: usize) -> u64 {
 pub(crate) const COUNT_WORDS: usize = 3;
 
 /// Chooses the child of `keys[range]` (of `counts.len() / COUNT_WORDS` children, by the
-/// spread of `seed`: [`crate::policy::Spread`]) into `child_of` and adds each child's keys
+/// spread of `seed`: [`crate::policy::Spread`]) into `child_of` (when given: a count alone
+/// needs none, and then takes any range) and adds each child's keys
 /// to `counts[child]`, and those its filter in `filters` passes (where it has one there) to
 /// `counts[children + child]`: `counts` is zeroed by the caller, [`COUNT_WORDS`] words a
 /// child. A key its filter rules out is left out (its child is `GH_SWAP_NO_CHILD`, and the
@@ -67,7 +64,7 @@ pub(crate) fn count<K: Pod>(
     seed: u64,
     filters: Option<&FilterSet<'_>>,
     in_pass: Option<&DeviceBuffer<u8>>,
-    child_of: &mut DeviceBuffer<u32>,
+    child_of: Option<&mut DeviceBuffer<u32>>,
     counts: &mut DeviceBuffer<u32>,
 ) -> Result<()> {
     let items = range.len();
@@ -75,18 +72,27 @@ pub(crate) fn count<K: Pod>(
         return Ok(());
     }
     let children = counts.len() / COUNT_WORDS;
+    assert!(range.end <= keys.len());
     assert!(filters.is_none_or(|set| set.addresses.len() == children));
     assert!(in_pass.is_none_or(|marks| marks.len() == children));
+    assert!(
+        child_of
+            .as_ref()
+            .is_none_or(|child_of| child_of.len() >= items)
+    );
     let table_at = filters.map(|set| set.addresses.address(stream));
     let in_pass_at = in_pass.map(|marks| marks.address(stream));
     let keys_at = keys.address(stream);
-    let (child_at, counts_at) = (child_of.address_mut(stream), counts.address_mut(stream));
+    let child_at = child_of.map(|child_of| child_of.address_mut(stream));
+    let counts_at = counts.address_mut(stream);
     let params = GhSwapCountParams {
         keys: element::<K>(keys_at.address, range.start) as *const u32,
         count: items as u64,
         key_words: (size_of::<K>() / 4) as u32,
         children: children as u32,
-        child_of: child_at.address as *mut u32,
+        child_of: child_at
+            .as_ref()
+            .map_or(std::ptr::null_mut(), |c| c.address as *mut u32),
         counts: counts_at.address as *mut u32,
         filters: table_at
             .as_ref()
@@ -100,13 +106,14 @@ pub(crate) fn count<K: Pod>(
             .map_or(std::ptr::null(), |m| m.address as *const u8),
         seed,
     };
-    // SAFETY: `range` lies within `keys` (checked by the caller's segmenting), `child_of`
-    // holds `items` words and `counts` three words a child, so every index the kernel uses
-    // (below `items`, and child ids below `children`, plus `children` for the passed
-    // counts and twice that for those ruled out) is in bounds; the filter set, when given, holds one address a child, each
-    // 0 or a live filter of `blocks` blocks, kept borrowed by its guards; `in_pass`, when
-    // given, holds a byte a child (asserted); the buffers stay borrowed until the launch
-    // is queued and their frees are ordered after it.
+    // SAFETY: `range` lies within `keys`, `child_of` (when given) holds `items` words and
+    // `counts` three words a child (asserted or by construction), so every index the
+    // kernel uses (below `items`, and child ids below `children`, plus `children` for the
+    // passed counts and twice that for those ruled out) is in bounds; the filter set, when
+    // given, holds one address a child (asserted), each 0 or a live filter of `blocks`
+    // blocks, kept borrowed by its guards; `in_pass`, when given, holds a byte a child
+    // (asserted); the buffers stay borrowed until the launch is queued and their frees are
+    // ordered after it.
     unsafe { COUNT.launch(stream, shape(stream, items), params) }
 }
 
@@ -241,9 +248,29 @@ pub(crate) fn places(
         target: element::<u32>(target_at.address, at) as *mut u32,
     };
     // SAFETY: `range` lies within `picked` and the writes within `target` (checked above);
-    // each picked value is a place of the partition that `index` holds (the filter check
-    // wrote them below its length), so every read of `index` is in bounds.
+    // each picked value is a place of the partition that `index` holds (the survivors'
+    // places, [`iota`]'s below the partition's length), so every read of `index` is in
+    // bounds.
     unsafe { PLACES.launch(stream, shape(stream, range.len()), params) }
+}
+
+/// Writes `i` at every place `i` of `target`.
+pub(crate) fn iota(stream: &Stream, target: &mut DeviceBuffer<u32>) -> Result<()> {
+    if target.is_empty() {
+        return Ok(());
+    }
+    let count = target.len();
+    let target_at = target.address_mut(stream);
+    let params = GhSwapPlacesParams {
+        index: std::ptr::null(),
+        picked: std::ptr::null(),
+        count: count as u64,
+        offset: 0,
+        target: target_at.address as *mut u32,
+    };
+    // SAFETY: with no index and nothing picked the kernel reads nothing and writes
+    // `target[i]` for `i < count`, the buffer's length.
+    unsafe { PLACES.launch(stream, shape(stream, count), params) }
 }
 
 /// An error unless `range` lies within `0..len`.
@@ -287,7 +314,7 @@ pub(crate) fn filter_add<K: Pod>(
     unsafe { FILTER_ADD.launch(stream, shape(stream, keys.len()), params) }
 }
 
-/// The filters the partition's count and the filter check consult: each child's filter
+/// The filters the partition's count consults: each child's filter
 /// address in device memory (0 for a child not checked), with the guards that order the
 /// filters' use on the stream they were taken on until the set is dropped.
 pub(crate) struct FilterSet<'a> {
@@ -323,54 +350,4 @@ impl<'a> FilterSet<'a> {
             blocks,
         })
     }
-}
-
-/// Where a check puts the keys its filters pass: compacted to the front of each child's
-/// range (`starts`), with their places, and how many a child.
-pub(crate) struct CheckTarget<'a, K> {
-    pub starts: &'a DeviceBuffer<u32>,
-    pub survivors: &'a mut DeviceBuffer<u32>,
-    pub keys: &'a mut DeviceBuffer<K>,
-    pub places: &'a mut DeviceBuffer<u32>,
-}
-
-/// Checks the partitioned `keys` of children with a filter in `set`; see
-/// `GhSwapFilterCheckParams`.
-pub(crate) fn filter_check<K: Pod>(
-    stream: &Stream,
-    keys: &DeviceBuffer<K>,
-    set: &FilterSet<'_>,
-    target: CheckTarget<'_, K>,
-) -> Result<()> {
-    let children = set.addresses.len();
-    assert!(target.starts.len() == children && target.survivors.len() == children);
-    assert!(target.keys.len() >= keys.len() && target.places.len() >= keys.len());
-    if keys.is_empty() {
-        return Ok(());
-    }
-    let filters_at = set.addresses.address(stream);
-    let keys_at = keys.address(stream);
-    let starts_at = target.starts.address(stream);
-    let survivors_at = target.survivors.address_mut(stream);
-    let out_keys = target.keys.address_mut(stream);
-    let out_places = target.places.address_mut(stream);
-    let params = GhSwapFilterCheckParams {
-        keys: keys_at.address as *const u32,
-        count: keys.len() as u64,
-        key_words: (size_of::<K>() / 4) as u32,
-        children: children as u32,
-        blocks: set.blocks,
-        reserved: 0,
-        filters: filters_at.address as *const u64,
-        starts: starts_at.address as *const u32,
-        survivors: survivors_at.address as *mut u32,
-        out_keys: out_keys.address as *mut u32,
-        out_places: out_places.address as *mut u32,
-    };
-    // SAFETY: the set holds one address a child, each 0 or a live filter of `blocks`
-    // blocks (asserted when the set was made) kept borrowed by the set's guards; `starts` and
-    // `survivors` hold one word a child (asserted); a key of child c is written at
-    // starts[c] plus fewer than its child's count of keys (the partition's ranges, which
-    // `starts` begins), so within the targets, which hold every key (asserted).
-    unsafe { FILTER_CHECK.launch(stream, shape(stream, keys.len()), params) }
 }

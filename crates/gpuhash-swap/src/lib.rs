@@ -72,8 +72,8 @@
 //!   kernel puts the answers back in input order. Before an insert or a removal runs on a
 //!   child, the child's own lookup logs what its keys held, so that a batch that fails can
 //!   be taken back (below, "After an error"). A batch of several segments with children
-//!   on the host counts its keys by child first (one count kernel a segment, through the
-//!   filters for a lookup, one wait); the children on the host that the batch pages (for a
+//!   on the host counts its keys by child first (one count kernel over the batch, through
+//!   the filters for a lookup, one wait); the children on the host that the batch pages (for a
 //!   lookup those the cost model pages for the whole batch, for an insert or a removal
 //!   every one with keys) then take passes of their own over the segments, half as many at
 //!   once as the slots hold (below, "Overlap"), after a first pass for the other

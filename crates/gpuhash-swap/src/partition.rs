@@ -23,8 +23,6 @@ pub struct Partition<K, V> {
     pub(crate) index: DeviceBuffer<u32>,
     /// Each child's range of the partitioned elements.
     pub(crate) ranges: Vec<Range<usize>>,
-    /// Each child's first place, in device memory.
-    pub(crate) starts: DeviceBuffer<u32>,
     /// Each child's keys that its filter in the partition's filter set passed (0 for
     /// children not checked): every key of the child the partition holds.
     pub(crate) passed: Vec<usize>,
@@ -123,7 +121,7 @@ impl Counted {
             spread.seed,
             filters,
             in_pass,
-            &mut child_of,
+            Some(&mut child_of),
             &mut counts,
         )?;
         Ok(Self {
@@ -160,8 +158,7 @@ impl Counted {
         let passed = passed.iter().map(|&p| p as usize).collect();
         let ruled_out = ruled_out.iter().map(|&r| u64::from(r)).sum();
         let starts: Vec<u32> = ranges.iter().map(|r| r.start as u32).collect();
-        let starts = DeviceBuffer::from_host(stream, &starts)?;
-        let mut cursors = launch::copy_range(stream, &starts, 0..children)?;
+        let mut cursors = DeviceBuffer::from_host(stream, &starts)?;
         let mut partition = Partition {
             keys: DeviceBuffer::unfilled(stream, len)?,
             values: values
@@ -169,7 +166,6 @@ impl Counted {
                 .transpose()?,
             index: DeviceBuffer::unfilled(stream, len)?,
             ranges,
-            starts,
             passed,
             ruled_out,
         };

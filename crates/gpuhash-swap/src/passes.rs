@@ -8,17 +8,15 @@
 //! verb: a lookup pages the children on the host whose keys the filters pass and that the
 //! cost model pages for the whole batch's survivors (the others it probes in place, in the
 //! first pass); an insert or a removal pages every child on the host that has keys in the
-//! batch (the image is never written in place). Either way one count kernel a segment,
-//! through the filters for a lookup, counts the batch's keys by child first, with one wait.
+//! batch (the image is never written in place). Either way one count kernel over the whole
+//! batch, through the filters for a lookup, counts its keys by child first, with one wait.
 
 use gpuhash_core::image::ProbeInPlace;
 use gpuhash_core::{DeviceBuffer, Stream};
 
 use crate::launch::{self, COUNT_WORDS};
 use crate::layouts::GH_SWAP_SEED;
-use crate::policy::{
-    self, Access, Reach, SegmentRoom, deferred_segment, scratch_per_element, segments,
-};
+use crate::policy::{self, Access, Reach, SegmentRoom, deferred_segment, scratch_per_element};
 use crate::residency::Residency;
 use crate::table::SwapTable;
 
@@ -100,7 +98,7 @@ impl<T: ProbeInPlace> SwapTable<T> {
         }
         // A lookup reaches a child on the host through its filter; a change, with every key.
         let filtered: Vec<bool> = on_host.iter().map(|&host| host && !changes).collect();
-        let counts = Self::survey(residency, stream, keys, segment, &filtered)?;
+        let counts = Self::survey(residency, stream, keys, &filtered)?;
         // A lookup's keys that the filters rule out are not counted in `all`: no pass
         // moves them.
         let (all, passed) = (&counts[..children], &counts[children..2 * children]);
@@ -160,31 +158,28 @@ impl<T: ProbeInPlace> SwapTable<T> {
     }
 
     /// Each child's keys in the whole batch but those its filter rules out, then those its
-    /// filter passes (0 for the children not `filtered`), then those it rules out, counted
-    /// segment by segment into one set of counts ([`launch::count`]): one wait.
+    /// filter passes (0 for the children not `filtered`), then those it rules out: one count
+    /// kernel over the whole batch ([`launch::count`], which writes no child ids for a
+    /// count alone, so needs no scratch), one wait.
     fn survey(
         residency: &mut Residency<T>,
         stream: &Stream,
         keys: &DeviceBuffer<T::Key>,
-        segment: usize,
         filtered: &[bool],
     ) -> Result<Vec<u32>, T::Error> {
         let children = residency.count();
-        let mut child_of = DeviceBuffer::unfilled(stream, segment.min(keys.len()))?;
         let mut counts = DeviceBuffer::<u32>::zeroed(stream, COUNT_WORDS * children)?;
         let filters = residency.filters().set(stream, filtered)?;
-        let counted = segments(keys.len(), segment).try_for_each(|range| {
-            launch::count(
-                stream,
-                keys,
-                range,
-                GH_SWAP_SEED,
-                filters.as_ref(),
-                None,
-                &mut child_of,
-                &mut counts,
-            )
-        });
+        let counted = launch::count(
+            stream,
+            keys,
+            0..keys.len(),
+            GH_SWAP_SEED,
+            filters.as_ref(),
+            None,
+            None,
+            &mut counts,
+        );
         let consulted = filters.is_some();
         drop(filters);
         if consulted {

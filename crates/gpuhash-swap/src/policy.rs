@@ -170,13 +170,6 @@ pub fn page_group(resident: usize) -> usize {
     (resident / 2).max(1)
 }
 
-/// The ranges `0..len` cut into pieces of at most `segment`.
-pub fn segments(len: usize, segment: usize) -> impl Iterator<Item = Range<usize>> {
-    (0..len)
-        .step_by(segment.max(1))
-        .map(move |start| start..len.min(start + segment))
-}
-
 /// The order a batch visits its children in: the resident ones first, then the others,
 /// each group in the order given. A batch that visits every child in child order under an
 /// LRU that holds fewer than all of them misses on every child (the children it evicts
@@ -677,13 +670,6 @@ mod tests {
         fn child_is_in_range(key: u64, children: u32) -> bool {
             let children = children.max(1);
             child_of(key, children) < children
-        }
-
-        fn segments_cover_the_batch_in_order(len: u16, segment: u8) -> bool {
-            let segment = usize::from(segment).max(1);
-            let pieces: Vec<_> = segments(usize::from(len), segment).collect();
-            pieces.iter().all(|r| !r.is_empty() && r.len() <= segment)
-                && pieces.iter().flat_map(Clone::clone).eq(0..usize::from(len))
         }
 
         fn child_ranges_tile_the_batch(counts: Vec<u8>) -> bool {

@@ -17,7 +17,7 @@ typedef struct GhSwapCountParams {
     uint64_t count;
     uint32_t key_words;        // 1 or 2
     uint32_t children;
-    uint32_t* child_of;        // out: the child of each key
+    uint32_t* child_of;        // out: the child of each key (may be null: counts alone)
     uint32_t* counts;          // in: zeros; out: keys a child
     const uint64_t* filters;   // each child's filter address (0 where not consulted), or null
     uint32_t blocks;           // blocks of every child's filter
@@ -62,7 +62,8 @@ typedef struct GhSwapGatherParams {
 
 // Places in the batch of elements picked from a partitioned segment: target[i] =
 // offset + index[picked[i]], where index holds each partitioned element's place in the
-// segment and offset is the segment's start in the batch.
+// segment and offset is the segment's start in the batch. A null picked picks element i
+// itself; a null index is the identity (with both null, target[i] = offset + i).
 typedef struct GhSwapPlacesParams {
     const uint32_t* index;
     const uint32_t* picked;
@@ -86,20 +87,3 @@ typedef struct GhSwapFilterAddParams {
     uint32_t* filter;      // blocks * GH_SWAP_FILTER_BLOCK_WORDS words
 } GhSwapFilterAddParams;
 
-// Checks a partitioned segment's keys against the filters of the children that are on the
-// host: the keys a filter may hold are compacted to the front of their child's range, with
-// their place in the segment; the others are misses and go nowhere.
-typedef struct GhSwapFilterCheckParams {
-    const uint32_t* keys;        // the partitioned keys, key_words words a key
-    uint64_t count;
-    uint32_t key_words;
-    uint32_t children;
-    uint32_t blocks;             // blocks of every child's filter
-    uint32_t reserved;
-    const uint64_t* filters;     // each child's filter address (0 where not consulted)
-    const uint32_t* starts;      // each child's first place in the partitioned segment
-    uint32_t* survivors;         // in: zeros; out: keys a child's filter passed (as counted
-                                 // by the partition's count, with the same test)
-    uint32_t* out_keys;          // the keys passed, at starts[child] + rank
-    uint32_t* out_places;        // and their places in the partitioned segment
-} GhSwapFilterCheckParams;
