@@ -241,9 +241,10 @@
 //!   (its `rates` piece) and prints the model they make, for
 //!   [`SwapTable::set_cost_model`].
 //! - A batch's fixed cost: a partition with one wait, then its visits, each a few
-//!   kernels, copies and allocations (about 0.2 ms for 16 children on an H100, the
+//!   kernels, copies and allocations (about 0.14 ms for 16 children on an H100, the
 //!   resident children answering in one launch and those probed in place in another), so
-//!   batches of 2^10 keys run at 3 to 5 M keys/s, hits and misses alike.
+//!   batches of 2^10 keys run at about 7 M keys/s from device buffers (5 from the host),
+//!   hits and misses alike.
 //! - Keys a miss filter passes by mistake (3.4% of those sent to a child on the host, at
 //!   the default 8 bits a key) are probed over the bus: on the W5 table, half the time of
 //!   a batch of misses of 2^26 keys. A static filter built at page-out (an xor filter: 8
