@@ -3,7 +3,7 @@
 //! probing in place and paging cross.
 
 use gpuhash_swap::policy::{filter_blocks, scratch_bytes};
-use gpuhash_swap::{CostModel, DEFAULT_FILTER_BITS_PER_KEY, DEFAULT_SCRATCH_BYTES, SwapStats};
+use gpuhash_swap::{CostModel, DEFAULT_SCRATCH_BYTES, SwapStats};
 
 use crate::contract_bench::Bus;
 
@@ -34,8 +34,10 @@ pub struct Shape {
     pub children: usize,
     /// Device bytes of a child made at the child capacity.
     pub child_bytes: u64,
-    /// Device bytes of every child's miss filter (at the default bits a key).
+    /// Device bytes of every child's miss filter (at the shape's bits a key).
     pub filter_bytes: u64,
+    /// Bits a key of the miss filters.
+    pub filter_bits: u32,
     /// The paged table's device budget: the filters, a quarter of the children (at least
     /// one), and the scratch the table keeps unless told ([`Shape::scratch_bytes`]).
     pub budget: u64,
@@ -46,11 +48,12 @@ pub struct Shape {
 }
 
 impl Shape {
-    /// The shape for n pairs, a child taking `child_bytes` on the device.
-    pub fn new(n: usize, child_bytes: u64) -> Self {
+    /// The shape for n pairs, a child taking `child_bytes` on the device, with miss filters
+    /// of `filter_bits` bits a key.
+    pub fn new(n: usize, child_bytes: u64, filter_bits: u32) -> Self {
         let child_capacity = child_capacity(n);
         let children = n.div_ceil(child_capacity);
-        let blocks = filter_blocks(child_capacity, DEFAULT_FILTER_BITS_PER_KEY);
+        let blocks = filter_blocks(child_capacity, filter_bits);
         let filter_bytes = u64::from(blocks) * FILTER_BLOCK_BYTES * children as u64;
         let room = filter_bytes + child_bytes * quarter(children);
         // The table keeps a quarter of its budget for scratch (at least the default), so
@@ -61,6 +64,7 @@ impl Shape {
             children,
             child_bytes,
             filter_bytes,
+            filter_bits,
             budget,
             scratch_bytes: scratch_bytes(budget, None),
         }
@@ -202,6 +206,8 @@ pub fn model_crossover_log2(
 mod tests {
     use gpuhash_swap::policy::{Fixed, plan, scratch_per_element};
 
+    use gpuhash_swap::DEFAULT_FILTER_BITS_PER_KEY;
+
     use super::*;
 
     /// Whether `shape`'s budget leaves room for exactly [`Shape::resident`] children by the
@@ -231,12 +237,12 @@ mod tests {
             (30, 830_000_000),
         ] {
             let n = 1usize << log2_n;
-            let shape = Shape::new(n, child_bytes);
+            let shape = Shape::new(n, child_bytes, DEFAULT_FILTER_BITS_PER_KEY);
             assert_eq!(shape.child_capacity, (n / 16).max(1 << 16));
             assert!(plan_matches(&shape), "{shape:?}");
             assert_eq!(shape.table_bytes(), child_bytes * shape.children as u64);
         }
-        let big = Shape::new(1 << 30, 830_000_000);
+        let big = Shape::new(1 << 30, 830_000_000, 8);
         assert_eq!((big.children, big.resident()), (16, 4));
         // 8 bits a pair of filters: a byte a pair.
         assert_eq!(big.filter_bytes, 1 << 30);
@@ -244,12 +250,16 @@ mod tests {
         assert_eq!(big.scratch_bytes, big.budget / 4);
         assert!(big.budget - big.scratch_bytes - big.filter_bytes >= 4 * 830_000_000);
         // Small budgets keep the default scratch.
-        let mid = Shape::new(1 << 22, 1 << 20);
+        let mid = Shape::new(1 << 22, 1 << 20, DEFAULT_FILTER_BITS_PER_KEY);
         assert_eq!(mid.scratch_bytes, DEFAULT_SCRATCH_BYTES);
         // A small n: one child, resident.
-        let small = Shape::new(1 << 12, 1 << 20);
+        let small = Shape::new(1 << 12, 1 << 20, DEFAULT_FILTER_BITS_PER_KEY);
         assert_eq!((small.children, small.resident()), (1, 1));
         assert!(plan_matches(&small));
+        // Twice the bits a key: twice the filters, still a quarter of the children held.
+        let wide = Shape::new(1 << 30, 830_000_000, 16);
+        assert_eq!(wide.filter_bytes, 2 * big.filter_bytes);
+        assert!(plan_matches(&wide) && wide.budget > big.budget);
     }
 
     #[test]

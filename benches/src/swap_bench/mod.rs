@@ -65,6 +65,7 @@ fn fail(what: &str) -> Box<dyn Error> {
 fn table(device: &Device, n: usize, shape: &Shape, budget: u64) -> Result<SwapMap<u32, u32>> {
     let options = SwapOptions::with_capacity(n)
         .child_capacity(shape.child_capacity)
+        .filter_bits_per_key(shape.filter_bits)
         .device_budget(budget);
     Ok(SwapMap::new(device, options)?)
 }
@@ -83,7 +84,7 @@ pub fn run(
     let child_bytes = CuckooTable::<u32, u32>::with_capacity(device, child_capacity(n))?
         .memory()?
         .bytes_reserved;
-    let shape = Shape::new(n, child_bytes);
+    let shape = Shape::new(n, child_bytes, parts.filter_bits);
     println!(
         "## swap W5: n = 2^{log2_n} u32 pairs ({:.2} GB), {} DyHash children of {} pairs ({:.1} MB each on the device, {:.2} GB in all); device budget of the paged table {:.2} GB ({} children resident, {:.0} MB of scratch, {:.0} MB of miss filters); median of {runs} timed runs after one untimed, wall clock",
         (8 * n) as f64 / 1e9,

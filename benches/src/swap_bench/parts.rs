@@ -13,6 +13,8 @@
 //!   sizes past n are capped at n.
 //! - `--w5-svg PATH`: where the plot of the crossover goes (`swap-w5.svg` by default,
 //!   relative to the current directory).
+//! - `--w5-filter-bits B`: bits a key of the children's miss filters, 1 to 64 (the
+//!   table's default, 12, unless given); the budget holds the filters as they grow.
 
 use std::ops::RangeInclusive;
 use std::path::PathBuf;
@@ -77,6 +79,8 @@ impl Form {
 const BATCHES: RangeInclusive<u32> = 10..=26;
 /// Batch sizes a flag may name: 2^10 to 2^30.
 const BATCH_LIMITS: RangeInclusive<u32> = 10..=30;
+/// Filter bits a key a flag may name.
+const FILTER_BITS: RangeInclusive<u32> = 1..=64;
 
 /// The pieces of W5 a run covers.
 #[derive(Clone, Debug, PartialEq)]
@@ -86,6 +90,8 @@ pub struct Parts {
     batches: Vec<RangeInclusive<u32>>,
     /// Where the plot goes.
     pub svg: PathBuf,
+    /// Bits a key of the miss filters.
+    pub filter_bits: u32,
 }
 
 impl Default for Parts {
@@ -95,6 +101,7 @@ impl Default for Parts {
             forms: Vec::new(),
             batches: Vec::new(),
             svg: PathBuf::from("swap-w5.svg"),
+            filter_bits: gpuhash_swap::DEFAULT_FILTER_BITS_PER_KEY,
         }
     }
 }
@@ -110,7 +117,14 @@ fn batch_range(word: &str) -> Option<RangeInclusive<u32>> {
 impl Parts {
     /// Whether `flag` is one of W5's flags (all take a value).
     pub fn takes_value(flag: &str) -> bool {
-        ["--w5-parts", "--w5-forms", "--w5-batches", "--w5-svg"].contains(&flag)
+        [
+            "--w5-parts",
+            "--w5-forms",
+            "--w5-batches",
+            "--w5-svg",
+            "--w5-filter-bits",
+        ]
+        .contains(&flag)
     }
 
     /// Applies a flag ([`Parts::takes_value`]).
@@ -131,6 +145,17 @@ impl Parts {
             "--w5-batches" => list(flag, value, batch_range, &mut self.batches),
             "--w5-svg" => {
                 self.svg = PathBuf::from(value);
+                Ok(())
+            }
+            "--w5-filter-bits" => {
+                let bits = value
+                    .trim()
+                    .parse()
+                    .ok()
+                    .filter(|b| FILTER_BITS.contains(b));
+                self.filter_bits = bits.ok_or_else(|| {
+                    format!("{flag}: {value} is not a count of bits from 1 to 64")
+                })?;
                 Ok(())
             }
             _ => Err(format!("{flag} is not a W5 flag")),
@@ -168,10 +193,11 @@ impl Parts {
         let pieces = Piece::ALL.into_iter().filter(|&p| self.has(p));
         let batches: Vec<String> = self.log2_batches().iter().map(u32::to_string).collect();
         format!(
-            "W5 pieces: {}; forms {}; lookup batches 2^{{{}}}",
+            "W5 pieces: {}; forms {}; lookup batches 2^{{{}}}; miss filters of {} bits a key",
             names(pieces.map(Piece::name).collect()),
             names(self.forms().into_iter().map(Form::name).collect()),
-            batches.join(",")
+            batches.join(","),
+            self.filter_bits
         )
     }
 }
@@ -199,6 +225,7 @@ mod tests {
             vec![10, 12, 14, 16, 18, 20, 22, 24, 26]
         );
         assert_eq!(parts.svg, PathBuf::from("swap-w5.svg"));
+        assert_eq!(parts.filter_bits, gpuhash_swap::DEFAULT_FILTER_BITS_PER_KEY);
     }
 
     #[test]
@@ -214,6 +241,8 @@ mod tests {
             "21,26",
             "--w5-svg",
             "out/w5.svg",
+            "--w5-filter-bits",
+            "12",
         ])
         .unwrap();
         assert!(parts.has(Piece::Paged) && parts.has(Piece::Crossover));
@@ -221,9 +250,11 @@ mod tests {
         assert_eq!(parts.forms(), vec![Form::Device]);
         assert_eq!(parts.log2_batches(), vec![10, 20, 21, 22, 26]);
         assert_eq!(parts.svg, PathBuf::from("out/w5.svg"));
+        assert_eq!(parts.filter_bits, 12);
         let line = parts.describe();
         assert!(line.contains("paged,crossover") && line.contains("forms device"));
         assert!(line.contains("2^{10,20,21,22,26}"), "{line}");
+        assert!(line.contains("12 bits a key"), "{line}");
     }
 
     #[test]
@@ -236,6 +267,9 @@ mod tests {
             &["--w5-batches", "20-12"],
             &["--w5-batches", "12-"],
             &["--w5-batches", "ten"],
+            &["--w5-filter-bits", "0"],
+            &["--w5-filter-bits", "65"],
+            &["--w5-filter-bits", "eight"],
         ] {
             assert!(parse(args).is_err(), "{args:?}");
         }

@@ -245,10 +245,10 @@
 //!   resident children answering in one launch and those probed in place in another), so
 //!   batches of 2^10 keys run at about 7 M keys/s from device buffers (5 from the host),
 //!   hits and misses alike.
-//! - Keys a miss filter passes by mistake (3.4% of those sent to a child on the host, at
-//!   the default 8 bits a key) are probed over the bus: on the W5 table, half the time of
-//!   a batch of misses of 2^26 keys. A static filter built at page-out (an xor filter: 8
-//!   times fewer mistakes at about 10 bits a key) would need rounds of peeling kernels a
+//! - Keys a miss filter passes by mistake (0.5% of those sent to a full child on the host
+//!   at the default 12 bits a key, 3.3% at 8) are probed over the bus: at 8 bits, half the
+//!   time of a W5 batch of misses of 2^26 keys. A static filter built at page-out (an xor
+//!   filter: 0.4% at about 10 bits a key) would need rounds of peeling kernels a
 //!   page-out and about three times the room outside the budget that the Bloom filter's
 //!   build takes (above).
 //! - Paging passes prefetch one child at a time, and a batch's first pass (its resident
