@@ -17,13 +17,14 @@
 //!
 //! A batch of several segments with children on the host first counts its keys by child
 //! (through the filters for a lookup: one count kernel over the batch, one wait). Each
-//! segment visits its children once, so with more children on the host than slots, every segment
-//! would page again each child the batch pages. Instead, those children (a lookup's that
-//! the cost model pages for the whole batch's survivors, an insert's or a removal's every
-//! one with keys) are left out of a first pass over every segment (the resident children,
-//! and for a lookup those on the host probed in place), then put in groups of the resident
-//! limit, each group taking a pass of its own over every segment: paged in once, resident
-//! throughout ([`crate::passes`]). A pass partitions only its children's keys of each
+//! segment visits its children once, so with more children on the host than slots, every
+//! segment would page again each child the batch pages. Instead, those children (a
+//! lookup's that the cost model pages for the whole batch's survivors, an insert's or a
+//! removal's every one with keys) are left out of a first pass over every segment (the
+//! resident children, and for a lookup those on the host probed in place), then put in
+//! groups of half the resident limit, each group taking a pass of its own over every
+//! segment: paged in once, resident throughout ([`crate::passes`]), the next group paging
+//! in while this one runs ([`crate::prefetch`]). A pass partitions only its children's keys of each
 //! segment (the count kernel reads every key, the scatter moves only those) and writes
 //! only the answers it found, on flags zeroed before the first pass. A key's child is in
 //! one pass, and a pass runs the segments in order, so a key's visits run in segment order
@@ -407,7 +408,7 @@ impl<T: ProbeInPlace> SwapTable<T> {
     ) -> Result<Split<T::Key, T::Value>, T::Error> {
         Self::reading_filters(residency, stream, on_host, |filters| {
             let partition = counted.scatter(stream, keys, verb.values())?;
-            let survivors = filter::check(stream, &partition, filters)?;
+            let survivors = filter::survivors(stream, &partition, filters.is_some())?;
             Ok((partition, survivors))
         })
     }

@@ -32,8 +32,9 @@ pub(crate) struct Filters {
     readers: Vec<CudaEvent>,
 }
 
-/// The keys of a partitioned segment that the filters passed, compacted to the front of
-/// their children's ranges, with their places in the partitioned segment.
+/// The keys of a partitioned segment that the filters passed (the whole ranges of the
+/// children whose filters the count consulted), with their places in the partitioned
+/// segment.
 pub(crate) struct Survivors<K> {
     keys: DeviceBuffer<K>,
     places: DeviceBuffer<u32>,
@@ -144,15 +145,15 @@ impl Filters {
     }
 }
 
-/// The keys of `partition` that the filters of `set` passed: with the filters consulted
-/// (`set` given), the partition's count left out every key they ruled out, so the
-/// survivors are the whole ranges of the children whose filters it consulted, as
-/// partitioned. Nothing checks them again: the survivors are a copy of the partition's
-/// keys, each at its own place (places `0, 1, ...`), queued on `stream`, with no wait.
-pub(crate) fn check<K: Pod, V: Pod>(
+/// The keys of `partition` that the filters passed, when its count `consulted` filters:
+/// the count left out every key they ruled out, so the survivors are the whole ranges of
+/// the children whose filters it consulted, as partitioned. Nothing checks them again: the
+/// survivors are a copy of the partition's keys, each at its own place (places `0, 1,
+/// ...`), queued on `stream`, with no wait.
+pub(crate) fn survivors<K: Pod, V: Pod>(
     stream: &Stream,
     partition: &Partition<K, V>,
-    set: Option<&FilterSet<'_>>,
+    consulted: bool,
 ) -> Result<Survivors<K>> {
     let ranges = partition
         .ranges
@@ -160,9 +161,9 @@ pub(crate) fn check<K: Pod, V: Pod>(
         .zip(&partition.passed)
         .map(|(range, &passed)| range.start..range.start + passed)
         .collect();
-    let len = match set {
-        Some(_) => partition.keys().len(),
-        None => 0,
+    let len = match consulted {
+        true => partition.keys().len(),
+        false => 0,
     };
     let mut places = DeviceBuffer::unfilled(stream, len)?;
     launch::iota(stream, &mut places)?;
