@@ -74,19 +74,54 @@ __device__ bool find_rest(const Tile &t, const GhCuckooSubtable *subs, uint32_t 
     return bits != 0;
 }
 
-// Tiles first_tile, first_tile + tiles, ... of the launch look up the keys (a launch
-// that serves several tables gives each table its own tiles: find_many).
-template <typename L>
-__device__ void find(const GhCuckooFindParams &p, uint64_t first_tile = tile_index(), uint64_t tiles = tile_count()) {
-    __shared__ GhCuckooSubtable subs[kMaxSub];
-    stage_subtables(p.table, subs);
+// Where a batch lookup looks each key up: OneTable, the table of a find (its
+// subtables staged in shared memory), or Routed, the table each key names.
+struct OneTable {
+    static constexpr bool kRouted = false;
+    const GhCuckooFindParams &p;
+    const GhCuckooSubtable *staged;
+    __device__ __forceinline__ bool route(uint64_t, uint32_t *r) const {
+        *r = 0;
+        return true;
+    }
+    __device__ __forceinline__ const GhCuckooTable &table(uint32_t) const { return p.table; }
+    __device__ __forceinline__ const GhCuckooHome &home(uint32_t) const { return p.home; }
+    __device__ __forceinline__ const GhCuckooSubtable *subs(uint32_t) const { return staged; }
+};
+
+// The routes' views are read from global memory, through L1: a key's table is known only
+// once its route is read, and a batch spreads over every route.
+struct Routed {
+    static constexpr bool kRouted = true;
+    const GhCuckooFindRoutedParams &p;
+    __device__ __forceinline__ bool route(uint64_t i, uint32_t *r) const {
+        *r = p.route_of[i];
+        return *r < p.route_count;
+    }
+    __device__ __forceinline__ const GhCuckooTable &table(uint32_t r) const { return p.routes[r].table; }
+    __device__ __forceinline__ const GhCuckooHome &home(uint32_t r) const { return p.routes[r].home; }
+    __device__ __forceinline__ const GhCuckooSubtable *subs(uint32_t r) const { return p.routes[r].table.sub; }
+};
+
+// The answers a batch lookup writes: found flags (may be null), values where found (may be
+// null), and a count of hits (may be null).
+struct FindOut {
+    uint32_t *values;
+    uint8_t *found;
+    uint64_t *hits;
+    uint32_t words;
+};
+
+// Tiles first_tile, first_tile + tiles, ... of the launch look up keys[0..count) where
+// `where` says (a launch that serves several tables gives each table its own tiles:
+// find_many). A key with no route is a miss.
+template <typename L, typename Where>
+__device__ void find_keys(const Where &where, const typename L::Key *keys, uint64_t count, const FindOut &out,
+                          uint64_t first_tile, uint64_t tiles) {
     const Tile t = Tile::mine();
-    const uint32_t words = p.table.value_words;
-    const uint32_t d = p.table.subtables;
     using K = typename L::Key;
-    const K *keys = static_cast<const K *>(p.keys);
     uint64_t hits = 0;
-    const uint64_t chunks = (p.count + kTile - 1) / kTile;
+    const uint64_t chunks = (count + kTile - 1) / kTile;
     for (uint64_t c = first_tile; c < chunks; c += tiles) {
         // Each lane first looks for its own key alone in the home half of the bucket
         // in the subtable the key would start in now, where most pairs rest. (L2
@@ -94,30 +129,33 @@ __device__ void find(const GhCuckooFindParams &p, uint64_t first_tile = tile_ind
         // fetched early are evicted before their turn comes; of what the tile reads
         // next, once the lane missed, a quarter of the misses' speed.)
         const uint64_t mine = c * kTile + t.rank;
-        const K my_key = mine < p.count ? keys[mine] : Keys<K>::kEmpty;
+        const K my_key = mine < count ? keys[mine] : Keys<K>::kEmpty;
+        uint32_t my_route = 0;
+        const bool routed = mine < count && where.route(mine, &my_route);
         uint32_t my_found = 0;
         bool tile_next = false;
         Start from = {0, false};
         uint32_t start = 0;
         uint64_t bucket = 0;
-        if (mine < p.count && my_key != Keys<K>::kEmpty) {
-            from = start_of(p.home, d, my_key);
-            const GhCuckooSubtable &sub = subs[from.first];
+        if (routed && my_key != Keys<K>::kEmpty) {
+            const GhCuckooHome &home = where.home(my_route);
+            from = start_of(home, where.table(my_route).subtables, my_key);
+            const GhCuckooSubtable &sub = where.subs(my_route)[from.first];
             bucket = bucket_of(sub, my_key);
-            start = home_slot<L>(my_key, p.home.seed);
+            start = home_slot<L>(my_key, home.seed);
             const auto seen = look_alone<L>(sub, bucket, start, Part::kHomeHalf, false, my_key);
             if (seen.key != 0) {
                 my_found = 1;
-                if (p.values_out != nullptr) {
-                    copy_slot_value<L>(p.values_out + mine * words, sub, bucket, __ffs(seen.key) - 1, seen.hit, words,
-                                       0, 1);
+                if (out.values != nullptr) {
+                    copy_slot_value<L>(out.values + mine * out.words, sub, bucket, __ffs(seen.key) - 1, seen.hit,
+                                       out.words, 0, 1);
                 }
             } else {
                 // An empty slot in a clean home half: the key never went past it.
                 tile_next = !(from.settled && seen.empty != 0 && !is_dirty(sub, bucket, false));
             }
         } else {
-            tile_next = mine < p.count;
+            tile_next = routed;
         }
         // The rest, the tile together: the other buckets, or the side slot.
         uint32_t turns = t.ballot(tile_next);
@@ -126,23 +164,45 @@ __device__ void find(const GhCuckooFindParams &p, uint64_t first_tile = tile_ind
             turns &= turns - 1;
             const uint64_t i = c * kTile + q;
             const K key = t.shfl(my_key, q);
-            uint32_t *out = p.values_out == nullptr ? nullptr : p.values_out + i * words;
+            uint32_t r = 0;
+            if constexpr (Where::kRouted) r = t.shfl(my_route, q);
+            const GhCuckooTable &table = where.table(r);
+            uint32_t *value_out = out.values == nullptr ? nullptr : out.values + i * out.words;
             bool found = false;
             if (key == Keys<K>::kEmpty) {
-                found = __ldcg(p.table.side + GH_CUCKOO_SIDE_PRESENT) != 0;
-                if (found && out != nullptr) copy_value(out, p.table.side + GH_CUCKOO_SIDE_VALUE, words, t.rank, kTile);
+                found = __ldcg(table.side + GH_CUCKOO_SIDE_PRESENT) != 0;
+                if (found && value_out != nullptr) {
+                    copy_value(value_out, table.side + GH_CUCKOO_SIDE_VALUE, out.words, t.rank, kTile);
+                }
             } else {
-                found = find_rest<L>(t, subs, d, t.shfl(from.first, q), t.shfl(bucket, q), t.shfl(start, q),
-                                  t.shfl((uint32_t)from.settled, q) != 0, key, out, words);
+                found = find_rest<L>(t, where.subs(r), table.subtables, t.shfl(from.first, q), t.shfl(bucket, q),
+                                     t.shfl(start, q), t.shfl((uint32_t)from.settled, q) != 0, key, value_out,
+                                     out.words);
             }
             if (t.rank == q) my_found = found ? 1 : 0;
         }
-        if (mine < p.count) {
-            if (p.found_out != nullptr) p.found_out[mine] = (uint8_t)my_found;
+        if (mine < count) {
+            if (out.found != nullptr) out.found[mine] = (uint8_t)my_found;
             hits += my_found;
         }
     }
-    if (p.hits != nullptr) warp_add(p.hits, hits);
+    if (out.hits != nullptr) warp_add(out.hits, hits);
+}
+
+// The lookup of one table, by tiles first_tile, first_tile + tiles, ... of the launch.
+template <typename L>
+__device__ void find(const GhCuckooFindParams &p, uint64_t first_tile = tile_index(), uint64_t tiles = tile_count()) {
+    __shared__ GhCuckooSubtable subs[kMaxSub];
+    stage_subtables(p.table, subs);
+    const FindOut out = {p.values_out, p.found_out, p.hits, p.table.value_words};
+    find_keys<L>(OneTable{p, subs}, static_cast<const typename L::Key *>(p.keys), p.count, out, first_tile, tiles);
+}
+
+// A lookup whose keys each name their table (GhCuckooFindRoutedParams).
+template <typename L>
+__device__ void find_routed(const GhCuckooFindRoutedParams &p) {
+    const FindOut out = {p.values_out, p.found_out, nullptr, p.value_words};
+    find_keys<L>(Routed{p}, static_cast<const typename L::Key *>(p.keys), p.count, out, tile_index(), tile_count());
 }
 
 // The lookups of several tables of one layout in one launch, blocks_per_part blocks a

@@ -18,6 +18,16 @@ extern "C" __global__ void gh_cuckoo_find_many_u64(GhCuckooFindManyParams p) {
 }
 extern "C" __global__ void gh_cuckoo_find_many_p32(GhCuckooFindManyParams p) { gh_cuckoo::find_many<Packed32>(p); }
 
+extern "C" __global__ void gh_cuckoo_find_routed_u32(GhCuckooFindRoutedParams p) {
+    gh_cuckoo::find_routed<Split<uint32_t>>(p);
+}
+extern "C" __global__ void gh_cuckoo_find_routed_u64(GhCuckooFindRoutedParams p) {
+    gh_cuckoo::find_routed<Split<uint64_t>>(p);
+}
+extern "C" __global__ void gh_cuckoo_find_routed_p32(GhCuckooFindRoutedParams p) {
+    gh_cuckoo::find_routed<Packed32>(p);
+}
+
 extern "C" __global__ void gh_cuckoo_export_u32(GhCuckooExportParams p) {
     gh_cuckoo::export_pairs<Split<uint32_t>>(p);
 }

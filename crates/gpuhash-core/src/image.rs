@@ -170,6 +170,110 @@ pub trait ProbeInPlace: Map + Image {
     ) -> std::result::Result<(), Self::Error> {
         get_in_place_each_by_image::<Self>(stream, images, keys, found, values)
     }
+
+    /// Whether [`ProbeInPlace::get_routed`] works for this map.
+    const ROUTES: bool = false;
+
+    /// Looks up every key of `batch.keys[batch.range]` in one call, each in the map its
+    /// route names: `keys[i]` in `routes[route_of[i - range.start]]`, where a route past the
+    /// end of `routes` ([`NO_ROUTE`], say) marks a key known to be in none. Queued on
+    /// `stream`, with no wait: `found[i]` becomes 1 where `keys[i]` is in its route's map,
+    /// 0 elsewhere, for every `i` of the range; `values[i]` (when given) its value where
+    /// found, untouched elsewhere; places outside the range are not written. Answers equal
+    /// those of [`Map::get_async`] on each route's map (an image's as
+    /// [`ProbeInPlace::get_in_place`] gives them). For a batch spread over many maps, some
+    /// on the device and some imaged on the host (the children of a larger table), with
+    /// nothing partitioned first.
+    ///
+    /// `keys`, `found` and `values` must hold the range, `route_of` a route for each of its
+    /// keys ([`Error::InvalidInput`] otherwise, nothing written), and a map on the device
+    /// may appear once (an image, which is only read, in several routes). The default
+    /// refuses, for maps that cannot ([`ProbeInPlace::ROUTES`] false).
+    fn get_routed(
+        stream: &Stream,
+        routes: &[Route<'_, Self>],
+        batch: Routed<'_, Self::Key>,
+        found: &mut DeviceBuffer<u8>,
+        values: Option<&mut DeviceBuffer<Self::Value>>,
+    ) -> std::result::Result<(), Self::Error> {
+        let _ = (stream, routes, batch, found, values);
+        Err(Error::InvalidInput(format!(
+            "{} cannot route a lookup",
+            std::any::type_name::<Self>()
+        ))
+        .into())
+    }
+}
+
+/// The route of a key that [`ProbeInPlace::get_routed`] answers as a miss without a
+/// lookup: past the end of every list of routes.
+pub const NO_ROUTE: u32 = u32::MAX;
+
+/// Where [`ProbeInPlace::get_routed`] looks up the keys sent to one route.
+#[derive(Debug)]
+pub enum Route<'a, M> {
+    /// A map on the device.
+    Device(&'a M),
+    /// A map's image in mapped pinned memory ([`PinnedPool::new_mapped`]), read in place
+    /// over the bus.
+    InPlace(&'a PinnedImage),
+}
+
+impl<M> Clone for Route<'_, M> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<M> Copy for Route<'_, M> {}
+
+/// The keys of a [`ProbeInPlace::get_routed`]: `keys[range]`, the key at `i` with its
+/// route at `route_of[i - range.start]`.
+#[derive(Debug)]
+pub struct Routed<'a, K> {
+    /// The batch's keys, of which the lookup reads `range`.
+    pub keys: &'a DeviceBuffer<K>,
+    /// The keys looked up (and the answers written).
+    pub range: Range<usize>,
+    /// The route of each key of the range, from its start.
+    pub route_of: &'a DeviceBuffer<u32>,
+}
+
+/// Checks the buffers of a [`ProbeInPlace::get_routed`]: keys, flags and values (when
+/// given) that hold the range, a route for each of its keys, each map on the device in one
+/// route at most (an image, only read, may serve several).
+pub fn check_routed<M, K: Pod>(
+    routes: &[Route<'_, M>],
+    batch: &Routed<'_, K>,
+    found: usize,
+    values: Option<usize>,
+) -> Result<()> {
+    let range = &batch.range;
+    let room = [batch.keys.len(), found]
+        .into_iter()
+        .chain(values)
+        .min()
+        .unwrap_or(0);
+    if range.start > range.end || range.end > room || batch.route_of.len() < range.len() {
+        return Err(Error::InvalidInput(format!(
+            "get_routed: range {range:?} of {} keys, {found} flags, {values:?} values and \
+             {} routes",
+            batch.keys.len(),
+            batch.route_of.len()
+        )));
+    }
+    let map = |route: &Route<'_, M>| match route {
+        Route::Device(map) => Some(std::ptr::from_ref(*map)),
+        Route::InPlace(_) => None,
+    };
+    for (at, route) in routes.iter().enumerate() {
+        if map(route).is_some() && routes[..at].iter().any(|other| map(other) == map(route)) {
+            return Err(Error::InvalidInput(
+                "get_routed: a map appears twice".into(),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// [`ProbeInPlace::get_each`] map by map: each map's keys copied out, looked up with

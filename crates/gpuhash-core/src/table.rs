@@ -250,6 +250,14 @@ pub trait Table: Send + Sync {
         crate::staging::CHUNK
     }
 
+    /// The chunk of a host lookup of `keys` ([`Table::host_lookup_chunk`] unless the table
+    /// says otherwise): for a table that pages its parts in for some batches and not for
+    /// others, chunks where this batch would page nothing, whole where it would.
+    fn host_lookup_chunk_for(&self, keys: &[Self::Key]) -> usize {
+        let _ = keys;
+        self.host_lookup_chunk()
+    }
+
     /// Keys of the chunks that an insert or upsert from host slices ([`Map::insert`],
     /// [`Set::insert`], [`CombiningMap::upsert`]) is cut into: one chunk's copies overlap
     /// the insert of the chunk before, and the batch still takes effect, or fails, as one
@@ -403,7 +411,7 @@ pub trait Map: Table {
     ) -> Result<(), Self::Error> {
         check_lengths("get_into: keys and found", keys.len(), found.len())?;
         check_lengths("get_into: keys and values", keys.len(), values.len())?;
-        let chunk = self.host_lookup_chunk().max(1);
+        let chunk = self.host_lookup_chunk_for(keys).max(1);
         // No keys still run one empty batch, as `answers_into` does.
         let parts: Vec<_> = match keys.is_empty() {
             true => vec![((keys, found), values)],
@@ -450,15 +458,18 @@ pub trait Map: Table {
 
     /// Whether each key is there.
     fn contains(&self, keys: &[Self::Key]) -> Result<Vec<bool>, Self::Error> {
-        flags_of(self.device(), keys, self.host_lookup_chunk(), |s, k, f| {
-            self.contains_async(s, k, f)
-        })
+        flags_of(
+            self.device(),
+            keys,
+            self.host_lookup_chunk_for(keys),
+            |s, k, f| self.contains_async(s, k, f),
+        )
     }
 
     /// Whether each key is there, into the caller's `found` (1 yes, 0 no), which must have
     /// the keys' length ([`ErrorKind::InvalidInput`] otherwise); see [`Map::get_into`].
     fn contains_into(&self, keys: &[Self::Key], found: &mut [u8]) -> Result<(), Self::Error> {
-        let chunk = self.host_lookup_chunk();
+        let chunk = self.host_lookup_chunk_for(keys);
         answers_into(self.device(), keys, found, chunk, |s, k, f| {
             self.contains_async(s, k, f)
         })
@@ -525,15 +536,18 @@ pub trait Set: Table {
 
     /// Whether each key is there.
     fn contains(&self, keys: &[Self::Key]) -> Result<Vec<bool>, Self::Error> {
-        flags_of(self.device(), keys, self.host_lookup_chunk(), |s, k, f| {
-            self.contains_async(s, k, f)
-        })
+        flags_of(
+            self.device(),
+            keys,
+            self.host_lookup_chunk_for(keys),
+            |s, k, f| self.contains_async(s, k, f),
+        )
     }
 
     /// Whether each key is there, into the caller's `found` (1 yes, 0 no), which must have
     /// the keys' length ([`ErrorKind::InvalidInput`] otherwise); see [`Map::get_into`].
     fn contains_into(&self, keys: &[Self::Key], found: &mut [u8]) -> Result<(), Self::Error> {
-        let chunk = self.host_lookup_chunk();
+        let chunk = self.host_lookup_chunk_for(keys);
         answers_into(self.device(), keys, found, chunk, |s, k, f| {
             self.contains_async(s, k, f)
         })
@@ -619,7 +633,7 @@ pub trait MultiMap: Table {
 
     /// How many values each key holds.
     fn count(&self, keys: &[Self::Key]) -> Result<Vec<u32>, Self::Error> {
-        let chunk = self.host_lookup_chunk();
+        let chunk = self.host_lookup_chunk_for(keys);
         answers_of(self.device(), keys, chunk, |s, k, c| {
             self.count_async(s, k, c)
         })
@@ -628,7 +642,7 @@ pub trait MultiMap: Table {
     /// How many values each key holds, into the caller's `counts`, which must have the
     /// keys' length ([`ErrorKind::InvalidInput`] otherwise); see [`Map::get_into`].
     fn count_into(&self, keys: &[Self::Key], counts: &mut [u32]) -> Result<(), Self::Error> {
-        let chunk = self.host_lookup_chunk();
+        let chunk = self.host_lookup_chunk_for(keys);
         answers_into(self.device(), keys, counts, chunk, |s, k, c| {
             self.count_async(s, k, c)
         })

@@ -17,6 +17,7 @@ pub(crate) use insert::{Insert, Partition, Place, Update, insert, partition, pla
 
 use std::ops::Range;
 
+use gpuhash_core::image::Routed;
 use gpuhash_core::launch::{Kernel, KernelImage, KernelParams, LaunchShape};
 use gpuhash_core::table::Key;
 use gpuhash_core::{DeviceAddress, DeviceBuffer, Stream};
@@ -24,9 +25,9 @@ use gpuhash_core::{DeviceAddress, DeviceBuffer, Stream};
 use crate::Result;
 use crate::layouts::{
     GH_CUCKOO_LAYOUT_PACKED, GH_CUCKOO_TILE, GhCuckooExportParams, GhCuckooFillParams,
-    GhCuckooFindManyParams, GhCuckooFindParams, GhCuckooHome, GhCuckooInsertParams,
-    GhCuckooPartitionParams, GhCuckooPlaceParams, GhCuckooRemoveParams, GhCuckooResizeParams,
-    GhCuckooSubtable, GhCuckooTable, GhCuckooUpdateParams,
+    GhCuckooFindManyParams, GhCuckooFindParams, GhCuckooFindRoutedParams, GhCuckooHome,
+    GhCuckooInsertParams, GhCuckooPartitionParams, GhCuckooPlaceParams, GhCuckooRemoveParams,
+    GhCuckooResizeParams, GhCuckooSubtable, GhCuckooTable, GhCuckooUpdateParams, GhCuckooView,
 };
 
 // SAFETY: bindgen's repr(C) copies of the C structs the kernels take, holding raw device
@@ -50,6 +51,8 @@ unsafe impl KernelParams for GhCuckooExportParams {}
 unsafe impl KernelParams for GhCuckooFillParams {}
 // SAFETY: as above.
 unsafe impl KernelParams for GhCuckooPartitionParams {}
+// SAFETY: as above.
+unsafe impl KernelParams for GhCuckooFindRoutedParams {}
 
 // SAFETY: bindgen's repr(C) copy of the view that the caller's kernels take by value
 // (gpuhash/cuckoo_view.cuh): raw device pointers and integers only.
@@ -76,6 +79,8 @@ struct KeyKernels {
     find: Kernel<GhCuckooFindParams>,
     /// Several tables' finds in one launch.
     find_many: Kernel<GhCuckooFindManyParams>,
+    /// A find whose keys each name their table.
+    find_routed: Kernel<GhCuckooFindRoutedParams>,
     update: Kernel<GhCuckooUpdateParams>,
     /// The lock-free first pass of an insert batch.
     place: Kernel<GhCuckooPlaceParams>,
@@ -97,6 +102,7 @@ macro_rules! key_kernels {
         static $name: KeyKernels = KeyKernels {
             find: Kernel::new(&LOOKUP_IMAGE, concat!("gh_cuckoo_find_", $suffix)),
             find_many: Kernel::new(&LOOKUP_IMAGE, concat!("gh_cuckoo_find_many_", $suffix)),
+            find_routed: Kernel::new(&LOOKUP_IMAGE, concat!("gh_cuckoo_find_routed_", $suffix)),
             update: Kernel::new(&INSERT_IMAGE, concat!("gh_cuckoo_update_", $suffix)),
             place: Kernel::new(&INSERT_IMAGE, concat!("gh_cuckoo_place_", $suffix)),
             insert: Kernel::new(&INSERT_IMAGE, concat!("gh_cuckoo_insert_", $suffix)),
@@ -124,6 +130,7 @@ key_kernels!(U64_KERNELS, "u64", "u64");
 static P32_KERNELS: KeyKernels = KeyKernels {
     find: Kernel::new(&LOOKUP_IMAGE, "gh_cuckoo_find_p32"),
     find_many: Kernel::new(&LOOKUP_IMAGE, "gh_cuckoo_find_many_p32"),
+    find_routed: Kernel::new(&LOOKUP_IMAGE, "gh_cuckoo_find_routed_p32"),
     update: Kernel::new(&INSERT_IMAGE, "gh_cuckoo_update_p32"),
     place: Kernel::new(&INSERT_IMAGE, "gh_cuckoo_place_p32"),
     insert: Kernel::new(&INSERT_IMAGE, "gh_cuckoo_insert1_p32"),
@@ -335,6 +342,79 @@ pub(crate) fn find_many<K: Key, V: bytemuck::Pod>(
     // after it on the stream); the tables' arrays are live and only read (the caller's
     // part); the list holds `parts` entries, and the grid `parts * blocks_per_part` blocks.
     unsafe { kernels::<K>(layout).find_many.launch(stream, shape, params) }?;
+    Ok(())
+}
+
+/// A [`find_routed`]'s buffers: the keys of a range, each with its route (past the routes:
+/// a miss), and where the answers go, at the keys' places.
+pub(crate) struct FindRouted<'a, K, V> {
+    pub(crate) batch: Routed<'a, K>,
+    pub(crate) found: &'a mut DeviceBuffer<u8>,
+    pub(crate) values: Option<&'a mut DeviceBuffer<V>>,
+}
+
+/// Queues one launch of the routed find kernel of layout `layout`: each key of the range
+/// looked up in the table of `routes` its route names, every key's flag written, values
+/// where found. Each route must describe live arrays of a table of layout `layout` and
+/// the width of `K` (on the device, or mapped host memory), held until the launch is
+/// queued (the caller's part, as for [`find`]).
+pub(crate) fn find_routed<K: Key, V: bytemuck::Pod>(
+    stream: &Stream,
+    layout: u32,
+    routes: &[GhCuckooView],
+    buffers: FindRouted<'_, K, V>,
+) -> Result<()> {
+    let Routed {
+        keys,
+        range,
+        route_of,
+    } = buffers.batch;
+    let count = range.len();
+    assert!(keys.len() >= range.end && buffers.found.len() >= range.end);
+    assert!(buffers.values.as_ref().is_none_or(|v| v.len() >= range.end));
+    assert!(route_of.len() >= count);
+    assert!(routes.iter().all(|r| r.table.layout == layout));
+    // The kernel reads the routes' list only where a key names a route.
+    let list = match routes.is_empty() {
+        true => None,
+        false => Some(
+            stream
+                .cuda_stream()
+                .clone_htod(routes)
+                .map_err(gpuhash_core::Error::from)?,
+        ),
+    };
+    let list_order = list
+        .as_ref()
+        .map(|list| cudarc::driver::DevicePtr::device_ptr(list, stream.cuda_stream()));
+    let list_at = list_order.as_ref().map_or(0, |(at, _)| *at);
+    let k = keys.address(stream);
+    let r = route_of.address(stream);
+    let f = buffers.found.address_mut(stream);
+    let v = buffers.values.map(|b| b.address_mut(stream));
+    let words = size_of::<V>() / 4;
+    let params = GhCuckooFindRoutedParams {
+        routes: list_at as *const GhCuckooView,
+        route_of: r.address as *const u32,
+        keys: (k.address + (range.start * size_of::<K>()) as u64) as *const _,
+        values_out: v.as_ref().map_or(std::ptr::null_mut(), |v| {
+            (v.address + (range.start * words * 4) as u64) as *mut u32
+        }),
+        found_out: (f.address + range.start as u64) as *mut u8,
+        count: count as u64,
+        route_count: routes.len() as u32,
+        value_words: words as u32,
+    };
+    // SAFETY: keys, flags and values (when given) hold the range and `route_of` a route for
+    // each of its keys (asserted), all borrowed, like the list, until the launch is queued;
+    // a key whose
+    // route is past `route_count` reads no table; the tables' arrays are live and only read
+    // (the caller's part).
+    unsafe {
+        kernels::<K>(layout)
+            .find_routed
+            .launch(stream, tile_shape(stream, count as u64), params)
+    }?;
     Ok(())
 }
 

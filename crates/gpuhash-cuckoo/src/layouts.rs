@@ -231,6 +231,50 @@ impl Default for GhCuckooFindManyParams {
 }
 #[repr(C)]
 #[derive(Debug, Copy, Clone, PartialEq, Eq)]
+pub struct GhCuckooFindRoutedParams {
+    pub routes: *const GhCuckooView,
+    pub route_of: *const u32,
+    pub keys: *const ::core::ffi::c_void,
+    pub values_out: *mut u32,
+    pub found_out: *mut u8,
+    pub count: u64,
+    pub route_count: u32,
+    pub value_words: u32,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of GhCuckooFindRoutedParams"]
+        [::core::mem::size_of::<GhCuckooFindRoutedParams>() - 56usize];
+    ["Alignment of GhCuckooFindRoutedParams"]
+        [::core::mem::align_of::<GhCuckooFindRoutedParams>() - 8usize];
+    ["Offset of field: GhCuckooFindRoutedParams::routes"]
+        [::core::mem::offset_of!(GhCuckooFindRoutedParams, routes) - 0usize];
+    ["Offset of field: GhCuckooFindRoutedParams::route_of"]
+        [::core::mem::offset_of!(GhCuckooFindRoutedParams, route_of) - 8usize];
+    ["Offset of field: GhCuckooFindRoutedParams::keys"]
+        [::core::mem::offset_of!(GhCuckooFindRoutedParams, keys) - 16usize];
+    ["Offset of field: GhCuckooFindRoutedParams::values_out"]
+        [::core::mem::offset_of!(GhCuckooFindRoutedParams, values_out) - 24usize];
+    ["Offset of field: GhCuckooFindRoutedParams::found_out"]
+        [::core::mem::offset_of!(GhCuckooFindRoutedParams, found_out) - 32usize];
+    ["Offset of field: GhCuckooFindRoutedParams::count"]
+        [::core::mem::offset_of!(GhCuckooFindRoutedParams, count) - 40usize];
+    ["Offset of field: GhCuckooFindRoutedParams::route_count"]
+        [::core::mem::offset_of!(GhCuckooFindRoutedParams, route_count) - 48usize];
+    ["Offset of field: GhCuckooFindRoutedParams::value_words"]
+        [::core::mem::offset_of!(GhCuckooFindRoutedParams, value_words) - 52usize];
+};
+impl Default for GhCuckooFindRoutedParams {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone, PartialEq, Eq)]
 pub struct GhCuckooUpdateParams {
     pub table: GhCuckooTable,
     pub keys: *const ::core::ffi::c_void,

@@ -17,6 +17,7 @@ mod lookup;
 mod order;
 mod remove;
 mod resize;
+mod routed;
 mod scratch;
 mod subtable;
 

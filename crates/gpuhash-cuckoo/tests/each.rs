@@ -9,7 +9,8 @@
 use std::collections::HashMap;
 use std::ops::Range;
 
-use gpuhash_core::image::{Image, PinnedImage, ProbeInPlace};
+use gpuhash_core::hash::fmix64;
+use gpuhash_core::image::{Image, NO_ROUTE, PinnedImage, ProbeInPlace, Route, Routed};
 use gpuhash_core::table::{ErrorKind, Key, Map, TableError, Value};
 use gpuhash_core::{DeviceBuffer, PinnedPool};
 use gpuhash_cuckoo::{BucketLayout, CuckooOptions, CuckooTable};
@@ -242,4 +243,172 @@ fn bad_calls_are_errors_that_write_nothing() {
         CuckooTable::<u32, u32>::get_in_place_each(s, &images, &keys, &mut found, Some(&mut short));
     assert_eq!(refused.unwrap_err().kind(), ErrorKind::InvalidInput);
     assert_eq!(found.to_host(s).unwrap(), vec![UNTOUCHED_FLAG; 4]);
+}
+
+/// Looks up, in one `get_routed`, a batch of every table's probes mixed together (each key
+/// routed to its table; a tenth routed nowhere, which must miss whatever they are), the
+/// even tables on the device and the odd ones read in place from their images, over a
+/// range that leaves places at both ends untouched; with values and without. Every place
+/// is checked against the models.
+fn routed_matches_the_models<K: Key, V: Value>(layout: BucketLayout) {
+    let _memory = shared_memory();
+    let capacities = [1usize << 10, 1 << 14, 1 << 12, 1 << 16, 1 << 11];
+    let tables: Vec<(CuckooTable<K, V>, HashMap<K, V>)> = capacities
+        .iter()
+        .enumerate()
+        .map(|(i, &capacity)| filled(i as u64 + 1, capacity, layout))
+        .collect();
+    let pool = PinnedPool::new_mapped(device(), None);
+    let images: Vec<PinnedImage> = tables
+        .iter()
+        .map(|(table, _)| table.to_pinned_image(&pool).unwrap())
+        .collect();
+    let routes: Vec<Route<'_, CuckooTable<K, V>>> = tables
+        .iter()
+        .zip(&images)
+        .enumerate()
+        .map(|(i, ((table, _), image))| match i % 2 {
+            0 => Route::Device(table),
+            _ => Route::InPlace(image),
+        })
+        .collect();
+    let mut routed: Vec<(K, u32)> = Vec::new();
+    for (i, &capacity) in capacities.iter().enumerate() {
+        let mut keys = probes::<K>(i as u64 + 1, capacity, i == 0);
+        keys.extend(adversarial_keys::<K>());
+        routed.extend(keys.into_iter().map(|key| (key, i as u32)));
+    }
+    routed.sort_by_key(|&(key, route)| fmix64(key.widen() ^ u64::from(route)));
+    for (at, entry) in routed.iter_mut().enumerate() {
+        if at % 10 == 3 {
+            entry.1 = NO_ROUTE;
+        }
+    }
+    // Places before and after the range that the call must not write.
+    let margin = 5;
+    let filler: Vec<K> = SeededRng::new(99).distinct_keys(margin);
+    let batch: Vec<K> = filler
+        .iter()
+        .copied()
+        .chain(routed.iter().map(|&(key, _)| key))
+        .chain(filler.iter().copied())
+        .collect();
+    let range = margin..margin + routed.len();
+    let route_list: Vec<u32> = routed.iter().map(|&(_, route)| route).collect();
+    let untouched: V = value_of(0xdead_beef);
+    let s = stream();
+    let keys = DeviceBuffer::from_host(s, &batch).unwrap();
+    let route_of = DeviceBuffer::from_host(s, &route_list).unwrap();
+    for with_values in [true, false] {
+        let mut found = DeviceBuffer::from_host(s, &vec![UNTOUCHED_FLAG; batch.len()]).unwrap();
+        let mut values = DeviceBuffer::from_host(s, &vec![untouched; batch.len()]).unwrap();
+        let call = Routed {
+            keys: &keys,
+            range: range.clone(),
+            route_of: &route_of,
+        };
+        let answers = with_values.then_some(&mut values);
+        CuckooTable::<K, V>::get_routed(s, &routes, call, &mut found, answers).unwrap();
+        let found = found.to_host(s).unwrap();
+        let values = values.to_host(s).unwrap();
+        for at in 0..batch.len() {
+            let key = batch[at];
+            let held = match range.contains(&at) {
+                false => {
+                    assert_eq!(found[at], UNTOUCHED_FLAG, "outside the range, at {at}");
+                    assert_eq!(values[at], untouched, "outside the range, at {at}");
+                    continue;
+                }
+                true => match route_list[at - margin] {
+                    NO_ROUTE => None,
+                    route => tables[route as usize].1.get(&key).copied(),
+                },
+            };
+            assert_eq!(
+                found[at],
+                u8::from(held.is_some()),
+                "found, key {key:?} at {at}"
+            );
+            let expected = held.filter(|_| with_values).unwrap_or(untouched);
+            assert_eq!(values[at], expected, "value, key {key:?} at {at}");
+        }
+    }
+}
+
+/// Every width and layout.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn routed_matches_the_models_every_width() {
+    routed_matches_the_models::<u32, u32>(BucketLayout::Auto);
+    routed_matches_the_models::<u32, u32>(BucketLayout::Split);
+    routed_matches_the_models::<u64, u64>(BucketLayout::Auto);
+    routed_matches_the_models::<u32, u64>(BucketLayout::Auto);
+}
+
+/// A table listed twice, buffers that do not hold the range, too few routes, tables of two
+/// layouts and an image that is not mapped are errors that write nothing; an image may
+/// serve two routes; no routes at all answers every key of the range a miss.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn bad_routed_calls_are_errors_that_write_nothing() {
+    let _memory = shared_memory();
+    let (table, _) = filled::<u32, u32>(9, 1 << 10, BucketLayout::Auto);
+    let (split, _) = filled::<u32, u32>(10, 1 << 10, BucketLayout::Split);
+    let s = stream();
+    let mapped = PinnedPool::new_mapped(device(), None);
+    let image = table.to_pinned_image(&mapped).unwrap();
+    let unmapped = table
+        .to_pinned_image(&PinnedPool::new(device(), None))
+        .unwrap();
+    let keys = DeviceBuffer::from_host(s, &[1u32, 2, 3, 4]).unwrap();
+    let route_of = DeviceBuffer::from_host(s, &[0u32, 1, 0, 1]).unwrap();
+    let mut found = DeviceBuffer::from_host(s, &[UNTOUCHED_FLAG; 4]).unwrap();
+    let call = |range: std::ops::Range<usize>| Routed {
+        keys: &keys,
+        range,
+        route_of: &route_of,
+    };
+    let bad_routes = [
+        vec![Route::Device(&table), Route::Device(&table)],
+        vec![Route::Device(&table), Route::Device(&split)],
+        vec![Route::Device(&table), Route::InPlace(&unmapped)],
+    ];
+    for routes in &bad_routes {
+        let refused = CuckooTable::get_routed(s, routes, call(0..4), &mut found, None).unwrap_err();
+        assert_eq!(refused.kind(), ErrorKind::InvalidInput, "{refused}");
+        assert_eq!(found.to_host(s).unwrap(), vec![UNTOUCHED_FLAG; 4]);
+    }
+    let routes = [Route::Device(&table), Route::InPlace(&image)];
+    let mut short = DeviceBuffer::<u32>::zeroed(s, 3).unwrap();
+    let few_routes = DeviceBuffer::from_host(s, &[0u32, 1]).unwrap();
+    let refused = [
+        CuckooTable::get_routed(s, &routes, call(0..5), &mut found, None),
+        CuckooTable::get_routed(s, &routes, call(0..4), &mut found, Some(&mut short)),
+        CuckooTable::get_routed(
+            s,
+            &routes,
+            Routed {
+                keys: &keys,
+                range: 1..4,
+                route_of: &few_routes,
+            },
+            &mut found,
+            None,
+        ),
+    ];
+    for outcome in refused {
+        assert_eq!(outcome.unwrap_err().kind(), ErrorKind::InvalidInput);
+        assert_eq!(found.to_host(s).unwrap(), vec![UNTOUCHED_FLAG; 4]);
+    }
+    let twice = [Route::InPlace(&image), Route::InPlace(&image)];
+    CuckooTable::<u32, u32>::get_routed(s, &twice, call(0..4), &mut found, None).unwrap();
+    let expected = table.contains(&[1, 2, 3, 4]).unwrap();
+    let expected: Vec<u8> = expected.into_iter().map(u8::from).collect();
+    assert_eq!(found.to_host(s).unwrap(), expected);
+    found.copy_from_host(s, &[UNTOUCHED_FLAG; 4]).unwrap();
+    CuckooTable::<u32, u32>::get_routed(s, &[], call(1..3), &mut found, None).unwrap();
+    assert_eq!(
+        found.to_host(s).unwrap(),
+        vec![UNTOUCHED_FLAG, 0, 0, UNTOUCHED_FLAG]
+    );
 }

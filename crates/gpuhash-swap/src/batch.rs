@@ -197,16 +197,27 @@ impl<T: ProbeInPlace> SwapTable<T> {
             check_pairs(keys.len(), found.len())?;
         }
         let mut residency = self.residency.lock();
+        let element_bytes = scratch_per_element(size_of::<T::Key>(), size_of::<T::Value>());
+        // A routed lookup's scratch is a route a key.
+        let route_segment = (self.plan.segment as u64 * element_bytes / 4) as usize;
+        let lookup = !verb.changes();
+        if lookup && self.routes_unseen(&residency, keys.len()) {
+            return Self::look_up_routed(&mut residency, stream, keys, &mut verb, route_segment);
+        }
         let mut log = UndoLog::new();
         let BatchPlan {
             passes,
             segment,
             reads,
             deferred,
+            routable,
         } = self.passes(&mut residency, stream, keys, verb.changes())?;
+        if lookup && routable {
+            return Self::look_up_routed(&mut residency, stream, keys, &mut verb, route_segment);
+        }
         let room = SegmentRoom {
             segment,
-            element_bytes: scratch_per_element(size_of::<T::Key>(), size_of::<T::Value>()),
+            element_bytes,
         };
         let mut deferred = Deferred::new(stream, &deferred)?;
         // Passes that skip children each write only the keys they found, on flags zeroed
@@ -415,7 +426,7 @@ impl<T: ProbeInPlace> SwapTable<T> {
 
     /// Runs `work` with the filters of the children `on_host` for kernels on `stream`; the
     /// filters' readers are recorded even when it fails: its kernels may have been queued.
-    fn reading_filters<R>(
+    pub(crate) fn reading_filters<R>(
         residency: &mut Residency<T>,
         stream: &Stream,
         on_host: &[bool],

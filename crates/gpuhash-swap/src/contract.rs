@@ -3,7 +3,7 @@
 
 use gpuhash_core::image::ProbeInPlace;
 use gpuhash_core::table::{DevicePairs, Map, MemoryUsage, Table, check_pairs};
-use gpuhash_core::{Device, DeviceBuffer, Stream};
+use gpuhash_core::{Device, DeviceBuffer, Stream, staging};
 
 use crate::batch::Verb;
 use crate::policy::resident_first;
@@ -73,6 +73,16 @@ impl<T: ProbeInPlace> Table for SwapTable<T> {
     /// page them all once a chunk.
     fn host_lookup_chunk(&self) -> usize {
         usize::MAX
+    }
+
+    /// In chunks ([`staging::CHUNK`]) where the lookup would page no child
+    /// ([`crate::routed`]: each chunk is routed, with nothing to page again), their copies
+    /// beside other chunks' kernels; whole otherwise, as [`Table::host_lookup_chunk`] says.
+    fn host_lookup_chunk_for(&self, keys: &[Self::Key]) -> usize {
+        match self.routes_host_lookup(keys) {
+            true => staging::CHUNK,
+            false => usize::MAX,
+        }
     }
 
     /// Whole, for the same reason: an insert cut into chunks would page every child in

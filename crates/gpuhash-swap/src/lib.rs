@@ -42,6 +42,7 @@
 //! [`ProbeInPlace::get_in_place`]: gpuhash_core::image::ProbeInPlace::get_in_place
 //! [`ProbeInPlace::get_each`]: gpuhash_core::image::ProbeInPlace::get_each
 //! [`ProbeInPlace::get_in_place_each`]: gpuhash_core::image::ProbeInPlace::get_in_place_each
+//! [`ProbeInPlace::get_routed`]: gpuhash_core::image::ProbeInPlace::get_routed
 //! [`UndoPlan`]: gpuhash_core::table::UndoPlan
 //!
 //! ## Options
@@ -134,6 +135,18 @@
 //!   (in the partition's count kernel, and again in one compaction kernel), not a kernel a
 //!   child. Inserts and removes of a child on the host page it in: the image is never
 //!   written in place.
+//! - **Routed lookups.** A lookup that pages no child takes neither the partition nor a
+//!   wait (`src/routed.rs`): the count kernel writes each key's child, or none where the
+//!   child's filter rules the key out, and one launch of the children's routed lookup
+//!   ([`ProbeInPlace::get_routed`]: for DyHash, its find kernel reading each key's table
+//!   from a list of the resident children's tables and the mapped images of the others)
+//!   answers every key in place. A batch goes this way when the cost model would probe a
+//!   child on the host in place even if every key of the batch went to it (short batches,
+//!   and any batch when every child is resident), or when a batch of several segments,
+//!   surveyed, pages no child (misses, most of which the filters rule out). Its
+//!   [`SwapStats::filtered`] and [`SwapStats::probes_in_place`] (a child on the host whose
+//!   filter passed a key) stay on the device until [`SwapTable::stats`] reads them.
+//!   Children that cannot route take the partition as above.
 //! - **Threads.** A table takes `&self` everywhere; one lock serializes batches, so four
 //!   host threads on one table are correct but do not run their batches at once.
 //!
@@ -152,7 +165,8 @@
 //!
 //! ## Waits
 //!
-//! A device form waits for its stream once a segment: the per-child counts, and the counts
+//! A routed lookup (above) does not wait. Another device form waits for its stream once a
+//! segment: the per-child counts, and the counts
 //! of keys the filters passed, come to the host in one copy (the host sizes each child's
 //! launches from them, and the cost model needs the passed counts). Besides, the thread
 //! that runs the batch waits for a page-in ahead to land before the visit that needs it
@@ -270,6 +284,7 @@ mod passes;
 pub mod policy;
 mod prefetch;
 mod residency;
+mod routed;
 mod table;
 mod undo;
 mod wait;

@@ -64,6 +64,9 @@ pub(crate) struct BatchPlan {
     /// only some of the batch's keys ([`SegmentRoom::stretched`]).
     pub(crate) reads: Vec<usize>,
     pub(crate) deferred: Vec<u32>,
+    /// A lookup that may be routed ([`crate::routed`]): the survey counted it, its
+    /// children can route, and it pages none.
+    pub(crate) routable: bool,
 }
 
 impl<T: ProbeInPlace> SwapTable<T> {
@@ -87,6 +90,7 @@ impl<T: ProbeInPlace> SwapTable<T> {
             segment,
             reads: vec![segment],
             deferred: vec![0; children],
+            routable: false,
         };
         let on_host: Vec<bool> = (0..children)
             .map(|child| !residency.is_resident(child))
@@ -149,11 +153,13 @@ impl<T: ProbeInPlace> SwapTable<T> {
                 room.stretched(moved, keys.len() as u64)
             })
             .collect();
+        let routable = !changes && T::ROUTES && T::PROBES_IN_PLACE && !paged.contains(&true);
         Ok(BatchPlan {
             passes,
             segment,
             reads,
             deferred,
+            routable,
         })
     }
 
@@ -161,7 +167,7 @@ impl<T: ProbeInPlace> SwapTable<T> {
     /// filter passes (0 for the children not `filtered`), then those it rules out: one count
     /// kernel over the whole batch ([`launch::count`], which writes no child ids for a
     /// count alone, so needs no scratch), one wait.
-    fn survey(
+    pub(crate) fn survey(
         residency: &mut Residency<T>,
         stream: &Stream,
         keys: &DeviceBuffer<T::Key>,

@@ -339,6 +339,14 @@ impl Lru {
         self.resident.iter().map(|&(c, _)| c)
     }
 
+    /// The resident children, least recently used first: touched in this order, they keep
+    /// it.
+    pub fn by_age(&self) -> Vec<usize> {
+        let mut resident = self.resident.clone();
+        resident.sort_by_key(|&(_, used)| used);
+        resident.into_iter().map(|(c, _)| c).collect()
+    }
+
     /// The child to page out before another comes in: the least recently used, when as
     /// many as the limit are resident.
     pub fn victim(&self) -> Option<usize> {
@@ -526,6 +534,20 @@ mod tests {
         lru.evict(5);
         assert!(!lru.is_resident(5) && lru.is_resident(3));
         assert_eq!(lru.victim(), None);
+    }
+
+    #[test]
+    fn children_touched_by_age_keep_their_order() {
+        let mut lru = Lru::new(3);
+        for child in [4, 1, 7, 4] {
+            lru.touch(child);
+        }
+        assert_eq!(lru.by_age(), vec![1, 7, 4]);
+        for child in lru.by_age() {
+            lru.touch(child);
+        }
+        assert_eq!(lru.by_age(), vec![1, 7, 4]);
+        assert_eq!(lru.victim(), Some(1));
     }
 
     /// Page-ins of `batches` batches that each visit all of `children` children, under an

@@ -27,6 +27,7 @@ use gpuhash_core::{Device, DeviceBuffer, Error, PinnedPool, Stream};
 
 use crate::filter::Filters;
 use crate::policy::{Ahead, Lru};
+use crate::routed::RoutedCounts;
 use crate::wait;
 
 /// Paging counts, and counts of failed batches taken back, since the table was made.
@@ -226,6 +227,8 @@ pub(crate) struct Residency<T> {
     /// The longest a page-out waits for its child's work.
     page_out_wait: Duration,
     stats: SwapStats,
+    /// Counts of routed lookups not yet in `stats`.
+    routed: RoutedCounts,
 }
 
 impl<T: ProbeInPlace> Residency<T> {
@@ -274,11 +277,24 @@ impl<T: ProbeInPlace> Residency<T> {
             filters,
             page_out_wait,
             stats: SwapStats::default(),
+            routed: RoutedCounts::default(),
         })
     }
 
-    pub(crate) fn stats(&self) -> SwapStats {
+    /// The counts, those of routed lookups read back first.
+    pub(crate) fn stats(&mut self) -> SwapStats {
+        self.routed.read_into(&mut self.stats);
         self.stats
+    }
+
+    /// Sends a routed lookup's counts to the host, for the stats, with no wait.
+    pub(crate) fn keep_routed_counts(
+        &mut self,
+        stream: &Stream,
+        counts: &DeviceBuffer<u32>,
+        on_host: Vec<bool>,
+    ) -> Result<(), Error> {
+        self.routed.keep(stream, &mut self.stats, counts, on_host)
     }
 
     pub(crate) fn count(&self) -> usize {
@@ -412,9 +428,9 @@ impl<T: ProbeInPlace> Residency<T> {
         Ok(value)
     }
 
-    /// The resident children.
+    /// The resident children, least recently used first.
     pub(crate) fn resident(&self) -> Vec<usize> {
-        self.lru.resident().collect()
+        self.lru.by_age()
     }
 
     /// Child `index` on the device, paged in (and the least recently used paged out) as

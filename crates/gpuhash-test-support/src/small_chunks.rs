@@ -72,6 +72,10 @@ impl<T: Table> Table for SmallChunks<T> {
         self.table.host_lookup_chunk()
     }
 
+    fn host_lookup_chunk_for(&self, keys: &[Self::Key]) -> usize {
+        self.table.host_lookup_chunk_for(keys)
+    }
+
     fn host_insert_chunk(&self) -> usize {
         self.setup.chunk
     }

@@ -136,6 +136,22 @@ typedef struct GhCuckooFindManyParams {
     uint32_t blocks_per_part;
 } GhCuckooFindManyParams;
 
+/* A lookup whose every key names the table it may be in: keys[i] is looked up in
+ * routes[route_of[i]], and is absent where route_of[i] >= route_count (found_out[i]
+ * = 0). The routes share a bucket layout and value width (routes[0].table's
+ * value_words); each is a table on the device or an image read in place. found_out
+ * is written for every key, values_out (may be null) where found. */
+typedef struct GhCuckooFindRoutedParams {
+    const GhCuckooView *routes;
+    const uint32_t *route_of;
+    const void *keys;
+    uint32_t *values_out;
+    uint8_t *found_out;
+    uint64_t count;
+    uint32_t route_count;
+    uint32_t value_words;
+} GhCuckooFindRoutedParams;
+
 /* Overwrites the value of every keys[i] present with found[i] == select, each
  * under its bucket's lock, so that of duplicate keys exactly one value wins.
  * When old_values is not null, the value replaced is saved there first (for

@@ -12,8 +12,8 @@
 
 use bytemuck::{Pod, Zeroable};
 use gpuhash_core::image::{
-    Image, ImageHeader, PinnedImage, ProbeInPlace, TableImage, check_each, get_each_by_map,
-    get_in_place_each_by_image,
+    Image, ImageHeader, PinnedImage, ProbeInPlace, Route, Routed, TableImage, check_each,
+    get_each_by_map, get_in_place_each_by_image,
 };
 use gpuhash_core::table::{Key, Value};
 use gpuhash_core::{Device, DeviceBuffer, Error, MappedAddress, PinnedPool, Stream};
@@ -524,21 +524,36 @@ impl<K: Key, V: Value> ProbeInPlace for CuckooTable<K, V> {
         };
         launch::find_many(stream, layout.code(), &parts, shared)
     }
+
+    const ROUTES: bool = true;
+
+    /// One launch of the routed find kernel: each key's route, a table on the device or an
+    /// image read in place, is read from the list the launch carries
+    /// ([`CuckooTable::find_routed`]).
+    fn get_routed(
+        stream: &Stream,
+        routes: &[Route<'_, Self>],
+        batch: Routed<'_, K>,
+        found: &mut DeviceBuffer<u8>,
+        values: Option<&mut DeviceBuffer<V>>,
+    ) -> Result<()> {
+        Self::find_routed(stream, routes, batch, found, values)
+    }
 }
 
 /// What the find kernel reads of a table imaged in mapped pinned memory: the table as its
 /// kernels see it, with the mapped addresses of the image's sections in place of device
 /// arrays, where keys start, and the bucket layout.
-struct InPlace {
-    table: GhCuckooTable,
-    home: GhCuckooHome,
-    layout: BucketLayout,
+pub(super) struct InPlace {
+    pub(super) table: GhCuckooTable,
+    pub(super) home: GhCuckooHome,
+    pub(super) layout: BucketLayout,
 }
 
 impl<K: Key, V: Value> CuckooTable<K, V> {
     /// The kernels' view of the table `image` holds, read in place; the address guard must
     /// outlive the launch that reads it.
-    fn in_place<'a>(
+    pub(super) fn in_place<'a>(
         stream: &'a Stream,
         image: &'a PinnedImage,
     ) -> Result<(MappedAddress<'a>, InPlace)> {

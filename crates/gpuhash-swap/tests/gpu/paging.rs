@@ -8,17 +8,17 @@
 
 use std::collections::HashMap;
 
-use gpuhash_core::PinnedPool;
 use gpuhash_core::image::Image;
 use gpuhash_core::table::{ErrorKind, Key, Map, Table, TableError, Value};
+use gpuhash_core::{PinnedPool, staging};
 use gpuhash_cuckoo::CuckooTable;
 use gpuhash_swap::policy::child_of;
 use gpuhash_swap::{CostModel, SwapMap, SwapOptions};
 use gpuhash_test_support::{SeededRng, adversarial_keys, device, shared_memory, value_in_round};
 
 use crate::common::{
-    CHILDREN, RESIDENT, SCRATCH, always_page, always_probe, check_lookups, filled, paging,
-    paging_options, paging_with,
+    CHILDREN, RESIDENT, SCRATCH, always_page, always_probe, check_lookups, filled,
+    keys_of_children, paging, paging_options, paging_with,
 };
 
 #[test]
@@ -438,4 +438,41 @@ fn deferred_probes_run_once_a_child_u32_u32_packed() {
 #[ignore = "needs a CUDA device"]
 fn deferred_probes_run_once_a_child_u64_u64() {
     deferred_probes_run_once_a_child::<u64, u64>();
+}
+
+/// A host lookup runs in chunks, each routed, where a sample of it says it would page no
+/// child, and whole where it would: misses to children whose filters rule out every key
+/// (they hold nothing) and a few hits, past two chunks, go in chunks and answer exactly;
+/// a batch of hits large enough to page its children goes whole; a batch of one chunk
+/// runs whole either way, with no sample.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn host_lookups_run_in_chunks_only_where_nothing_pages() {
+    let _memory = shared_memory();
+    let table = paging_with::<u64, u64>(1 << 14, CostModel::default());
+    let filled: Vec<bool> = (0..CHILDREN).map(|c| c < 3).collect();
+    let stored = keys_of_children(&SeededRng::new(31).distinct_keys::<u64>(1 << 13), &filled);
+    let values: Vec<u64> = stored.iter().map(|k| k ^ 0x5a5a).collect();
+    table.insert(&stored, &values).unwrap();
+    let empty: Vec<bool> = filled.iter().map(|f| !f).collect();
+    let mut lookups = keys_of_children(&SeededRng::new(32).distinct_keys::<u64>(1 << 24), &empty);
+    assert!(lookups.len() > 2 * staging::CHUNK, "{} keys", lookups.len());
+    for (at, &key) in stored.iter().take(16).enumerate() {
+        lookups[at * 600_011] = key;
+    }
+    assert_eq!(table.host_lookup_chunk_for(&lookups), staging::CHUNK);
+    let model: HashMap<u64, u64> = stored.iter().copied().zip(values).collect();
+    let found = table.get(&lookups).unwrap();
+    for (key, found) in lookups.iter().zip(found) {
+        assert_eq!(found, model.get(key).copied(), "key {key}");
+    }
+    let hits: Vec<u64> = stored
+        .iter()
+        .copied()
+        .cycle()
+        .take(staging::CHUNK + 1)
+        .collect();
+    assert_eq!(table.host_lookup_chunk_for(&hits), usize::MAX);
+    assert!(table.contains(&hits).unwrap().into_iter().all(|hit| hit));
+    assert_eq!(table.host_lookup_chunk_for(&hits[..16]), staging::CHUNK);
 }
