@@ -114,7 +114,7 @@ struct FindOut {
 
 // Tiles first_tile, first_tile + tiles, ... of the launch look up keys[0..count) where
 // `where` says (a launch that serves several tables gives each table its own tiles:
-// find_many). A key with no route is a miss.
+// find_many). A key with no route is not looked up, and its answer not written.
 template <typename L, typename Where>
 __device__ void find_keys(const Where &where, const typename L::Key *keys, uint64_t count, const FindOut &out,
                           uint64_t first_tile, uint64_t tiles) {
@@ -181,7 +181,7 @@ __device__ void find_keys(const Where &where, const typename L::Key *keys, uint6
             }
             if (t.rank == q) my_found = found ? 1 : 0;
         }
-        if (mine < count) {
+        if (routed) {
             if (out.found != nullptr) out.found[mine] = (uint8_t)my_found;
             hits += my_found;
         }

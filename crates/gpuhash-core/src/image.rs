@@ -176,10 +176,11 @@ pub trait ProbeInPlace: Map + Image {
 
     /// Looks up every key of `batch.keys[batch.range]` in one call, each in the map its
     /// route names: `keys[i]` in `routes[route_of[i - range.start]]`, where a route past the
-    /// end of `routes` ([`NO_ROUTE`], say) marks a key known to be in none. Queued on
-    /// `stream`, with no wait: `found[i]` becomes 1 where `keys[i]` is in its route's map,
-    /// 0 elsewhere, for every `i` of the range; `values[i]` (when given) its value where
-    /// found, untouched elsewhere; places outside the range are not written. Answers equal
+    /// end of `routes` ([`NO_ROUTE`], say) leaves the key out. Queued on `stream`, with no
+    /// wait: `found[i]` becomes 1 where `keys[i]` is in its route's map, 0 where it is not;
+    /// `values[i]` (when given) its value where found. The places of keys left out, of
+    /// misses' values and outside the range are not written, so that a batch may be
+    /// answered in several calls, each routing some of its keys. Answers equal
     /// those of [`Map::get_async`] on each route's map (an image's as
     /// [`ProbeInPlace::get_in_place`] gives them). For a batch spread over many maps, some
     /// on the device and some imaged on the host (the children of a larger table), with
@@ -205,8 +206,8 @@ pub trait ProbeInPlace: Map + Image {
     }
 }
 
-/// The route of a key that [`ProbeInPlace::get_routed`] answers as a miss without a
-/// lookup: past the end of every list of routes.
+/// The route of a key that [`ProbeInPlace::get_routed`] leaves out (its answer is not
+/// written): past the end of every list of routes.
 pub const NO_ROUTE: u32 = u32::MAX;
 
 /// Where [`ProbeInPlace::get_routed`] looks up the keys sent to one route.

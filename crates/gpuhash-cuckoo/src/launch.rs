@@ -346,7 +346,7 @@ pub(crate) fn find_many<K: Key, V: bytemuck::Pod>(
 }
 
 /// A [`find_routed`]'s buffers: the keys of a range, each with its route (past the routes:
-/// a miss), and where the answers go, at the keys' places.
+/// left out), and where the answers go, at the keys' places.
 pub(crate) struct FindRouted<'a, K, V> {
     pub(crate) batch: Routed<'a, K>,
     pub(crate) found: &'a mut DeviceBuffer<u8>,
@@ -354,8 +354,8 @@ pub(crate) struct FindRouted<'a, K, V> {
 }
 
 /// Queues one launch of the routed find kernel of layout `layout`: each key of the range
-/// looked up in the table of `routes` its route names, every key's flag written, values
-/// where found. Each route must describe live arrays of a table of layout `layout` and
+/// looked up in the table of `routes` its route names, each routed key's flag written,
+/// values where found. Each route must describe live arrays of a table of layout `layout` and
 /// the width of `K` (on the device, or mapped host memory), held until the launch is
 /// queued (the caller's part, as for [`find`]).
 pub(crate) fn find_routed<K: Key, V: bytemuck::Pod>(

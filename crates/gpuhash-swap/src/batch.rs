@@ -200,9 +200,10 @@ impl<T: ProbeInPlace> SwapTable<T> {
         let element_bytes = scratch_per_element(size_of::<T::Key>(), size_of::<T::Value>());
         // A routed lookup's scratch is a route a key.
         let route_segment = (self.plan.segment as u64 * element_bytes / 4) as usize;
-        let lookup = !verb.changes();
-        if lookup && self.routes_unseen(&residency, keys.len()) {
-            return Self::look_up_routed(&mut residency, stream, keys, &mut verb, route_segment);
+        if !verb.changes() && self.routes_unseen(&residency, keys.len()) {
+            let one_pass = [vec![Reach::AsCounted; residency.count()]];
+            let routed = (&one_pass[..], route_segment);
+            return self.look_up_routed(&mut residency, stream, keys, &mut verb, routed);
         }
         let mut log = UndoLog::new();
         let BatchPlan {
@@ -210,10 +211,11 @@ impl<T: ProbeInPlace> SwapTable<T> {
             segment,
             reads,
             deferred,
-            routable,
+            routed,
         } = self.passes(&mut residency, stream, keys, verb.changes())?;
-        if lookup && routable {
-            return Self::look_up_routed(&mut residency, stream, keys, &mut verb, route_segment);
+        if routed {
+            let routed = (&passes[..], route_segment);
+            return self.look_up_routed(&mut residency, stream, keys, &mut verb, routed);
         }
         let room = SegmentRoom {
             segment,
@@ -673,12 +675,12 @@ impl<T: ProbeInPlace> SwapTable<T> {
 }
 
 /// The children a pass reaches.
-fn reached(reach: &[Reach]) -> impl Iterator<Item = usize> + '_ {
+pub(crate) fn reached(reach: &[Reach]) -> impl Iterator<Item = usize> + '_ {
     (0..reach.len()).filter(|&child| reach[child] != Reach::Skip)
 }
 
 /// The children a pass pages in for all its segments.
-fn paged(reach: &[Reach]) -> Vec<usize> {
+pub(crate) fn paged(reach: &[Reach]) -> Vec<usize> {
     (0..reach.len())
         .filter(|&child| reach[child] == Reach::Page)
         .collect()

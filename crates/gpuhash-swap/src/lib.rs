@@ -32,6 +32,7 @@
 //! ```
 //!
 //! [`Map`]: gpuhash_core::table::Map
+//! [`Map::get`]: gpuhash_core::table::Map::get
 //! [`Table`]: gpuhash_core::table::Table
 //! [`Table::clear`]: gpuhash_core::table::Table::clear
 //! [`Image`]: gpuhash_core::image::Image
@@ -135,18 +136,27 @@
 //!   (in the partition's count kernel, and again in one compaction kernel), not a kernel a
 //!   child. Inserts and removes of a child on the host page it in: the image is never
 //!   written in place.
-//! - **Routed lookups.** A lookup that pages no child takes neither the partition nor a
-//!   wait (`src/routed.rs`): the count kernel writes each key's child, or none where the
-//!   child's filter rules the key out, and one launch of the children's routed lookup
-//!   ([`ProbeInPlace::get_routed`]: for DyHash, its find kernel reading each key's table
-//!   from a list of the resident children's tables and the mapped images of the others)
-//!   answers every key in place. A batch goes this way when the cost model would probe a
-//!   child on the host in place even if every key of the batch went to it (short batches,
-//!   and any batch when every child is resident), or when a batch of several segments,
-//!   surveyed, pages no child (misses, most of which the filters rule out). Its
-//!   [`SwapStats::filtered`] and [`SwapStats::probes_in_place`] (a child on the host whose
-//!   filter passed a key) stay on the device until [`SwapTable::stats`] reads them.
-//!   Children that cannot route take the partition as above.
+//! - **Routed lookups.** A lookup of children that can route ([`ProbeInPlace::get_routed`]:
+//!   DyHash's find kernel reading each key's table from a list of tables on the device and
+//!   images read in place) takes neither the partition nor a wait a segment
+//!   (`src/routed.rs`). The count kernel writes each key's child, or none where the child's
+//!   filter rules the key out, and one launch answers every key in place. A short batch
+//!   (one whose keys the cost model would probe in place even if all went to one child on
+//!   the host), or any batch when every child is resident, is routed in one pass with no
+//!   wait at all. A longer one is surveyed first (one count, one wait), and its passes
+//!   ([`crate::policy::passes`]) run routed: the first reaches the resident children and
+//!   those on the host it probes in place; each group of children it pages takes a pass of
+//!   its own, paged in first (the last pass's prefetch brings them in while its launches
+//!   run), every key of the batch routed to its child or left out; the answers of the keys
+//!   a pass leaves out are not written, on flags zeroed first. Such a batch of misses pages
+//!   nothing and needs one pass; a batch of hits pays its page-ins and a count and a find
+//!   over the batch a pass, instead of a partition a segment. The routed counts
+//!   ([`SwapStats::filtered`], [`SwapStats::probes_in_place`]: a child on the host whose
+//!   filter passed a key) come back without a wait, and join the stats when
+//!   [`SwapTable::stats`] reads them. Children that cannot route take the partition as
+//!   above. Host lookups ([`Map::get`] and the others) of a batch that pages nothing run in
+//!   chunks whose copies overlap other chunks' launches: a batch of more than one chunk is
+//!   judged from a sample of it, counted through the filters.
 //! - **Threads.** A table takes `&self` everywhere; one lock serializes batches, so four
 //!   host threads on one table are correct but do not run their batches at once.
 //!
@@ -165,8 +175,9 @@
 //!
 //! ## Waits
 //!
-//! A routed lookup (above) does not wait. Another device form waits for its stream once a
-//! segment: the per-child counts, and the counts
+//! A routed lookup (above) waits for its survey, when it has one, and for its page-ins.
+//! Another device form waits for its stream once a segment: the per-child counts, and the
+//! counts
 //! of keys the filters passed, come to the host in one copy (the host sizes each child's
 //! launches from them, and the cost model needs the passed counts). Besides, the thread
 //! that runs the batch waits for a page-in ahead to land before the visit that needs it

@@ -64,9 +64,9 @@ pub(crate) struct BatchPlan {
     /// only some of the batch's keys ([`SegmentRoom::stretched`]).
     pub(crate) reads: Vec<usize>,
     pub(crate) deferred: Vec<u32>,
-    /// A lookup that may be routed ([`crate::routed`]): the survey counted it, its
-    /// children can route, and it pages none.
-    pub(crate) routable: bool,
+    /// A lookup whose passes run routed ([`crate::routed`]): its children can route, and
+    /// the survey counted it.
+    pub(crate) routed: bool,
 }
 
 impl<T: ProbeInPlace> SwapTable<T> {
@@ -90,14 +90,18 @@ impl<T: ProbeInPlace> SwapTable<T> {
             segment,
             reads: vec![segment],
             deferred: vec![0; children],
-            routable: false,
+            routed: false,
         };
         let on_host: Vec<bool> = (0..children)
             .map(|child| !residency.is_resident(child))
             .collect();
         // The counts are 32-bit words.
         let countable = u32::try_from(keys.len()).is_ok();
-        if keys.len() <= segment || !countable || !on_host.contains(&true) {
+        // A routed lookup's plan needs the survey even for one segment: its passes never
+        // count a segment to choose.
+        let routed = !changes && T::ROUTES && T::PROBES_IN_PLACE;
+        let one_segment = keys.len() <= segment && !routed;
+        if one_segment || !countable || !on_host.contains(&true) {
             return Ok(one_pass(segment));
         }
         // A lookup reaches a child on the host through its filter; a change, with every key.
@@ -121,13 +125,12 @@ impl<T: ProbeInPlace> SwapTable<T> {
                 on_host[child] && reached > 0 && (changes || !T::PROBES_IN_PLACE || pages())
             })
             .collect();
+        // A routed pass probes its children on the host as it goes: nothing is deferred.
         let probed: Vec<u32> = (0..children)
-            .map(
-                |child| match filtered[child] && !paged[child] && T::PROBES_IN_PLACE {
-                    true => passed[child],
-                    false => 0,
-                },
-            )
+            .map(|child| {
+                let deferred = filtered[child] && !paged[child] && T::PROBES_IN_PLACE && !routed;
+                if deferred { passed[child] } else { 0 }
+            })
             .collect();
         let (key_bytes, value_bytes) = (size_of::<T::Key>(), size_of::<T::Value>());
         let element_bytes = scratch_per_element(key_bytes, value_bytes);
@@ -153,13 +156,12 @@ impl<T: ProbeInPlace> SwapTable<T> {
                 room.stretched(moved, keys.len() as u64)
             })
             .collect();
-        let routable = !changes && T::ROUTES && T::PROBES_IN_PLACE && !paged.contains(&true);
         Ok(BatchPlan {
             passes,
             segment,
             reads,
             deferred,
-            routable,
+            routed,
         })
     }
 

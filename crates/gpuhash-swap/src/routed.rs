@@ -1,15 +1,18 @@
-//! Lookups that page nothing, with no wait: each segment's keys are routed to their
-//! children by the partition's count kernel, a key its child's miss filter rules out
-//! routed nowhere, and looked up in one launch that reads the resident children's tables
-//! and the images of the children on the host where they lie
-//! ([`ProbeInPlace::get_routed`]). Nothing is partitioned, gathered or waited for.
+//! Lookups routed: each key's child written by the partition's count kernel (none where
+//! the child's miss filter rules the key out), then every key looked up in one launch that
+//! reads the resident children's tables and the images of the children on the host where
+//! they lie ([`ProbeInPlace::get_routed`]). Nothing is partitioned or gathered, and a
+//! segment waits for nothing.
 //!
 //! A lookup takes this way when its children's maps can route ([`ProbeInPlace::ROUTES`])
-//! and probe in place, and no child would be paged: a batch so short that the cost model
-//! would probe a child on the host in place even if every key went to it
-//! ([`SwapTable::routes_unseen`]), or a batch of several segments whose survey pages no
-//! child. Its counts (the keys each filter ruled out or passed) stay on the device until
-//! [`crate::SwapTable::stats`] reads them ([`RoutedCounts`]).
+//! and probe in place. A batch so short that the cost model would probe a child on the
+//! host in place even if every key went to it ([`SwapTable::routes_unseen`]) takes one
+//! pass, with no wait. A longer batch is surveyed, and takes the passes of its plan
+//! ([`crate::passes`]): the children it pages, a group a pass, are paged in before their
+//! pass (the prefetch of the pass before brings them in beside its launches), and each
+//! pass routes only its own children's keys, the others' answers left as they are. The
+//! counts (the keys each filter ruled out or passed) come to the host with no wait, and
+//! join the stats when [`crate::SwapTable::stats`] reads them ([`RoutedCounts`]).
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -17,10 +20,12 @@ use std::sync::Arc;
 use gpuhash_core::image::{PinnedImage, ProbeInPlace, Route, Routed};
 use gpuhash_core::{DeviceBuffer, PooledPinned, Stream, staging};
 
-use crate::batch::Verb;
+use crate::batch::{Verb, paged, reached};
 use crate::launch::{self, COUNT_WORDS};
 use crate::layouts::GH_SWAP_SEED;
-use crate::policy::Access;
+use crate::passes::Pass;
+use crate::policy::{Access, Reach};
+use crate::prefetch::Prefetch;
 use crate::residency::{Residency, SwapStats};
 use crate::table::SwapTable;
 
@@ -28,8 +33,12 @@ use crate::table::SwapTable;
 /// reads them all first.
 const PENDING_COUNTS: usize = 256;
 
-/// Keys of the sample that tells whether a host lookup may run in chunks.
-const SAMPLE: usize = 1 << 16;
+/// The sample that tells whether a host lookup may run in chunks: this many runs of
+/// [`SAMPLE_RUN`] keys, evenly spaced over the batch. Runs, so that the host reads whole
+/// lines and pages: 2^16 keys taken one by one, a stride apart, cost a cache and TLB miss
+/// each, over a millisecond for a batch of 2^26 keys.
+const SAMPLE_RUNS: usize = 64;
+const SAMPLE_RUN: usize = 1024;
 
 impl<T: ProbeInPlace> SwapTable<T> {
     /// Whether a lookup of `len` keys would probe every child on the host in place
@@ -51,7 +60,7 @@ impl<T: ProbeInPlace> SwapTable<T> {
     /// chunks, each routed, their copies beside their kernels
     /// ([`Table::host_lookup_chunk_for`]): a batch of at most one chunk (it runs whole
     /// either way, and its own plan decides), a batch [`SwapTable::routes_unseen`] routes,
-    /// or one whose sample of at most [`SAMPLE`] keys, taken evenly over it and counted
+    /// or one whose sample ([`SAMPLE_RUNS`] runs of keys, evenly spaced over it), counted
     /// through the filters on the device, says that no child on the host would be paged for
     /// the keys its filter passes, scaled to the batch. A sample that cannot be counted
     /// (the device failed) says no: the batch then runs whole, and meets the failure there.
@@ -66,9 +75,12 @@ impl<T: ProbeInPlace> SwapTable<T> {
         if self.routes_unseen(&residency, keys.len()) {
             return true;
         }
-        let sample: Vec<T::Key> = keys
-            .iter()
-            .step_by(keys.len().div_ceil(SAMPLE).max(1))
+        let stride = keys.len() / SAMPLE_RUNS;
+        let sample: Vec<T::Key> = (0..SAMPLE_RUNS)
+            .flat_map(|run| {
+                let start = run * stride;
+                &keys[start..keys.len().min(start + SAMPLE_RUN)]
+            })
             .copied()
             .collect();
         let scale = keys.len() as f64 / sample.len() as f64;
@@ -97,41 +109,107 @@ impl<T: ProbeInPlace> SwapTable<T> {
             })
     }
 
-    /// Runs the lookup `verb` on `keys` routed (module docs), in segments of `segment`
-    /// keys (a route a key is its scratch), with no wait.
+    /// Runs the lookup `verb` on `keys` routed (module docs) in `passes` over the batch
+    /// ([`crate::passes`]): a pass reaches its children resident, or on the host probed in
+    /// place; a pass of children the batch pages pages them in first (those the last pass's
+    /// prefetch did not bring), and while its segments run, the next pass's children page
+    /// in ([`Prefetch`]). Each pass reads segments of `segment` keys (a route a key is its
+    /// scratch), and waits for nothing but its page-ins.
     pub(crate) fn look_up_routed(
+        &self,
         residency: &mut Residency<T>,
         stream: &Stream,
         keys: &DeviceBuffer<T::Key>,
         verb: &mut Verb<'_, T::Value>,
-        segment: usize,
+        (passes, segment): (&[Vec<Reach>], usize),
+    ) -> Result<(), T::Error> {
+        // A pass writes the answers of the keys it routes only.
+        if let Some(found) = verb.found() {
+            found.fill_zero(stream)?;
+        }
+        let mut route_of = DeviceBuffer::unfilled(stream, segment.min(keys.len()))?;
+        std::thread::scope(|scope| {
+            let mut prefetch = Prefetch::new();
+            let mut outcome = Ok(());
+            for (at, reach) in passes.iter().enumerate() {
+                let next = passes.get(at + 1).map_or_else(Vec::new, |next| paged(next));
+                let busy: Vec<usize> = reached(reach).chain(next.iter().copied()).collect();
+                outcome = prefetch
+                    .land(residency)
+                    .and_then(|()| self.page_in_pass(residency, stream, reach))
+                    .and_then(|()| {
+                        let pass = Pass::new(stream, reach, false)?;
+                        let between = |residency: &mut Residency<T>| {
+                            prefetch.next(scope, residency, &self.device, &next, &busy)
+                        };
+                        let buffers = (keys, &mut route_of);
+                        let pass = (&pass, segment);
+                        Self::routed_pass(residency, stream, buffers, verb, pass, between)
+                    });
+                if outcome.is_err() {
+                    break;
+                }
+            }
+            let landed = prefetch.land(residency);
+            outcome.and(landed)
+        })
+    }
+
+    /// Pages in, one at a time, the children that `reach` pages and that are not resident.
+    fn page_in_pass(
+        &self,
+        residency: &mut Residency<T>,
+        stream: &Stream,
+        reach: &[Reach],
+    ) -> Result<(), T::Error> {
+        for child in paged(reach) {
+            residency.on_resident(&self.device, (child, false), stream, |_| Ok(()))?;
+        }
+        Ok(())
+    }
+
+    /// One routed pass over the batch: each segment's keys of the children the pass reaches
+    /// counted into routes (through the filters of those on the host), then looked up in
+    /// one call; `between` runs after each segment.
+    fn routed_pass(
+        residency: &mut Residency<T>,
+        stream: &Stream,
+        (keys, route_of): (&DeviceBuffer<T::Key>, &mut DeviceBuffer<u32>),
+        verb: &mut Verb<'_, T::Value>,
+        (pass, segment): (&Pass<'_>, usize),
+        mut between: impl FnMut(&mut Residency<T>) -> Result<(), T::Error>,
     ) -> Result<(), T::Error> {
         let children = residency.count();
+        let reaches = |child: usize| pass.reach[child] != Reach::Skip;
         let on_host: Vec<bool> = (0..children)
-            .map(|child| !residency.is_resident(child))
+            .map(|child| reaches(child) && !residency.is_resident(child))
             .collect();
-        let resident = residency.resident();
+        let resident: Vec<usize> = residency
+            .resident()
+            .into_iter()
+            .filter(|&child| reaches(child))
+            .collect();
+        // The route of a child the pass leaves out is never read: its image stands in.
         // Each image stays alive until the launches that read it are queued (its memory
         // goes back to the pool only once they have run).
         let images: Vec<Option<Arc<PinnedImage>>> = (0..children)
-            .map(|child| on_host[child].then(|| residency.image(child)))
+            .map(|child| (!resident.contains(&child)).then(|| residency.image(child)))
             .collect();
-        let mut route_of = DeviceBuffer::unfilled(stream, segment.min(keys.len()))?;
         let mut counts = DeviceBuffer::zeroed(stream, COUNT_WORDS * children)?;
         let mut start = 0;
         while start < keys.len() {
             let range = start..keys.len().min(start + segment);
             start = range.end;
             Self::reading_filters(residency, stream, &on_host, |filters| {
-                let (seed, child_of) = (GH_SWAP_SEED, Some(&mut route_of));
-                let range = range.clone();
+                let in_pass = pass.in_pass.as_ref();
+                let (range, child_of) = (range.clone(), Some(&mut *route_of));
                 launch::count(
                     stream,
                     keys,
                     range,
-                    seed,
+                    GH_SWAP_SEED,
                     filters,
-                    None,
+                    in_pass,
                     child_of,
                     &mut counts,
                 )
@@ -146,8 +224,9 @@ impl<T: ProbeInPlace> SwapTable<T> {
                         }
                     })
                     .collect();
-                Self::route_one(stream, &routes, keys, range, &route_of, verb)
+                Self::route_one(stream, &routes, keys, range, route_of, verb)
             })?;
+            between(residency)?;
         }
         Ok(residency.keep_routed_counts(stream, &counts, on_host)?)
     }

@@ -137,10 +137,10 @@ typedef struct GhCuckooFindManyParams {
 } GhCuckooFindManyParams;
 
 /* A lookup whose every key names the table it may be in: keys[i] is looked up in
- * routes[route_of[i]], and is absent where route_of[i] >= route_count (found_out[i]
- * = 0). The routes share a bucket layout and value width (routes[0].table's
- * value_words); each is a table on the device or an image read in place. found_out
- * is written for every key, values_out (may be null) where found. */
+ * routes[route_of[i]]; a key whose route is past route_count is not looked up, and
+ * its answers are not written. The routes share a bucket layout and value width
+ * (value_words); each is a table on the device or an image read in place. found_out
+ * is written for every routed key, values_out (may be null) where found. */
 typedef struct GhCuckooFindRoutedParams {
     const GhCuckooView *routes;
     const uint32_t *route_of;

@@ -30,6 +30,10 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
     ) -> Result<()> {
         let values_len = values.as_deref().map(DeviceBuffer::len);
         check_routed(routes, &batch, found.len(), values_len)?;
+        // No routes: no key is looked up, and nothing is written.
+        if routes.is_empty() {
+            return Ok(());
+        }
         let maps: Vec<&Self> = routes
             .iter()
             .filter_map(|route| match route {
@@ -77,8 +81,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
                 found,
                 values,
             };
-            // No routes: every key misses, whatever layout the kernel reads.
-            let layout = one_layout(&layouts)?.unwrap_or(BucketLayout::Split);
+            let layout = one_layout(&layouts)?;
             launch::find_routed(stream, layout.code(), &described, buffers)
         });
         let recorded = maps.iter().try_for_each(|map| map.order.after_read(stream));
@@ -87,9 +90,9 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
     }
 }
 
-/// The layout every route shares (`None` for no routes), or an error naming two that
+/// The layout every route shares (there is one at least), or an error naming two that
 /// differ.
-fn one_layout(layouts: &[BucketLayout]) -> Result<Option<BucketLayout>> {
+fn one_layout(layouts: &[BucketLayout]) -> Result<BucketLayout> {
     if let Some(pair) = layouts.windows(2).find(|pair| pair[0] != pair[1]) {
         return Err(Error::InvalidInput(format!(
             "get_routed: routes of bucket layouts {:?} and {:?}",
@@ -97,5 +100,5 @@ fn one_layout(layouts: &[BucketLayout]) -> Result<Option<BucketLayout>> {
         ))
         .into());
     }
-    Ok(layouts.first().copied())
+    Ok(layouts[0])
 }
