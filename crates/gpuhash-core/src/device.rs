@@ -182,37 +182,6 @@ impl Device {
             .set_limit(sys::CUlimit::CU_LIMIT_MALLOC_HEAP_SIZE, bytes)?)
     }
 
-    /// Lets the device's stream-ordered memory pool keep up to `bytes` of freed device
-    /// memory for later allocations, rather than give it back to the driver at each
-    /// synchronize (the driver's default keeps none). A table that frees and allocates
-    /// large buffers again and again (a paged table's children) then allocates from the
-    /// pool rather than from the driver, which maps fresh memory each time: 0.8 ms for a
-    /// 52 MB child on an H100. Raises the amount only: a larger one set before stays. The
-    /// memory the pool keeps serves this process's allocations; it does not count in
-    /// [`Device::free_memory`].
-    pub fn keep_freed_memory(&self, bytes: u64) -> Result<()> {
-        let context = &self.inner.context;
-        context.bind_to_thread()?;
-        let attribute = sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD;
-        let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
-        // SAFETY: `pool` is a valid place for the handle the driver writes, and the device
-        // handle is the context's own.
-        unsafe { sys::cuDeviceGetDefaultMemPool(&mut pool, context.cu_device()) }.result()?;
-        let mut threshold: u64 = 0;
-        // SAFETY: the release threshold is a u64, which `threshold` holds; `pool` is the
-        // device's default pool, which lives as long as the context.
-        unsafe { sys::cuMemPoolGetAttribute(pool, attribute, (&raw mut threshold).cast()) }
-            .result()?;
-        if bytes <= threshold {
-            return Ok(());
-        }
-        let mut raised = bytes;
-        // SAFETY: as above; the driver reads a u64 from `raised`.
-        unsafe { sys::cuMemPoolSetAttribute(pool, attribute, (&raw mut raised).cast()) }
-            .result()?;
-        Ok(())
-    }
-
     /// The device's shared pool of pinned host buffers, for staging copies; made on first
     /// use, with no cap until [`PinnedPool::set_cap`] sets one.
     pub fn pinned_pool(&self) -> &PinnedPool {

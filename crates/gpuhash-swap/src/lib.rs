@@ -33,7 +33,6 @@
 //!
 //! [`Map`]: gpuhash_core::table::Map
 //! [`Map::get`]: gpuhash_core::table::Map::get
-//! [`Device::keep_freed_memory`]: gpuhash_core::Device::keep_freed_memory
 //! [`Table`]: gpuhash_core::table::Table
 //! [`Table::clear`]: gpuhash_core::table::Table::clear
 //! [`Image`]: gpuhash_core::image::Image
@@ -110,11 +109,6 @@
 //!   page-ins, page-outs (write-backs) and drops, and the image bytes each way
 //!   ([`SwapStats::bytes_paged_in`], [`SwapStats::bytes_written_back`]: what paging put on
 //!   the bus, which the W5 benchmark adds to a batch's keys and answers for its bound).
-//! - **Device memory.** A table whose children page keeps freed device memory in the
-//!   device's stream-ordered pool, up to its device budget ([`Device::keep_freed_memory`]):
-//!   a child paged in allocates its arrays from the memory the last child paged out freed,
-//!   instead of having the driver map fresh memory (0.8 ms of a 1.2 ms page-in of a 52 MB
-//!   child on an H100).
 //! - **Host memory.** Images are [`PinnedImage`]s in page-locked host memory, mapped into
 //!   the device's address space, from a pool of the table's own whose cap is the host
 //!   budget: an image that the budget cannot hold is an `OutOfPinnedMemory` error, and the

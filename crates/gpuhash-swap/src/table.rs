@@ -70,11 +70,6 @@ impl<T: ProbeInPlace> SwapTable<T> {
             children,
         )
         .map_err(gpuhash_core::Error::InvalidInput)?;
-        // Children that page in and out free and allocate their arrays again and again:
-        // the device's pool keeps up to a budget of freed memory to serve them.
-        if plan.resident < children {
-            device.keep_freed_memory(options.device_budget)?;
-        }
         let filters = {
             let stream = device.lend_stream()?;
             let filters = Filters::new(&stream, children, blocks)?;
