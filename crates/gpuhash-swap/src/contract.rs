@@ -75,8 +75,8 @@ impl<T: ProbeInPlace> Table for SwapTable<T> {
         usize::MAX
     }
 
-    /// In chunks ([`staging::CHUNK`]) where the lookup would page no child
-    /// ([`crate::routed`]: each chunk is routed, with nothing to page again), their copies
+    /// In chunks ([`staging::CHUNK`]) where the lookup would page no child (each chunk is
+    /// routed, with nothing to page again: the crate docs' "Routed lookups"), their copies
     /// beside other chunks' kernels; whole otherwise, as [`Table::host_lookup_chunk`] says.
     fn host_lookup_chunk_for(&self, keys: &[Self::Key]) -> usize {
         match self.routes_host_lookup(keys) {

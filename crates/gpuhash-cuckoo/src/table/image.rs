@@ -528,8 +528,8 @@ impl<K: Key, V: Value> ProbeInPlace for CuckooTable<K, V> {
     const ROUTES: bool = true;
 
     /// One launch of the routed find kernel: each key's route, a table on the device or an
-    /// image read in place, is read from the list the launch carries
-    /// ([`CuckooTable::find_routed`]).
+    /// image read in place, is read from the list the launch carries (`table/routed.rs`).
+    /// Routes of two bucket layouts are an [`Error::InvalidInput`].
     fn get_routed(
         stream: &Stream,
         routes: &[Route<'_, Self>],
