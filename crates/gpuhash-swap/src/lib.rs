@@ -265,11 +265,11 @@
 //!   other machines the W5 benchmark (`gpuhash-bench swap`) measures them on one child
 //!   (its `rates` piece) and prints the model they make, for
 //!   [`SwapTable::set_cost_model`].
-//! - A batch's fixed cost: a partition with one wait, then its visits, each a few
-//!   kernels, copies and allocations (about 0.14 ms for 16 children on an H100, the
-//!   resident children answering in one launch and those probed in place in another), so
-//!   batches of 2^10 keys run at about 7 M keys/s from device buffers (5 from the host),
-//!   hits and misses alike.
+//! - A short lookup's fixed cost is host work: routed, it takes no wait, but each batch
+//!   records an event a child, parses each child image's state and uploads the filter and
+//!   route lists (about 75 to 90 us for 16 children on an H100), so batches of 2^10 keys
+//!   run at 11 to 13 M keys/s from device buffers, hits and misses alike; a table of
+//!   resident children, whose routes each take a read lock and two events, costs more.
 //! - Keys a miss filter passes by mistake (0.5% of those sent to a full child on the host
 //!   at the default 12 bits a key, 3.3% at 8) are probed over the bus: at 8 bits, half the
 //!   time of a W5 batch of misses of 2^26 keys. A static filter built at page-out (an xor
@@ -277,7 +277,13 @@
 //!   page-out and about three times the room outside the budget that the Bloom filter's
 //!   build takes (above).
 //! - Paging passes prefetch one child at a time, and a batch's first pass (its resident
-//!   children) prefetches nothing: every slot is busy.
+//!   children) prefetches nothing: every slot is busy. A batch of hits that pages its
+//!   children is bound by their page-ins (12 of 52 MB for 2^26 keys in W5, each 1.2 ms
+//!   alone and about 2.5 ms beside a routed pass's launches), not by its kernels; moving
+//!   a group's children in back to back, and keeping freed device memory in the pool for
+//!   the next page-in, measured no faster.
+//! - Inserts and removals still partition each segment and visit its children one by
+//!   one (their undo log needs each child's keys before its form runs).
 //!
 //! ## Features
 #![doc = document_features::document_features!()]
