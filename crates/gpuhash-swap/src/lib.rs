@@ -283,7 +283,12 @@
 //!   a group's children in back to back, and keeping freed device memory in the pool for
 //!   the next page-in, measured no faster.
 //! - Inserts and removals still partition each segment and visit its children one by
-//!   one (their undo log needs each child's keys before its form runs).
+//!   one (their undo log needs each child's keys before its form runs). Host timing marks
+//!   of a W5 insert of 2^26 pairs (83 ms): 7 passes of 54 segments in all, 132 child
+//!   inserts, each a DyHash insert that waits for its counts (42 ms of the thread's time,
+//!   GPU work included), the segments' count waits 17 ms; page-outs (2.4 ms each: export,
+//!   filter, image) and page-ins run beside them. Fewer, longer segments or a child insert
+//!   that need not wait are the levers.
 //!
 //! ## Features
 #![doc = document_features::document_features!()]
