@@ -22,7 +22,8 @@
 //!   through pinned memory ([`crate::staging`]), runs its device form, and stages the
 //!   answers back. A batch that changes the table takes effect, or fails and changes
 //!   nothing, as one. Lookups, which change nothing, run in chunks on several streams at
-//!   once, so that copies overlap kernels ([`Table::host_lookup_chunk`]). Inserts and
+//!   once, so that copies overlap kernels ([`Table::host_lookup_chunk`]; a table that
+//!   pages may choose per batch, [`Table::host_lookup_chunk_for`]). Inserts and
 //!   upserts of maps and sets run in chunks too ([`Table::host_insert_chunk`]), one
 //!   chunk's copies overlapping the insert of the chunk before; each chunk's keys are
 //!   looked up first, so that a failing chunk has the ones before it undone
