@@ -285,9 +285,9 @@ pub(crate) struct FindShared<'a, K, V> {
 /// Queues one launch of the find kernel of layout `layout` for every part: the keys of
 /// each part's range looked up in its table, the answers at the same places. Each part
 /// gets the same number of blocks, as many as its largest needs (within the device's
-/// resident blocks in all; a launch cut to fewer serves them in turn). Each part's `table` must describe live arrays of a table of
-/// layout `layout` and the width of `K`, held until the launch is queued (the caller's
-/// part, as for [`find`]).
+/// resident blocks in all; a launch cut to fewer serves them in turn). Each part's `table`
+/// must describe live arrays of a table of layout `layout` and the width of `K`, held until
+/// the launch is queued (the caller's part, as for [`find`]).
 pub(crate) fn find_many<K: Key, V: bytemuck::Pod>(
     stream: &Stream,
     layout: u32,
@@ -319,30 +319,46 @@ pub(crate) fn find_many<K: Key, V: bytemuck::Pod>(
             count: part.range.len() as u64,
         })
         .collect();
-    let on_device = stream
-        .cuda_stream()
-        .clone_htod(&list)
-        .map_err(gpuhash_core::Error::from)?;
-    let (list_at, _list_order) =
-        cudarc::driver::DevicePtr::device_ptr(&on_device, stream.cuda_stream());
     let one = tile_shape(stream, largest as u64);
     let resident = tile_shape(stream, u64::MAX).blocks;
     let blocks_per_part = one.blocks.min((resident / parts.len() as u32).max(1));
-    let params = GhCuckooFindManyParams {
-        list: list_at as *const GhCuckooFindParams,
-        parts: parts.len() as u32,
-        blocks_per_part,
-    };
     let shape = LaunchShape {
         blocks: blocks_per_part * parts.len() as u32,
         ..one
     };
-    // SAFETY: each part's keys and answers lie within the shared buffers (asserted), which
-    // stay borrowed, like the list, until the launch is queued (their frees are ordered
-    // after it on the stream); the tables' arrays are live and only read (the caller's
-    // part); the list holds `parts` entries, and the grid `parts * blocks_per_part` blocks.
-    unsafe { kernels::<K>(layout).find_many.launch(stream, shape, params) }?;
-    Ok(())
+    with_list(stream, &list, |list_at| {
+        let params = GhCuckooFindManyParams {
+            list: list_at as *const GhCuckooFindParams,
+            parts: parts.len() as u32,
+            blocks_per_part,
+        };
+        // SAFETY: each part's keys and answers lie within the shared buffers (asserted),
+        // which stay borrowed, like the list, until the launch is queued (their frees are
+        // ordered after it on the stream); the tables' arrays are live and only read (the
+        // caller's part); the list holds `parts` entries, and the grid `parts *
+        // blocks_per_part` blocks.
+        unsafe { kernels::<K>(layout).find_many.launch(stream, shape, params) }
+    })
+}
+
+/// Runs `launch` with the device address of a copy of `list`, made on `stream` (0 for an
+/// empty list); the copy, and its place in the stream's order, last until `launch` returns,
+/// so a kernel that `launch` queues reads it before it is freed.
+fn with_list<T: cudarc::driver::DeviceRepr>(
+    stream: &Stream,
+    list: &[T],
+    launch: impl FnOnce(u64) -> gpuhash_core::Result<()>,
+) -> Result<()> {
+    if list.is_empty() {
+        return Ok(launch(0)?);
+    }
+    let on_device = stream
+        .cuda_stream()
+        .clone_htod(list)
+        .map_err(gpuhash_core::Error::from)?;
+    let (list_at, _list_order) =
+        cudarc::driver::DevicePtr::device_ptr(&on_device, stream.cuda_stream());
+    Ok(launch(list_at)?)
 }
 
 /// A [`find_routed`]'s buffers: the keys of a range, each with its route (past the routes:
@@ -355,8 +371,8 @@ pub(crate) struct FindRouted<'a, K, V> {
 
 /// Queues one launch of the routed find kernel of layout `layout`: each key of the range
 /// looked up in the table of `routes` its route names, each routed key's flag written,
-/// values where found. Each route must describe live arrays of a table of layout `layout` and
-/// the width of `K` (on the device, or mapped host memory), held until the launch is
+/// values where found. Each route must describe live arrays of a table of layout `layout`
+/// and the width of `K` (on the device, or mapped host memory), held until the launch is
 /// queued (the caller's part, as for [`find`]).
 pub(crate) fn find_routed<K: Key, V: bytemuck::Pod>(
     stream: &Stream,
@@ -374,48 +390,36 @@ pub(crate) fn find_routed<K: Key, V: bytemuck::Pod>(
     assert!(buffers.values.as_ref().is_none_or(|v| v.len() >= range.end));
     assert!(route_of.len() >= count);
     assert!(routes.iter().all(|r| r.table.layout == layout));
-    // The kernel reads the routes' list only where a key names a route.
-    let list = match routes.is_empty() {
-        true => None,
-        false => Some(
-            stream
-                .cuda_stream()
-                .clone_htod(routes)
-                .map_err(gpuhash_core::Error::from)?,
-        ),
-    };
-    let list_order = list
-        .as_ref()
-        .map(|list| cudarc::driver::DevicePtr::device_ptr(list, stream.cuda_stream()));
-    let list_at = list_order.as_ref().map_or(0, |(at, _)| *at);
     let k = keys.address(stream);
     let r = route_of.address(stream);
     let f = buffers.found.address_mut(stream);
     let v = buffers.values.map(|b| b.address_mut(stream));
     let words = size_of::<V>() / 4;
-    let params = GhCuckooFindRoutedParams {
-        routes: list_at as *const GhCuckooView,
-        route_of: r.address as *const u32,
-        keys: (k.address + (range.start * size_of::<K>()) as u64) as *const _,
-        values_out: v.as_ref().map_or(std::ptr::null_mut(), |v| {
-            (v.address + (range.start * words * 4) as u64) as *mut u32
-        }),
-        found_out: (f.address + range.start as u64) as *mut u8,
-        count: count as u64,
-        route_count: routes.len() as u32,
-        value_words: words as u32,
-    };
-    // SAFETY: keys, flags and values (when given) hold the range and `route_of` a route for
-    // each of its keys (asserted), all borrowed, like the list, until the launch is queued;
-    // a key whose
-    // route is past `route_count` reads no table; the tables' arrays are live and only read
-    // (the caller's part).
-    unsafe {
-        kernels::<K>(layout)
-            .find_routed
-            .launch(stream, tile_shape(stream, count as u64), params)
-    }?;
-    Ok(())
+    with_list(stream, routes, |list_at| {
+        let params = GhCuckooFindRoutedParams {
+            routes: list_at as *const GhCuckooView,
+            route_of: r.address as *const u32,
+            keys: (k.address + (range.start * size_of::<K>()) as u64) as *const _,
+            values_out: v.as_ref().map_or(std::ptr::null_mut(), |v| {
+                (v.address + (range.start * words * 4) as u64) as *mut u32
+            }),
+            found_out: (f.address + range.start as u64) as *mut u8,
+            count: count as u64,
+            route_count: routes.len() as u32,
+            value_words: words as u32,
+        };
+        // SAFETY: keys, flags and values (when given) hold the range and `route_of` a route
+        // for each of its keys (asserted), all borrowed, like the list, until the launch is
+        // queued; a key whose route is past `route_count` reads no table (with no routes,
+        // none does); the tables' arrays are live and only read (the caller's part).
+        unsafe {
+            kernels::<K>(layout).find_routed.launch(
+                stream,
+                tile_shape(stream, count as u64),
+                params,
+            )
+        }
+    })
 }
 
 /// Every pair of the subtables into flat arrays.
