@@ -9,7 +9,11 @@
 //! [`CuckooTable`] speaks the table contract of [`gpuhash_core::table`]: its batches are
 //! the [`Map`] verbs (device forms on a caller's stream, host forms on top), `len`,
 //! `memory` and `clear` come from [`Table`], and [`Image`] moves a table between device
-//! memory and host memory or a file without rehashing. What is DyHash's own is its resize
+//! memory and host memory or a file without rehashing. [`ProbeInPlace`] looks keys up in
+//! an image left in mapped host memory, read in place, and answers a batch spread over
+//! many tables in one launch: ranges of it, one a table (`get_each`, `get_in_place_each`),
+//! or each key naming its table, on the device or imaged on the host (`get_routed`: the
+//! swap table's children). What is DyHash's own is its resize
 //! policy: [`CuckooOptions`] (built by setters, `CuckooOptions::with_capacity(n).alpha(..)`),
 //! [`CuckooTable::capacity`], [`CuckooTable::fill_factor`], [`CuckooTable::shrink_to`]
 //! and their kin.
@@ -30,6 +34,7 @@
 //! [`Map`]: gpuhash_core::table::Map
 //! [`Table`]: gpuhash_core::table::Table
 //! [`Image`]: gpuhash_core::image::Image
+//! [`ProbeInPlace`]: gpuhash_core::image::ProbeInPlace
 //! [`Key`]: gpuhash_core::table::Key
 //! [`Key::WORDS`]: gpuhash_core::table::Key::WORDS
 //! [`Value`]: gpuhash_core::table::Value
