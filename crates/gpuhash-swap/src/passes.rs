@@ -99,7 +99,7 @@ impl<T: ProbeInPlace> SwapTable<T> {
         let countable = u32::try_from(keys.len()).is_ok();
         // A routed lookup's plan needs the survey even for one segment: its passes never
         // count a segment to choose.
-        let routed = !changes && T::ROUTES && T::PROBES_IN_PLACE;
+        let routed = !changes && Self::ROUTES;
         let one_segment = keys.len() <= segment && !routed;
         if one_segment || !countable || !on_host.contains(&true) {
             return Ok(one_pass(segment));

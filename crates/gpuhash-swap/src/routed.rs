@@ -41,13 +41,15 @@ const SAMPLE_RUNS: usize = 64;
 const SAMPLE_RUN: usize = 1024;
 
 impl<T: ProbeInPlace> SwapTable<T> {
+    /// Whether the children's lookups can be routed: their maps route and probe in place.
+    pub(crate) const ROUTES: bool = T::ROUTES && T::PROBES_IN_PLACE;
+
     /// Whether a lookup of `len` keys would probe every child on the host in place
     /// wherever its keys go (all to one child, at worst), so that it is routed with no
     /// count first.
     pub(crate) fn routes_unseen(&self, residency: &Residency<T>, len: usize) -> bool {
         let model = self.cost_model();
-        T::ROUTES
-            && T::PROBES_IN_PLACE
+        Self::ROUTES
             && (0..residency.count())
                 .filter(|&child| !residency.is_resident(child))
                 .all(|child| {
@@ -67,9 +69,8 @@ impl<T: ProbeInPlace> SwapTable<T> {
     ///
     /// [`Table::host_lookup_chunk_for`]: gpuhash_core::table::Table::host_lookup_chunk_for
     pub(crate) fn routes_host_lookup(&self, keys: &[T::Key]) -> bool {
-        let routes = T::ROUTES && T::PROBES_IN_PLACE;
-        if !routes || keys.len() <= staging::CHUNK {
-            return routes;
+        if !Self::ROUTES || keys.len() <= staging::CHUNK {
+            return Self::ROUTES;
         }
         let mut residency = self.residency.lock();
         if self.routes_unseen(&residency, keys.len()) {

@@ -42,9 +42,8 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
 
     /// [`ProbeInPlace::get_each`] for tables of one bucket layout: the find kernel once for
     /// all of them, each table's range served by blocks of its own
-    /// ([`launch::find_many`]). Each table reads as a reading batch does (its gate's read
-    /// lock, taken in the tables' address order so that two such calls never wait on each
-    /// other, and its place in the stream order of its batches).
+    /// ([`launch::find_many`]). Each table reads as a reading batch does
+    /// ([`CuckooTable::reading_each`]).
     ///
     /// [`ProbeInPlace::get_each`]: gpuhash_core::image::ProbeInPlace::get_each
     pub(super) fn find_each(
@@ -59,14 +58,8 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
         let Some(&(first, _)) = maps.first() else {
             return Ok(());
         };
-        let mut by_address: Vec<&Self> = maps.iter().map(|&(map, _)| map).collect();
-        by_address.sort_by_key(|&map| std::ptr::from_ref(map) as usize);
-        let _gates: Vec<_> = by_address.iter().map(|map| map.gate.read()).collect();
-        let mut ordered = Ok(());
-        for (map, _) in maps {
-            ordered = ordered.and_then(|()| map.order.before_read(stream));
-        }
-        let launched = ordered.and_then(|()| {
+        let tables: Vec<&Self> = maps.iter().map(|&(map, _)| map).collect();
+        Self::reading_each(stream, &tables, || {
             let views: Vec<_> = maps.iter().map(|(map, _)| map.view()).collect();
             let mut guards = Vec::new();
             let parts: Vec<FindPart> = maps
@@ -85,10 +78,27 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
                 values,
             };
             launch::find_many(stream, first.layout.code(), &parts, shared)
-        });
-        let recorded = maps
-            .iter()
-            .try_for_each(|(map, _)| map.order.after_read(stream));
+        })
+    }
+
+    /// Runs `read`, which queues work on `stream` that reads every table of `maps`, with
+    /// each table read as a reading batch reads it: its gate's read lock held (taken in the
+    /// tables' address order, so that two such calls never wait on each other) and its
+    /// place taken in the stream order of its batches before and after the work.
+    pub(super) fn reading_each(
+        stream: &Stream,
+        maps: &[&Self],
+        read: impl FnOnce() -> Result<()>,
+    ) -> Result<()> {
+        let mut by_address = maps.to_vec();
+        by_address.sort_by_key(|&map| std::ptr::from_ref(map) as usize);
+        let _gates: Vec<_> = by_address.iter().map(|map| map.gate.read()).collect();
+        let mut ordered = Ok(());
+        for map in maps {
+            ordered = ordered.and_then(|()| map.order.before_read(stream));
+        }
+        let launched = ordered.and_then(|()| read());
+        let recorded = maps.iter().try_for_each(|map| map.order.after_read(stream));
         launched?;
         recorded
     }

@@ -16,9 +16,8 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
     /// [`ProbeInPlace::get_routed`] in one launch of the routed find kernel
     /// ([`launch::find_routed`]), for routes of one bucket layout (the children of one
     /// table share it; others are an [`Error::InvalidInput`], with nothing written). Each
-    /// table on the device reads as a reading batch does (its gate's read lock, taken in
-    /// the tables' address order so that two such calls never wait on each other, and its
-    /// place in the stream order of its batches); each image is read where it lies.
+    /// table on the device reads as a reading batch does ([`CuckooTable::reading_each`]);
+    /// each image is read where it lies.
     ///
     /// [`ProbeInPlace::get_routed`]: gpuhash_core::image::ProbeInPlace::get_routed
     pub(super) fn find_routed(
@@ -41,14 +40,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
                 Route::InPlace(_) => None,
             })
             .collect();
-        let mut by_address = maps.clone();
-        by_address.sort_by_key(|&map| std::ptr::from_ref(map) as usize);
-        let _gates: Vec<_> = by_address.iter().map(|map| map.gate.read()).collect();
-        let mut ordered = Ok(());
-        for map in &maps {
-            ordered = ordered.and_then(|()| map.order.before_read(stream));
-        }
-        let launched = ordered.and_then(|()| {
+        Self::reading_each(stream, &maps, || {
             let views: Vec<_> = maps.iter().map(|map| map.view()).collect();
             let mut device_views = maps.iter().zip(&views);
             let mut guards = Vec::new();
@@ -83,10 +75,7 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
             };
             let layout = one_layout(&layouts)?;
             launch::find_routed(stream, layout.code(), &described, buffers)
-        });
-        let recorded = maps.iter().try_for_each(|map| map.order.after_read(stream));
-        launched?;
-        recorded
+        })
     }
 }
 
