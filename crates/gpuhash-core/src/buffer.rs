@@ -191,10 +191,17 @@ impl<T: Pod> DeviceBuffer<T> {
 
     /// Copies the buffer into `out`, which must have the buffer's length, and waits for it;
     /// into memory registered with [`Device::register`](crate::Device::register), as one DMA
-    /// at the bus's speed.
+    /// at the bus's speed. A buffer of a few words comes through the device's pinned pool,
+    /// written there by a kernel, so that it does not wait behind large copies to the host
+    /// on other streams.
     pub fn copy_to_host(&self, stream: &Stream, out: &mut [T]) -> Result<()> {
         self.check_len("copy_to_host: buffer and host slice", out.len())?;
-        if !out.is_empty() {
+        if !out.is_empty() && self.size_bytes() <= crate::pinned::SMALL_COPY_BYTES {
+            let mut pinned = stream.device().pinned_pool().take::<T>(self.len)?;
+            self.copy_to_pinned_range_async(stream, 0..self.len, &mut pinned, 0)?;
+            // Reading the pinned buffer waits for the copy into it.
+            out.copy_from_slice(&pinned[..self.len]);
+        } else if !out.is_empty() {
             self.order.lock().read(&stream.inner)?;
             let view = self.bytes.slice(..self.size_bytes());
             stream
@@ -299,6 +306,22 @@ impl<T: Pod> DeviceBuffer<T> {
             address: self.base,
             _buffer: PhantomData,
         }
+    }
+
+    /// Forgets the streams that used the buffer, so that its next write, or its free, waits
+    /// for nothing queued on them: for an owner that keeps the order of its own uses (as a
+    /// table keeps its batches' events) and knows that all of them have run. A buffer
+    /// freed while another stream is busy otherwise waits for everything queued there so
+    /// far, and memory freed that way is reused by a new allocation only after it.
+    ///
+    /// # Safety
+    ///
+    /// Every piece of work queued so far that reads or writes the buffer, on any stream,
+    /// has finished running: a write or the free may otherwise overtake it.
+    pub unsafe fn forget_finished_uses(&self) {
+        let mut uses = self.order.lock();
+        uses.readers.clear();
+        uses.writer = self.bytes.stream().clone();
     }
 
     fn check_len(&self, what: &'static str, other: usize) -> Result<()> {

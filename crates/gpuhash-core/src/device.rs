@@ -183,11 +183,13 @@ impl Device {
     }
 
     /// The device's shared pool of pinned host buffers, for staging copies; made on first
-    /// use, with no cap until [`PinnedPool::set_cap`] sets one.
+    /// use, with no cap until [`PinnedPool::set_cap`] sets one. Its buffers are mapped into
+    /// the device's address space, so that copies of a few words into them are made by a
+    /// kernel rather than queued behind large copies on a copy engine.
     pub fn pinned_pool(&self) -> &PinnedPool {
         self.inner
             .pinned_pool
-            .get_or_init(|| PinnedPool::for_context(self.inner.context.clone(), None))
+            .get_or_init(|| PinnedPool::for_context_mapped(self.inner.context.clone()))
     }
 
     /// The cudarc context.

@@ -352,6 +352,33 @@ impl Default for GhCombineFoldParams {
 }
 #[repr(C)]
 #[derive(Debug, Copy, Clone, PartialEq, Eq)]
+pub struct GhCopyWordsParams {
+    pub from: *const u32,
+    pub to: *mut u32,
+    pub words: u64,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of GhCopyWordsParams"][::core::mem::size_of::<GhCopyWordsParams>() - 24usize];
+    ["Alignment of GhCopyWordsParams"][::core::mem::align_of::<GhCopyWordsParams>() - 8usize];
+    ["Offset of field: GhCopyWordsParams::from"]
+        [::core::mem::offset_of!(GhCopyWordsParams, from) - 0usize];
+    ["Offset of field: GhCopyWordsParams::to"]
+        [::core::mem::offset_of!(GhCopyWordsParams, to) - 8usize];
+    ["Offset of field: GhCopyWordsParams::words"]
+        [::core::mem::offset_of!(GhCopyWordsParams, words) - 16usize];
+};
+impl Default for GhCopyWordsParams {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone, PartialEq, Eq)]
 pub struct GhHitsParams {
     pub found: *const u8,
     pub values: *const u32,

@@ -161,6 +161,52 @@ struct View<'a, K> {
 
 type Guards<'a, K> = Vec<RwLockReadGuard<'a, Subtable<K>>>;
 
+impl<K: Key, V: Value> Drop for CuckooTable<K, V> {
+    /// Frees the arrays without waiting for other work on the streams that used them, once
+    /// every batch the table queued has run: the swap layer drops a child whose work it
+    /// waited for while the next batch runs on the same stream, and the memory goes to the
+    /// child paged in next, whose copy would otherwise wait for that batch.
+    #[allow(
+        unsafe_code,
+        reason = "device memory freed with no wait: the table's batch order proves it idle"
+    )]
+    fn drop(&mut self) {
+        if !self.order.all_run() {
+            return;
+        }
+        let shared = self.shared.get_mut();
+        // SAFETY: every use of these arrays is a batch the order brackets with events
+        // (`reading`, `writing`, a device view) or work on a lent stream waited for before
+        // its call returned (`on_lent_stream`, `rebuild`); every event has completed, so no
+        // use is left to run.
+        unsafe {
+            shared.counts.forget_finished_uses();
+            shared.side.forget_finished_uses();
+            for subtable in &mut self.subtables {
+                let s = subtable.get_mut();
+                s.keys.forget_finished_uses();
+                s.values.forget_finished_uses();
+                s.locks.forget_finished_uses();
+                s.dirty.forget_finished_uses();
+            }
+            if let Some(scratch) = self.scratch.get_mut() {
+                scratch.counters.forget_finished_uses();
+                scratch.log.forget_finished_uses();
+                scratch.status.forget_finished_uses();
+                scratch.side_before.forget_finished_uses();
+                for (keys, values) in scratch.failed_keys.iter().zip(&scratch.failed_values) {
+                    keys.forget_finished_uses();
+                    values.forget_finished_uses();
+                }
+                if let Some((keys, values)) = &scratch.sorted {
+                    keys.forget_finished_uses();
+                    values.forget_finished_uses();
+                }
+            }
+        }
+    }
+}
+
 impl<K: Key, V: Value> std::fmt::Debug for CuckooTable<K, V> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CuckooTable")
@@ -397,11 +443,14 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
         Ok(value)
     }
 
-    /// Runs `work` on a stream the device lends, then waits for the stream.
+    /// Runs `work` on a stream the device lends, then waits for the stream (also when the
+    /// work failed: nothing it queued outlives the call).
     fn on_lent_stream<R>(&self, work: impl FnOnce(&Stream) -> Result<R>) -> Result<R> {
         let stream = self.device.lend_stream()?;
-        let value = work(&stream)?;
-        stream.synchronize()?;
+        let value = work(&stream);
+        let synchronized = stream.synchronize();
+        let value = value?;
+        synchronized?;
         Ok(value)
     }
 

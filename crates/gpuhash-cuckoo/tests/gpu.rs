@@ -1458,6 +1458,70 @@ fn batches_on_different_streams_run_in_the_order_they_were_queued() {
     }
 }
 
+/// A table dropped while its lookups still run frees its arrays only after them: memory
+/// allocated and overwritten on another stream right after the drop leaves every answer
+/// intact. A table whose batches have all run frees with no wait (its arrays are reused
+/// at once), and a table made in that memory answers from its own pairs.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn a_table_dropped_under_its_lookups_frees_after_them() {
+    let _memory = all_memory();
+    let dev = device();
+    let (reader, other) = (dev.new_stream().unwrap(), dev.new_stream().unwrap());
+    for layout in LAYOUTS {
+        let table =
+            CuckooTable::<u32, u32>::new(dev, CuckooOptions::with_capacity(1 << 22).layout(layout))
+                .unwrap();
+        let (keys, values) = workload::host_pairs(KeySet::Hits, 0, 1 << 22);
+        table.insert(&keys, &values).unwrap();
+        let bytes = table.memory().unwrap().bytes_reserved as usize;
+        let d_keys = DeviceBuffer::from_host(&reader, &keys).unwrap();
+        let mut found = DeviceBuffer::<u8>::zeroed(&reader, keys.len()).unwrap();
+        let mut out = DeviceBuffer::<u32>::zeroed(&reader, keys.len()).unwrap();
+        reader.synchronize().unwrap();
+        for _ in 0..8 {
+            table
+                .get_async(&reader, &d_keys, &mut found, &mut out)
+                .unwrap();
+        }
+        drop(table);
+        // As much memory as the table held, taken and overwritten while the lookups run.
+        let mut scribble = DeviceBuffer::<u32>::zeroed(&other, 2 * bytes / 4).unwrap();
+        scribble
+            .copy_from_host(&other, &vec![0xffff_ffff; scribble.len()])
+            .unwrap();
+        assert!(
+            found.to_host(&reader).unwrap().iter().all(|&f| f == 1),
+            "{layout:?}"
+        );
+        assert_eq!(out.to_host(&reader).unwrap(), values, "{layout:?}");
+        drop(scribble);
+
+        // All run: freed at once, and the next table, likely in the same memory, is whole.
+        let settled =
+            CuckooTable::<u32, u32>::new(dev, CuckooOptions::with_capacity(1 << 20).layout(layout))
+                .unwrap();
+        settled
+            .insert(&keys[..1 << 20], &values[..1 << 20])
+            .unwrap();
+        drop(settled);
+        let next =
+            CuckooTable::<u32, u32>::new(dev, CuckooOptions::with_capacity(1 << 20).layout(layout))
+                .unwrap();
+        let (more, more_values) = workload::host_pairs(KeySet::Hits, 1 << 22, 1 << 20);
+        next.insert(&more, &more_values).unwrap();
+        let got: Vec<u32> = next.get(&more).unwrap().into_iter().flatten().collect();
+        assert_eq!(got, more_values, "{layout:?}");
+        assert!(
+            next.get(&keys[..1 << 16])
+                .unwrap()
+                .iter()
+                .all(Option::is_none),
+            "{layout:?}"
+        );
+    }
+}
+
 /// Four host threads through the host forms at once, each on keys of its own: inserts,
 /// lookups, removes, membership tests and lengths all agree with each thread's model.
 #[test]

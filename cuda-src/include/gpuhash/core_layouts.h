@@ -145,6 +145,16 @@ typedef struct GhCombineFoldParams {
     uint32_t value_words;
 } GhCombineFoldParams;
 
+/* A copy of `words` 32-bit words from device memory into mapped pinned host
+ * memory (`to` is the host memory's device address), made by a kernel: a
+ * readback of a few words then goes as the SMs' stores, and does not queue
+ * behind large copies on the copy engines. */
+typedef struct GhCopyWordsParams {
+    const uint32_t *from;
+    uint32_t *to;
+    uint64_t words;
+} GhCopyWordsParams;
+
 /* Hits of a lookup batch: for every i with found[i] != 0, the index base + i
  * goes to hit_index and value i (value_words words) to hit_values, at a place
  * taken from *hits (which counts them, across launches). Hits come out in no

@@ -88,6 +88,7 @@ mod memory;
 mod pending;
 mod pool;
 pub mod registered;
+mod small_copy;
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -104,6 +105,7 @@ use pending::{Access, Pending};
 pub use pool::{PinnedPool, PooledPinned};
 pub(crate) use registered::RegisteredRanges;
 pub use registered::{HostRegistered, Registrable, RegistrableMut};
+pub(crate) use small_copy::MAX_BYTES as SMALL_COPY_BYTES;
 
 /// `len` values of a plain-old-data type `T` in page-locked host memory, freed on drop.
 ///
@@ -259,6 +261,12 @@ impl<T> PinnedBuffer<T> {
     /// [`PinnedBuffer::mapped_address`].
     pub fn mapped_address_mut<'a>(&'a mut self, stream: &'a Stream) -> Result<MappedAddress<'a>> {
         self.mapped_guard(stream, Access::Write)
+    }
+
+    /// The device address of value `offset`, for a mapped buffer.
+    fn mapped_at(&self, offset: usize) -> Option<u64> {
+        let base = self.memory.as_ref().and_then(Allocation::mapped)?;
+        Some(base + (offset * size_of::<T>()) as u64).filter(|_| self.mapped)
     }
 
     fn mapped_guard<'a>(&'a self, stream: &'a Stream, access: Access) -> Result<MappedAddress<'a>> {
@@ -473,9 +481,15 @@ impl<T: Pod> DeviceBuffer<T> {
             return Ok(());
         }
         let bytes = len * size_of::<T>();
+        let mapped = target.mapped_at(offset);
         target.pending.queue(&stream.inner, Access::Write, || {
             let source = self.address(stream);
             let device = source.address + (range.start * size_of::<T>()) as u64;
+            if let Some(to) = mapped.filter(|&to| small_copy::by_kernel(device, to, bytes)) {
+                // SAFETY: as for the copy below; `to` is the device address of the same
+                // `bytes` bytes of the pinned buffer, which is mapped.
+                return unsafe { small_copy::copy_words(stream, device, to, bytes) };
+            }
             // SAFETY: `device` addresses `bytes` bytes within this buffer (checked above),
             // allocated until the copy has run and ordered after other streams' writes
             // (`address`); `host` addresses `bytes` bytes of the pinned buffer, which waits

@@ -70,7 +70,7 @@ impl PinnedPool {
     /// An empty pool for `device` that pins at most `cap` bytes (`None`: as much as the host
     /// gives).
     pub fn new(device: &Device, cap: Option<usize>) -> Self {
-        Self::for_context(device.context().clone(), cap)
+        Self::with_mapping(device.context().clone(), cap, false)
     }
 
     /// Like [`PinnedPool::new`], but every buffer it pins is also mapped into the device's
@@ -80,8 +80,10 @@ impl PinnedPool {
         Self::with_mapping(device.context().clone(), cap, true)
     }
 
-    pub(crate) fn for_context(context: Arc<CudaContext>, cap: Option<usize>) -> Self {
-        Self::with_mapping(context, cap, false)
+    /// The device's shared pool: mapped, so that small readbacks into its buffers are made
+    /// by a kernel (`small_copy`), and uncapped.
+    pub(crate) fn for_context_mapped(context: Arc<CudaContext>) -> Self {
+        Self::with_mapping(context, None, true)
     }
 
     fn with_mapping(context: Arc<CudaContext>, cap: Option<usize>, mapped: bool) -> Self {

@@ -84,6 +84,19 @@ impl Order {
     }
 }
 
+impl Order {
+    /// Whether every batch queued so far has run (an event that cannot be queried counts
+    /// as not run).
+    pub(super) fn all_run(&self) -> bool {
+        let events = self.events.lock();
+        events
+            .last_write
+            .iter()
+            .chain(&events.reads)
+            .all(CudaEvent::is_complete)
+    }
+}
+
 /// A fresh event of `stream`'s context, for a batch's order when no recorded one is free.
 fn new_event(stream: &Stream) -> Result<CudaEvent> {
     Ok(stream
