@@ -96,9 +96,14 @@
 //!   look-ahead. A page-out waits only for the events recorded after the work queued on
 //!   its victim, so the kernels of other children run on meanwhile. Across passes
 //!   likewise: paging passes take groups of half the slots ([`policy::page_group`]), and
-//!   while one group's segments run, the next group's children page in, one at a time,
-//!   into the other half (`prefetch.rs`), so that paging a batch's children costs the bus
-//!   its time beside the kernels, not after them.
+//!   while one group's segments run, the next group's children page in, one after the
+//!   other on one thread, into the other half (`prefetch.rs`; each victim leaves before
+//!   its successor comes in, [`policy::Lru::moves_ahead`]), so that paging a batch's
+//!   children costs the bus its time beside the kernels, not after them. A routed pass
+//!   starts them before it queues its own launches. A child that leaves frees its device
+//!   memory with no wait for the batch's later work on the caller's stream (DyHash's
+//!   tables know when their own batches have run), so the child paged into that memory
+//!   copies in while the batch's kernels run, not after them.
 //! - **Residency.** At most [`SwapTable::resident_limit`] children are on the device: the
 //!   device budget less the scratch and the filters, over the device memory of a child
 //!   made at the child capacity (measured once, when the table is made). Bringing a child
@@ -276,12 +281,12 @@
 //!   filter: 0.4% at about 10 bits a key) would need rounds of peeling kernels a
 //!   page-out and about three times the room outside the budget that the Bloom filter's
 //!   build takes (above).
-//! - Paging passes prefetch one child at a time, and a batch's first pass (its resident
-//!   children) prefetches nothing: every slot is busy. A batch of hits that pages its
-//!   children is bound by their page-ins (12 of 52 MB for 2^26 keys in W5, each 1.2 ms
-//!   alone and about 2.5 ms beside a routed pass's launches), not by its kernels; moving
-//!   a group's children in back to back, and keeping freed device memory in the pool for
-//!   the next page-in, measured no faster.
+//! - A batch's first pass (its resident children) prefetches nothing: every slot is busy,
+//!   so the first paging group comes in after that pass's launches have run. A batch of
+//!   hits that pages its children is bound by their page-ins (12 of 52 MB for 2^26 keys
+//!   in W5, about 1.2 ms each, 45 GB/s: the rebuild allocates and queues its sections one
+//!   by one); keeping freed device memory in the pool for the next page-in measured no
+//!   faster.
 //! - Inserts and removals still partition each segment and visit its children one by
 //!   one (their undo log needs each child's keys before its form runs). Host timing marks
 //!   of a W5 insert of 2^26 pairs (83 ms): 7 passes of 54 segments in all, 132 child

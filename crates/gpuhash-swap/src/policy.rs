@@ -388,6 +388,33 @@ impl Lru {
     pub fn evict(&mut self, child: usize) {
         self.resident.retain(|&(c, _)| c != child);
     }
+
+    /// The page-ins ahead that bring in the children of `wanted` not resident, in order,
+    /// each with the room it takes ([`Lru::ahead`]), as many as there is room for while
+    /// the children `busy` says, and those of `wanted`, keep their slots. Run one after
+    /// the other, each victim out before its child comes in, they keep the limit.
+    pub fn moves_ahead(
+        &self,
+        wanted: &[usize],
+        busy: impl Fn(usize) -> bool,
+    ) -> Vec<(usize, Ahead)> {
+        let mut after = self.clone();
+        let mut moves = Vec::new();
+        for &incoming in wanted {
+            if after.is_resident(incoming) {
+                continue;
+            }
+            let Some(ahead) = after.ahead(|c| busy(c) || wanted.contains(&c)) else {
+                break;
+            };
+            if let Ahead::Evict(victim) = ahead {
+                after.evict(victim);
+            }
+            after.touch(incoming);
+            moves.push((incoming, ahead));
+        }
+        moves
+    }
 }
 
 #[cfg(test)]
@@ -762,6 +789,47 @@ mod tests {
                 }
                 Err(_) => false,
             }
+        }
+
+        fn moves_ahead_keep_the_limit_and_spare_what_the_batch_needs(
+            resident: Vec<u8>,
+            wanted: Vec<u8>,
+            busy: Vec<u8>,
+            limit: u8
+        ) -> bool {
+            let limit = usize::from(limit % 5) + 1;
+            let mut lru = Lru::new(limit);
+            for &child in &resident {
+                let child = usize::from(child % 12);
+                if !lru.is_resident(child) && let Some(victim) = lru.victim() {
+                    lru.evict(victim);
+                }
+                lru.touch(child);
+            }
+            let wanted: Vec<usize> = wanted.iter().map(|&c| usize::from(c % 12)).collect();
+            let busy: Vec<usize> = busy.iter().map(|&c| usize::from(c % 12)).collect();
+            let spared = |c: usize| busy.contains(&c) || wanted.contains(&c);
+            let moves = lru.moves_ahead(&wanted, |c| busy.contains(&c));
+            let mut after = lru.clone();
+            for &(incoming, ahead) in &moves {
+                if after.is_resident(incoming) || !wanted.contains(&incoming) {
+                    return false;
+                }
+                match ahead {
+                    Ahead::Free if after.resident().count() < limit => {}
+                    Ahead::Evict(victim) if after.is_resident(victim) && !spared(victim) => {
+                        after.evict(victim);
+                    }
+                    _ => return false,
+                }
+                after.touch(incoming);
+                if after.resident().count() > limit {
+                    return false;
+                }
+            }
+            // It stops only where no room is left, or once every wanted child is in.
+            let all_in = wanted.iter().all(|&c| after.is_resident(c));
+            all_in || after.ahead(spared).is_none()
         }
 
         fn the_lru_keeps_the_limit_and_evicts_the_oldest(uses: Vec<u8>) -> bool {

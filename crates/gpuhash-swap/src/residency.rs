@@ -154,6 +154,13 @@ pub(crate) struct Moved<T: ProbeInPlace> {
     incoming: Option<(usize, Result<T, T::Error>)>,
 }
 
+impl<T: ProbeInPlace> Moved<T> {
+    /// Whether the page-out or the page-in failed.
+    pub(crate) fn failed(&self) -> bool {
+        matches!(self.victim, Some((_, Err(_)))) || !matches!(self.incoming, Some((_, Ok(_))))
+    }
+}
+
 impl<T: ProbeInPlace> Move<T> {
     /// Pages the victim out (waiting for its work first), then, if that went well, the
     /// incoming child in: on streams the device lends, beside the batch's stream.
@@ -314,6 +321,16 @@ impl<T: ProbeInPlace> Residency<T> {
     /// Room for one more child while the children `busy` says keep their slots.
     pub(crate) fn ahead(&self, busy: impl Fn(usize) -> bool) -> Option<Ahead> {
         self.lru.ahead(busy)
+    }
+
+    /// The page-ins ahead, one after the other, that bring in the children of `wanted`
+    /// not resident while those `busy` says keep their slots ([`Lru::moves_ahead`]).
+    pub(crate) fn moves_ahead(
+        &self,
+        wanted: &[usize],
+        busy: impl Fn(usize) -> bool,
+    ) -> Vec<(usize, Ahead)> {
+        self.lru.moves_ahead(wanted, busy)
     }
 
     /// The miss filters.
@@ -532,6 +549,13 @@ impl<T: ProbeInPlace> Residency<T> {
             victim,
             incoming,
             image: self.image(incoming),
+        }
+    }
+
+    /// Takes back a [`Move`] that never ran: its victim stays resident, as it was.
+    pub(crate) fn unmove(&mut self, unrun: Move<T>) {
+        if let Some((victim, resident)) = unrun.victim {
+            self.children[victim].resident = Some(resident);
         }
     }
 

@@ -113,9 +113,10 @@ impl<T: ProbeInPlace> SwapTable<T> {
     /// Runs the lookup `verb` on `keys` routed (module docs) in `passes` over the batch
     /// ([`crate::passes`]): a pass reaches its children resident, or on the host probed in
     /// place; a pass of children the batch pages pages them in first (those the last pass's
-    /// prefetch did not bring), and while its segments run, the next pass's children page
-    /// in ([`Prefetch`]). Each pass reads segments of `segment` keys (a route a key is its
-    /// scratch), and waits for nothing but its page-ins.
+    /// prefetch did not bring), then starts the next pass's children paging in, one after
+    /// the other, before its own segments are queued, so that the bus moves them while
+    /// those run ([`Prefetch`]). Each pass reads segments of `segment` keys (a route a key
+    /// is its scratch), and waits for nothing but its page-ins.
     pub(crate) fn look_up_routed(
         &self,
         residency: &mut Residency<T>,
@@ -138,6 +139,7 @@ impl<T: ProbeInPlace> SwapTable<T> {
                 outcome = prefetch
                     .land(residency)
                     .and_then(|()| self.page_in_pass(residency, stream, reach))
+                    .and_then(|()| prefetch.next(scope, residency, &self.device, &next, &busy))
                     .and_then(|()| {
                         let pass = Pass::new(stream, reach, false)?;
                         let between = |residency: &mut Residency<T>| {

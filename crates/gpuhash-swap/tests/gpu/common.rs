@@ -38,6 +38,16 @@ pub fn paging_options_with_scratch<K: Key, V: Value>(
     capacity: usize,
     scratch: u64,
 ) -> Result<SwapOptions<CuckooTable<K, V>>, CuckooError> {
+    paging_options_holding(device, capacity, scratch, RESIDENT)
+}
+
+/// [`paging_options_with_scratch`] with a budget that holds `resident` children.
+pub fn paging_options_holding<K: Key, V: Value>(
+    device: &Device,
+    capacity: usize,
+    scratch: u64,
+    resident: u64,
+) -> Result<SwapOptions<CuckooTable<K, V>>, CuckooError> {
     let child_capacity = capacity.div_ceil(CHILDREN).max(1024);
     let child = CuckooTable::<K, V>::with_capacity(device, child_capacity)?;
     let child_bytes = child.memory()?.bytes_reserved;
@@ -46,7 +56,7 @@ pub fn paging_options_with_scratch<K: Key, V: Value>(
         .child_capacity(child_capacity)
         .scratch_bytes(scratch)
         .filter_bits_per_key(FILTER_BITS as u32)
-        .device_budget(RESIDENT * child_bytes + scratch + filter_bytes(child_capacity)))
+        .device_budget(resident * child_bytes + scratch + filter_bytes(child_capacity)))
 }
 
 /// A table of 8 DyHash children of which 2 fit the device budget, for `capacity` pairs.

@@ -3,9 +3,13 @@
 //! `NotInserted` does, wherever in a batch the test wants a failure.
 //!
 //! The fault is armed per thread: a swap table runs a batch's visits on the thread that
-//! called it, so tests that run at once do not set off each other's faults.
+//! called it, so tests that run at once do not set off each other's faults. A page-in
+//! fault ([`fail_page_in_after`]) is armed for every thread, since a prefetch pages
+//! children in on threads of its own: only a test that holds all the device's memory
+//! (no other test runs meanwhile) arms it.
 
 use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use gpuhash_core::image::{Image, PinnedImage, ProbeInPlace, TableImage};
 use gpuhash_core::table::{DevicePairs, Key, Map, MemoryUsage, Table, Value};
@@ -41,6 +45,36 @@ pub fn fail_after(form: Form, passing: usize) {
 /// Disarms the fault on this thread; true when it had struck.
 pub fn struck() -> bool {
     FAULT.with(|fault| fault.take().is_none())
+}
+
+/// Page-ins of faulty children, on any thread, that pass before one fails (`usize::MAX`:
+/// none armed), and whether one failed since [`fail_page_in_after`] armed it.
+static PAGE_IN_FAULT: AtomicUsize = AtomicUsize::new(usize::MAX);
+static PAGE_IN_STRUCK: AtomicBool = AtomicBool::new(false);
+
+/// Arms a page-in fault: after `passing` page-ins of faulty children, on any thread, one
+/// fails with `OutOfDeviceMemory`, once. Hold [`gpuhash_test_support::all_memory`].
+pub fn fail_page_in_after(passing: usize) {
+    PAGE_IN_STRUCK.store(false, Ordering::SeqCst);
+    PAGE_IN_FAULT.store(passing, Ordering::SeqCst);
+}
+
+/// Disarms the page-in fault; true when it had struck.
+pub fn page_in_struck() -> bool {
+    PAGE_IN_FAULT.store(usize::MAX, Ordering::SeqCst);
+    PAGE_IN_STRUCK.swap(false, Ordering::SeqCst)
+}
+
+/// Whether this page-in is the one that fails (and disarms the fault if so).
+fn page_in_strikes() -> bool {
+    let counted = PAGE_IN_FAULT.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |left| {
+        (left != usize::MAX).then(|| left.checked_sub(1).unwrap_or(usize::MAX))
+    });
+    let strikes = counted == Ok(0);
+    if strikes {
+        PAGE_IN_STRUCK.store(true, Ordering::SeqCst);
+    }
+    strikes
 }
 
 /// Whether this call of `form` is the one that fails (and disarms the fault if so).
@@ -168,7 +202,11 @@ impl<K: Key, V: Value> Image for Faulty<K, V> {
         self.0.to_pinned_image(pool)
     }
 
+    /// Fails with `OutOfDeviceMemory` when the page-in fault strikes.
     fn from_pinned_image(device: &Device, image: &PinnedImage) -> Result<Self, CuckooError> {
+        if page_in_strikes() {
+            return Err(Error::OutOfDeviceMemory.into());
+        }
         Ok(Self(CuckooTable::from_pinned_image(device, image)?))
     }
 }

@@ -2,10 +2,12 @@
 //! every batch (`conformance`), answers against `HashMap` models across evictions, probing
 //! and paging, filters and budgets (`paging`), the overlapped pipeline (`pipeline`),
 //! failed inserts and removals taken back (`undo`, with children that fail on demand:
-//! `faulty`), inserts and removals of many segments taking passes (`passes`), and the
-//! public partition by a spread of any seed (`partition`).
+//! `faulty`), inserts and removals of many segments taking passes (`passes`), paging
+//! passes of two children a group, the next brought in ahead (`prefetch`), and the public
+//! partition by a spread of any seed (`partition`).
 //!
-//! Every test is small (tables of 2^14 pairs in 8 children, 2 resident) and runs alone:
+//! Every test is small (tables of 2^14 pairs in 8 children, 2 resident, 4 in `prefetch`)
+//! and runs alone:
 //! `cargo test -p gpuhash-swap --test gpu -- --ignored --exact pipeline::NAME`.
 
 mod common;
@@ -15,4 +17,5 @@ mod paging;
 mod partition;
 mod passes;
 mod pipeline;
+mod prefetch;
 mod undo;
