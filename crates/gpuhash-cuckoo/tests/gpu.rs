@@ -1368,6 +1368,23 @@ fn damaged_and_foreign_images_are_refused() {
             other.push_section(section.clone());
         }
         refused(CuckooTable::from_image(device(), &other));
+        // A lock held in the last subtable (sections: state, side, then keys, values, locks
+        // and dirty bits a subtable) would never be let go: refused from the host and from
+        // pinned memory, whose arrays are already on their way to the device by then.
+        let last_locks = image.sections().len() - 2;
+        let mut locked = gpuhash_core::image::TableImage::new(image.header().clone());
+        for (i, section) in image.sections().iter().enumerate() {
+            let mut section = section.clone();
+            if i == last_locks {
+                let at = section.len() - 1;
+                section[at] = 1;
+            }
+            locked.push_section(section);
+        }
+        refused(CuckooTable::from_image(device(), &locked));
+        let pool = PinnedPool::new(device(), None);
+        let pinned = PinnedImage::from_image(&pool, &locked).unwrap();
+        refused(CuckooTable::from_pinned_image(device(), &pinned));
         // The table itself still loads.
         let loaded = CuckooTable::<u32, u32>::load(device(), &mut bytes.as_slice()).unwrap();
         assert_eq!(

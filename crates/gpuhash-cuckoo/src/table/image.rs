@@ -173,8 +173,16 @@ impl<K: Key, V: Value> Image for CuckooTable<K, V> {
 pub(super) trait Sections {
     fn header(&self) -> &ImageHeader;
     fn count(&self) -> usize;
+    /// Section `index`'s bytes, where they lie.
+    fn bytes(&self, index: usize) -> Result<&[u8]>;
     /// Bytes of section `index`.
-    fn bytes_of(&self, index: usize) -> Result<usize>;
+    fn bytes_of(&self, index: usize) -> Result<usize> {
+        Ok(self.bytes(index)?.len())
+    }
+    /// Whether section `index` holds only zero bytes (read in place).
+    fn all_zero(&self, index: usize) -> Result<bool> {
+        Ok(self.bytes(index)?.iter().fold(0, |any, &b| any | b) == 0)
+    }
     /// Section `index` on the host.
     fn host<T: Pod>(&self, index: usize) -> Result<Vec<T>>;
     /// Section `index` in a new device buffer, queued on `stream`.
@@ -188,8 +196,8 @@ impl Sections for TableImage {
     fn count(&self) -> usize {
         self.sections().len()
     }
-    fn bytes_of(&self, index: usize) -> Result<usize> {
-        Ok(self.section(index)?.len())
+    fn bytes(&self, index: usize) -> Result<&[u8]> {
+        Ok(self.section(index)?)
     }
     fn host<T: Pod>(&self, index: usize) -> Result<Vec<T>> {
         Ok(self.section_as(index)?)
@@ -209,8 +217,8 @@ impl Sections for PinnedImage {
     fn count(&self) -> usize {
         self.section_count()
     }
-    fn bytes_of(&self, index: usize) -> Result<usize> {
-        Ok(self.section(index)?.len())
+    fn bytes(&self, index: usize) -> Result<&[u8]> {
+        Ok(self.section(index)?)
     }
     fn host<T: Pod>(&self, index: usize) -> Result<Vec<T>> {
         Ok(self.section_as(index)?.to_vec())
@@ -242,6 +250,13 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
         let subtables = (0..options.subtables)
             .map(|i| Self::subtable_from_image(&stream, image, &state, i))
             .collect::<Result<Vec<_>>>()?;
+        // A lock held in an image would never be let go: checked, in place, while the
+        // copies run (a bad image's copies are dropped with the error).
+        for i in 0..options.subtables {
+            if !image.all_zero(FIRST_SUBTABLE + SUBTABLE_SECTIONS * i + 2)? {
+                return Err(invalid(&format!("subtable {i}'s locks")));
+            }
+        }
         let shared = Shared {
             counts: DeviceBuffer::from_host(&stream, &state.counts)?,
             side: DeviceBuffer::from_host(&stream, &side)?,
@@ -408,10 +423,6 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
         index: usize,
     ) -> Result<Subtable<K>> {
         let first = FIRST_SUBTABLE + SUBTABLE_SECTIONS * index;
-        // A lock held in an image would never be let go.
-        if image.host::<u32>(first + 2)?.iter().any(|&l| l != 0) {
-            return Err(invalid(&format!("subtable {index}'s locks")));
-        }
         Ok(Subtable {
             keys: image.upload(stream, first)?,
             values: image.upload(stream, first + 1)?,
