@@ -289,11 +289,15 @@
 //!   faster.
 //! - Inserts and removals still partition each segment and visit its children one by
 //!   one (their undo log needs each child's keys before its form runs). Host timing marks
-//!   of a W5 insert of 2^26 pairs (83 ms): 7 passes of 54 segments in all, 132 child
-//!   inserts, each a DyHash insert that waits for its counts (42 ms of the thread's time,
-//!   GPU work included), the segments' count waits 17 ms; page-outs (2.4 ms each: export,
-//!   filter, image) and page-ins run beside them. Fewer, longer segments or a child insert
-//!   that need not wait are the levers.
+//!   of a W5 insert of 2^26 pairs (75-92 ms): 7 passes of 54 segments in all, each
+//!   segment's count waited for (about 0.3 ms), and 132 child inserts, each a DyHash
+//!   insert that waits for its counts (22-24 ms of waits in all, now that those readbacks
+//!   no longer queue behind page-outs); page-outs (2.3-2.7 ms each: export, filter,
+//!   image) and page-ins run beside them. Fewer, longer segments or a child insert that
+//!   need not wait are the levers.
+//! - Small uploads (a launch's list of routes, a pass's children) still go by copy
+//!   engine, so a pass's launches queued after a page-in's copies wait for them; a kernel
+//!   that takes the few words in its parameters would not.
 //!
 //! ## Features
 #![doc = document_features::document_features!()]
