@@ -1439,6 +1439,15 @@ fn get_async_answers_one_byte_a_key() {
     }
 }
 
+/// A table of `layout` holding 2^22 workload pairs, with its keys and values.
+fn holding_2_22(layout: BucketLayout) -> (CuckooTable<u32, u32>, Vec<u32>, Vec<u32>) {
+    let options = CuckooOptions::with_capacity(1 << 22).layout(layout);
+    let table = CuckooTable::<u32, u32>::new(device(), options).unwrap();
+    let (keys, values) = workload::host_pairs(KeySet::Hits, 0, 1 << 22);
+    table.insert(&keys, &values).unwrap();
+    (table, keys, values)
+}
+
 /// A reader's batch queued on one stream, then a writer's on another, both returning
 /// before their kernels run: the remove waits for the lookup on the device, so every key
 /// is found; a lookup queued after the remove, on the first stream, finds none.
@@ -1449,11 +1458,7 @@ fn batches_on_different_streams_run_in_the_order_they_were_queued() {
     let dev = device();
     let (reader, writer) = (dev.new_stream().unwrap(), dev.new_stream().unwrap());
     for layout in LAYOUTS {
-        let table =
-            CuckooTable::<u32, u32>::new(dev, CuckooOptions::with_capacity(1 << 22).layout(layout))
-                .unwrap();
-        let (keys, values) = workload::host_pairs(KeySet::Hits, 0, 1 << 22);
-        table.insert(&keys, &values).unwrap();
+        let (table, keys, values) = holding_2_22(layout);
         let d_keys = DeviceBuffer::from_host(&reader, &keys).unwrap();
         let mut found = DeviceBuffer::<u8>::zeroed(&reader, keys.len()).unwrap();
         let mut out = DeviceBuffer::<u32>::zeroed(&reader, keys.len()).unwrap();
@@ -1486,11 +1491,7 @@ fn a_table_dropped_under_its_lookups_frees_after_them() {
     let dev = device();
     let (reader, other) = (dev.new_stream().unwrap(), dev.new_stream().unwrap());
     for layout in LAYOUTS {
-        let table =
-            CuckooTable::<u32, u32>::new(dev, CuckooOptions::with_capacity(1 << 22).layout(layout))
-                .unwrap();
-        let (keys, values) = workload::host_pairs(KeySet::Hits, 0, 1 << 22);
-        table.insert(&keys, &values).unwrap();
+        let (table, keys, values) = holding_2_22(layout);
         let bytes = table.memory().unwrap().bytes_reserved as usize;
         let d_keys = DeviceBuffer::from_host(&reader, &keys).unwrap();
         let mut found = DeviceBuffer::<u8>::zeroed(&reader, keys.len()).unwrap();
