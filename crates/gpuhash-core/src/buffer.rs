@@ -172,22 +172,9 @@ impl<T: Pod> DeviceBuffer<T> {
     /// From pageable memory the copy returns once the driver has staged the values; from
     /// memory registered with [`Device::register`](crate::Device::register) it runs as one
     /// DMA at the bus's speed, and the call waits for it, so that either way the caller may
-    /// change `values` as soon as it returns. A few KiB ride in the parameters of kernels
-    /// that store them, so that they do not wait behind large copies to the device on other
-    /// streams.
+    /// change `values` as soon as it returns.
     pub fn copy_from_host(&mut self, stream: &Stream, values: &[T]) -> Result<()> {
         self.check_len("copy_from_host: buffer and host slice", values.len())?;
-        let bytes: &[u8] = bytemuck::cast_slice(values);
-        if !values.is_empty()
-            && crate::pinned::uploads_inline(self.base, bytes.len())
-            && !stream.device().is_registered(values)
-        {
-            let target = self.address_mut(stream);
-            // SAFETY: `target` addresses this buffer's `bytes.len()` bytes, ordered after
-            // other streams' work on it (`address_mut`), freed only after the launches
-            // (stream-ordered); the launches carry the bytes, so `values` is free at once.
-            return unsafe { crate::pinned::upload_inline(stream, target.address, bytes) };
-        }
         if !values.is_empty() {
             self.order.lock().write(&stream.inner)?;
             let size = self.size_bytes();

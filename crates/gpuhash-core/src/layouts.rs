@@ -20,7 +20,6 @@ pub const GH_COMBINE_KEEP: u32 = 0;
 pub const GH_COMBINE_ADD: u32 = 1;
 pub const GH_COMBINE_MIN: u32 = 2;
 pub const GH_COMBINE_MAX: u32 = 3;
-pub const GH_INLINE_WORDS: u32 = 1000;
 pub const GH_SCAN_THREADS: u32 = 256;
 pub const GH_SCAN_TILE: u32 = 4096;
 #[repr(C)]
@@ -370,36 +369,6 @@ const _: () = {
         [::core::mem::offset_of!(GhCopyWordsParams, words) - 16usize];
 };
 impl Default for GhCopyWordsParams {
-    fn default() -> Self {
-        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
-#[repr(C)]
-#[derive(Debug, Copy, Clone, PartialEq, Eq)]
-pub struct GhInlineWordsParams {
-    pub to: *mut u32,
-    pub words: u32,
-    pub pad: u32,
-    pub data: [u32; 1000usize],
-}
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    ["Size of GhInlineWordsParams"][::core::mem::size_of::<GhInlineWordsParams>() - 4016usize];
-    ["Alignment of GhInlineWordsParams"][::core::mem::align_of::<GhInlineWordsParams>() - 8usize];
-    ["Offset of field: GhInlineWordsParams::to"]
-        [::core::mem::offset_of!(GhInlineWordsParams, to) - 0usize];
-    ["Offset of field: GhInlineWordsParams::words"]
-        [::core::mem::offset_of!(GhInlineWordsParams, words) - 8usize];
-    ["Offset of field: GhInlineWordsParams::pad"]
-        [::core::mem::offset_of!(GhInlineWordsParams, pad) - 12usize];
-    ["Offset of field: GhInlineWordsParams::data"]
-        [::core::mem::offset_of!(GhInlineWordsParams, data) - 16usize];
-};
-impl Default for GhInlineWordsParams {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
         unsafe {

@@ -24,11 +24,10 @@ use gpuhash_core::{DeviceAddress, DeviceBuffer, Stream};
 
 use crate::Result;
 use crate::layouts::{
-    GH_CUCKOO_LAYOUT_PACKED, GH_CUCKOO_MAX_SUBTABLES, GH_CUCKOO_TILE, GhCuckooExportParams,
-    GhCuckooFillParams, GhCuckooFindManyParams, GhCuckooFindParams, GhCuckooFindRoutedParams,
-    GhCuckooHome, GhCuckooInsertParams, GhCuckooPartitionParams, GhCuckooPlaceParams,
-    GhCuckooRemoveParams, GhCuckooResizeParams, GhCuckooSubtable, GhCuckooTable,
-    GhCuckooUpdateParams, GhCuckooView,
+    GH_CUCKOO_LAYOUT_PACKED, GH_CUCKOO_TILE, GhCuckooExportParams, GhCuckooFillParams,
+    GhCuckooFindManyParams, GhCuckooFindParams, GhCuckooFindRoutedParams, GhCuckooHome,
+    GhCuckooInsertParams, GhCuckooPartitionParams, GhCuckooPlaceParams, GhCuckooRemoveParams,
+    GhCuckooResizeParams, GhCuckooSubtable, GhCuckooTable, GhCuckooUpdateParams, GhCuckooView,
 };
 
 // SAFETY: bindgen's repr(C) copies of the C structs the kernels take, holding raw device
@@ -58,30 +57,9 @@ unsafe impl KernelParams for GhCuckooFindRoutedParams {}
 // SAFETY: bindgen's repr(C) copy of the view that the caller's kernels take by value
 // (gpuhash/cuckoo_view.cuh): raw device pointers and integers only.
 unsafe impl cudarc::driver::DeviceRepr for crate::layouts::GhCuckooView {}
-/// A layout every byte of which is a field's (no padding), so that a list of them is
-/// uploaded as its bytes ([`with_list`]).
-///
-/// # Safety
-///
-/// The type is `repr(C)` with no padding bytes.
-unsafe trait PlainList: Copy {}
-
-// The layouts' sizes are the sums of their fields' (explicit pads included): no padding.
-const _: () = {
-    let subtables = GH_CUCKOO_MAX_SUBTABLES as usize;
-    assert!(size_of::<GhCuckooSubtable>() == 4 * 8 + 4 * 8);
-    assert!(
-        size_of::<GhCuckooTable>() == subtables * size_of::<GhCuckooSubtable>() + 2 * 8 + 4 * 4
-    );
-    assert!(size_of::<GhCuckooHome>() == (3 * subtables + 1) * 4);
-    let table_and_home = size_of::<GhCuckooTable>() + size_of::<GhCuckooHome>();
-    assert!(size_of::<GhCuckooView>() == table_and_home + 3 * 4);
-    assert!(size_of::<GhCuckooFindParams>() == table_and_home + 4 + 5 * 8);
-};
-// SAFETY: repr(C) (bindgen) with no padding, asserted above.
-unsafe impl PlainList for GhCuckooView {}
-// SAFETY: as above.
-unsafe impl PlainList for GhCuckooFindParams {}
+// SAFETY: bindgen's repr(C) copy of a find's parameters, which `find_many` reads from
+// device memory: raw device pointers and integers only.
+unsafe impl cudarc::driver::DeviceRepr for GhCuckooFindParams {}
 
 /// One fat binary a phase, as `cuda-src/cuckoo/` splits its kernels.
 static LOOKUP_IMAGE: KernelImage = gpuhash_core::kernel_image!("lookup");
@@ -267,7 +245,6 @@ pub(crate) fn find<K: Key, V: bytemuck::Pod>(stream: &Stream, find: Find<'_, K, 
     let params = GhCuckooFindParams {
         home: find.home,
         table: find.table,
-        pad_home: 0,
         keys: k.address as *const _,
         values_out: mut_ptr(v.as_ref()),
         found_out: mut_ptr(f.as_ref()),
@@ -333,7 +310,6 @@ pub(crate) fn find_many<K: Key, V: bytemuck::Pod>(
         .map(|part| GhCuckooFindParams {
             table: part.table,
             home: part.home,
-            pad_home: 0,
             keys: (k.address + (part.range.start * size_of::<K>()) as u64) as *const _,
             values_out: v.as_ref().map_or(std::ptr::null_mut(), |v| {
                 (v.address + (part.range.start * words * 4) as u64) as *mut u32
@@ -366,10 +342,9 @@ pub(crate) fn find_many<K: Key, V: bytemuck::Pod>(
 }
 
 /// Runs `launch` with the device address of a copy of `list`, made on `stream` (0 for an
-/// empty list); the copy lasts until `launch` returns and is freed in stream order, so a
-/// kernel that `launch` queues reads it first. A list of a few KiB rides in launch
-/// parameters (`DeviceBuffer::copy_from_host`), not behind other streams' large copies.
-fn with_list<T: PlainList>(
+/// empty list); the copy, and its place in the stream's order, last until `launch` returns,
+/// so a kernel that `launch` queues reads it before it is freed.
+fn with_list<T: cudarc::driver::DeviceRepr>(
     stream: &Stream,
     list: &[T],
     launch: impl FnOnce(u64) -> gpuhash_core::Result<()>,
@@ -377,13 +352,13 @@ fn with_list<T: PlainList>(
     if list.is_empty() {
         return Ok(launch(0)?);
     }
-    // SAFETY: `T` has no padding (`PlainList`), so every byte of the list is initialized;
-    // the slice covers the list's own memory and borrows it.
-    let bytes =
-        unsafe { std::slice::from_raw_parts(list.as_ptr().cast::<u8>(), size_of_val(list)) };
-    let mut on_device = DeviceBuffer::<u8>::unfilled(stream, bytes.len())?;
-    on_device.copy_from_host(stream, bytes)?;
-    Ok(launch(on_device.address(stream).address)?)
+    let on_device = stream
+        .cuda_stream()
+        .clone_htod(list)
+        .map_err(gpuhash_core::Error::from)?;
+    let (list_at, _list_order) =
+        cudarc::driver::DevicePtr::device_ptr(&on_device, stream.cuda_stream());
+    Ok(launch(list_at)?)
 }
 
 /// A [`find_routed`]'s buffers: the keys of a range, each with its route (past the routes:

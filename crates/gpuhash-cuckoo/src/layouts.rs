@@ -142,7 +142,6 @@ pub struct GhCuckooView {
     pub home: GhCuckooHome,
     pub key_words: u32,
     pub pad: u32,
-    pub pad_end: u32,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
@@ -153,8 +152,6 @@ const _: () = {
     ["Offset of field: GhCuckooView::key_words"]
         [::core::mem::offset_of!(GhCuckooView, key_words) - 644usize];
     ["Offset of field: GhCuckooView::pad"][::core::mem::offset_of!(GhCuckooView, pad) - 648usize];
-    ["Offset of field: GhCuckooView::pad_end"]
-        [::core::mem::offset_of!(GhCuckooView, pad_end) - 652usize];
 };
 impl Default for GhCuckooView {
     fn default() -> Self {
@@ -170,7 +167,6 @@ impl Default for GhCuckooView {
 pub struct GhCuckooFindParams {
     pub table: GhCuckooTable,
     pub home: GhCuckooHome,
-    pub pad_home: u32,
     pub keys: *const ::core::ffi::c_void,
     pub values_out: *mut u32,
     pub found_out: *mut u8,
@@ -185,8 +181,6 @@ const _: () = {
         [::core::mem::offset_of!(GhCuckooFindParams, table) - 0usize];
     ["Offset of field: GhCuckooFindParams::home"]
         [::core::mem::offset_of!(GhCuckooFindParams, home) - 544usize];
-    ["Offset of field: GhCuckooFindParams::pad_home"]
-        [::core::mem::offset_of!(GhCuckooFindParams, pad_home) - 644usize];
     ["Offset of field: GhCuckooFindParams::keys"]
         [::core::mem::offset_of!(GhCuckooFindParams, keys) - 648usize];
     ["Offset of field: GhCuckooFindParams::values_out"]

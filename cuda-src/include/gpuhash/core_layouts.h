@@ -155,17 +155,6 @@ typedef struct GhCopyWordsParams {
     uint64_t words;
 } GhCopyWordsParams;
 
-/* Words an upload carries in the launch's own parameters (which travel with the
- * launch, not through a copy engine), stored at `to`: `words` of them, at most
- * GH_INLINE_WORDS (the parameters stay within 4 KiB). */
-#define GH_INLINE_WORDS 1000u
-typedef struct GhInlineWordsParams {
-    uint32_t *to;
-    uint32_t words;
-    uint32_t pad;
-    uint32_t data[GH_INLINE_WORDS];
-} GhInlineWordsParams;
-
 /* Hits of a lookup batch: for every i with found[i] != 0, the index base + i
  * goes to hit_index and value i (value_words words) to hit_values, at a place
  * taken from *hits (which counts them, across launches). Hits come out in no

@@ -113,9 +113,6 @@ typedef struct GhCuckooView {
     /* 32-bit words of a key: 1 for uint32_t keys, 2 for uint64_t keys. */
     uint32_t key_words;
     uint32_t pad;
-    /* Explicit, as every padding byte of this layout: a list of views is plain bytes,
-     * uploaded as they are. */
-    uint32_t pad_end;
 } GhCuckooView;
 
 /* Looks up keys[i] for i < count, probing first the subtable `home` names. found_out[i] = 1 when present (may be null),
@@ -124,8 +121,6 @@ typedef struct GhCuckooView {
 typedef struct GhCuckooFindParams {
     GhCuckooTable table;
     GhCuckooHome home;
-    /* Explicit, as every padding byte of this layout: a list of finds is plain bytes. */
-    uint32_t pad_home;
     const void *keys;
     uint32_t *values_out;
     uint8_t *found_out;

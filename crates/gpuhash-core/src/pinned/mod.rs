@@ -106,7 +106,6 @@ pub use pool::{PinnedPool, PooledPinned};
 pub(crate) use registered::RegisteredRanges;
 pub use registered::{HostRegistered, Registrable, RegistrableMut};
 pub(crate) use small_copy::MAX_BYTES as SMALL_COPY_BYTES;
-pub(crate) use small_copy::{inline as uploads_inline, upload as upload_inline};
 
 /// `len` values of a plain-old-data type `T` in page-locked host memory, freed on drop.
 ///

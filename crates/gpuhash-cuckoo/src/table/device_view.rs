@@ -102,7 +102,6 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
                 home: self.home(&view, false),
                 key_words: K::WORDS,
                 pad: 0,
-                pad_end: 0,
             }
         };
         Ok(DeviceView {

@@ -66,7 +66,6 @@ impl<K: Key, V: Value> CuckooTable<K, V> {
                     home,
                     key_words: K::WORDS,
                     pad: 0,
-                    pad_end: 0,
                 });
             }
             let buffers = launch::FindRouted {
