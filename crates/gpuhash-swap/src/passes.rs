@@ -92,9 +92,7 @@ impl<T: ProbeInPlace> SwapTable<T> {
             deferred: vec![0; children],
             routed: false,
         };
-        let on_host: Vec<bool> = (0..children)
-            .map(|child| !residency.is_resident(child))
-            .collect();
+        let on_host = residency.on_host();
         // The counts are 32-bit words.
         let countable = u32::try_from(keys.len()).is_ok();
         // A routed lookup's plan needs the survey even for one segment: its passes never

@@ -308,6 +308,13 @@ impl<T: ProbeInPlace> Residency<T> {
         self.children.len()
     }
 
+    /// Which children are on the host, by index.
+    pub(crate) fn on_host(&self) -> Vec<bool> {
+        (0..self.children.len())
+            .map(|child| !self.is_resident(child))
+            .collect()
+    }
+
     /// Whether child `index` is on the device.
     pub(crate) fn is_resident(&self, index: usize) -> bool {
         self.lru.is_resident(index)

@@ -85,9 +85,7 @@ impl<T: ProbeInPlace> SwapTable<T> {
             .copied()
             .collect();
         let scale = keys.len() as f64 / sample.len() as f64;
-        let on_host: Vec<bool> = (0..residency.count())
-            .map(|child| !residency.is_resident(child))
-            .collect();
+        let on_host = residency.on_host();
         let counted = self
             .device
             .lend_stream()

@@ -263,10 +263,10 @@ impl<T> PinnedBuffer<T> {
         self.mapped_guard(stream, Access::Write)
     }
 
-    /// The device address of value `offset`, for a mapped buffer.
+    /// The device address of value `offset`, for a mapped buffer that holds memory.
     fn mapped_at(&self, offset: usize) -> Option<u64> {
         let base = self.memory.as_ref().and_then(Allocation::mapped)?;
-        Some(base + (offset * size_of::<T>()) as u64).filter(|_| self.mapped)
+        self.mapped.then(|| base + (offset * size_of::<T>()) as u64)
     }
 
     fn mapped_guard<'a>(&'a self, stream: &'a Stream, access: Access) -> Result<MappedAddress<'a>> {
@@ -276,11 +276,7 @@ impl<T> PinnedBuffer<T> {
                     .into(),
             ));
         }
-        let address = self
-            .memory
-            .as_ref()
-            .and_then(Allocation::mapped)
-            .unwrap_or(0);
+        let address = self.mapped_at(0).unwrap_or(0);
         self.pending.start(&stream.inner, access)?;
         Ok(MappedAddress {
             address,

@@ -82,9 +82,7 @@ impl Order {
         events.last_write = Some(write);
         Ok(recorded?)
     }
-}
 
-impl Order {
     /// Whether every batch queued so far has run (an event that cannot be queried counts
     /// as not run).
     pub(super) fn all_run(&self) -> bool {
